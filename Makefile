@@ -1,0 +1,69 @@
+# mod_slidinglimit -- build, install, test, demo, bench.
+#
+#   make            build .libs/mod_slidinglimit.so with apxs
+#   make install    install it with apxs (then see conf/ for a2enmod files)
+#   make test       install what is missing, build, run the whole suite
+#   make demo       start a private redis + httpd and show a burst hit 429
+#   make demo-stop  stop what make demo started
+#   make bench      benchmark against the baseline and the peers
+#   make format     apply .clang-format
+
+APXS      ?= $(shell command -v apxs 2>/dev/null || command -v apxs2 2>/dev/null || echo apxs)
+CC_WARN    = -Wc,-std=gnu99 -Wc,-Wall -Wc,-Wextra -Wc,-Wno-unused-parameter
+SRCS       = mod_slidinglimit.c src/sl_core.c src/sl_config.c src/sl_redis.c \
+             src/sl_shm.c src/sl_algo.c src/sl_breaker.c src/sl_denycache.c \
+             src/sl_stats.c src/sl_key.c
+HDRS       = $(wildcard src/*.h) src/sl_scripts.h
+MODULE     = .libs/mod_slidinglimit.so
+
+# Packages the build, the suite and the demo need (Debian names).
+DEPS_BUILD = apache2 apache2-dev libhiredis-dev
+DEPS_TEST  = redis-server redis-tools libapache2-mod-perl2 libwww-perl curl faketime
+DEPS_BENCH = wrk gnuplot-nox libapache2-mod-evasive libapache2-mod-qos libpcre3
+
+.PHONY: all install clean deps deps-bench test unit demo demo-stop bench format
+
+all: $(MODULE)
+
+src/sl_scripts.h: lua/sl_check.lua tools/embed-lua.sh
+	sh tools/embed-lua.sh $< sl_script_check > $@.tmp && mv $@.tmp $@
+
+$(MODULE): $(SRCS) $(HDRS) src/exports.map
+	$(APXS) -c -o mod_slidinglimit.la $(CC_WARN) \
+	    -Wl,-Wl,--version-script=$(CURDIR)/src/exports.map -lhiredis $(SRCS)
+
+install: $(MODULE)
+	$(APXS) -i -n slidinglimit mod_slidinglimit.la
+
+deps:
+	@sh tools/deps.sh $(DEPS_BUILD) $(DEPS_TEST)
+
+deps-bench:
+	@sh tools/deps.sh $(DEPS_BUILD) $(DEPS_TEST) $(DEPS_BENCH)
+
+unit: src/sl_scripts.h
+	$(MAKE) -C tests/unit
+
+test: deps
+	$(MAKE) all
+	$(MAKE) unit
+	bash t/run
+
+demo: deps
+	$(MAKE) all
+	bash tools/demo.sh start
+
+demo-stop:
+	bash tools/demo.sh stop
+
+bench: deps-bench
+	$(MAKE) all
+	bash bench/run.sh
+
+format:
+	clang-format -i mod_slidinglimit.c src/*.c src/*.h tests/unit/*.c
+
+clean:
+	rm -rf .libs src/.libs *.la *.lo *.slo *.o src/*.lo src/*.slo src/*.o \
+	    src/sl_scripts.h
+	-$(MAKE) -C tests/unit clean

@@ -1,0 +1,92 @@
+/* The decision math of every algorithm, exactly as lua/sl_check.lua computes
+ * it, on plain state and a time in microseconds. APR only, no httpd.h: the
+ * shm store keeps the state, this file decides, tests/unit checks it.
+ *
+ * The script runs in Lua 5.1, whose numbers are IEEE doubles. Every formula
+ * here uses doubles in the script's order of operations, so that both stores
+ * give bit-identical answers, rounding included. */
+#ifndef SL_ALGO_H
+#define SL_ALGO_H
+
+#include <apr.h>
+
+#include "sl_core.h"
+
+/* One limit's answer, as the script's (ok, r, r0, rs, rs0). */
+typedef struct sl_eval {
+    int ok;                 /* this limit has room for the request */
+    apr_int64_t remaining;  /* r:  left after the request, if admitted */
+    apr_int64_t reset;      /* rs: microseconds until more quota then */
+    apr_int64_t remaining0; /* r0: left now, if the call is refused */
+    apr_int64_t reset0;     /* rs0 */
+} sl_eval_t;
+
+/* The reply values of one limit: (r, rs) when the whole call admitted the
+ * request, (r0, rs0) when any limit refused it. */
+void sl_eval_result(const sl_eval_t *ev, int admitted, sl_result_t *res);
+
+/* Sliding log: the admission times newer than now - win, ascending.
+ * Entries at or before the horizon are dropped first (ZREMRANGEBYSCORE
+ * -inf now-win, which includes the bound). */
+typedef apr_int64_t sl_log_at_fn(void *ctx, apr_int64_t i);
+
+apr_int64_t sl_log_horizon(apr_int64_t now, apr_int64_t win);
+
+/* count is the number of live entries; at(ctx, i) returns the i-th oldest
+ * (0-based). Only entries 0 and count - limit are ever read. */
+void sl_log_evaluate(apr_int64_t now, apr_int64_t limit, apr_int64_t win,
+                     apr_int64_t count, sl_log_at_fn *at, void *ctx,
+                     sl_eval_t *ev);
+
+/* A log as a plain sorted array (the unit tests; the shm store keeps the
+ * same sequence in chunks). */
+typedef struct sl_log {
+    apr_int64_t *ts;
+    apr_int64_t count;
+} sl_log_t;
+
+apr_int64_t sl_log_array_at(void *ctx, apr_int64_t i);
+
+/* Drops the entries at or before the horizon; returns how many. */
+apr_int64_t sl_log_expire(sl_log_t *log, apr_int64_t now, apr_int64_t win);
+
+/* Admission: inserts now in time order (ts must have room for one more)
+ * and returns the key's new expiry time (PEXPIRE). */
+apr_int64_t sl_log_apply(sl_log_t *log, apr_int64_t now, apr_int64_t win);
+
+/* The expiry time of a log key after an admission at now. */
+apr_int64_t sl_log_expires(apr_int64_t now, apr_int64_t win);
+
+/* Approximated sliding window: the count of the fixed window idx (windows
+ * aligned to multiples of win) and of the one before it. A zeroed state is
+ * the same as no state. */
+typedef struct sl_counter {
+    apr_int64_t idx;
+    apr_int64_t cur;
+    apr_int64_t prev;
+} sl_counter_t;
+
+/* The stored state as seen from now's window (counter_state). */
+void sl_counter_load(apr_int64_t now, apr_int64_t win,
+                     const sl_counter_t *stored, sl_counter_t *st);
+
+void sl_counter_evaluate(apr_int64_t now, apr_int64_t limit, apr_int64_t win,
+                         const sl_counter_t *stored, sl_eval_t *ev);
+
+/* Admission: st becomes the new stored state; returns its expiry time. */
+apr_int64_t sl_counter_apply(apr_int64_t now, apr_int64_t win,
+                             sl_counter_t *st);
+
+/* GCRA: the theoretical arrival time of the next request; 0 is no state. */
+typedef struct sl_gcra {
+    double tat;
+} sl_gcra_t;
+
+void sl_gcra_evaluate(apr_int64_t now, apr_int64_t limit, apr_int64_t win,
+                      apr_int64_t burst, const sl_gcra_t *st, sl_eval_t *ev);
+
+/* Admission: st becomes the new stored state; returns its expiry time. */
+apr_int64_t sl_gcra_apply(apr_int64_t now, apr_int64_t limit, apr_int64_t win,
+                          sl_gcra_t *st);
+
+#endif

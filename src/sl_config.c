@@ -1,0 +1,449 @@
+#include "sl_config.h"
+
+#include "http_log.h"
+#include "apr_strings.h"
+#include "apr_lib.h"
+
+#include <string.h>
+
+APLOG_USE_MODULE(slidinglimit);
+
+void *sl_create_server_conf(apr_pool_t *p, server_rec *s)
+{
+    sl_server_conf_t *c = apr_pcalloc(p, sizeof(*c));
+    (void) s;
+
+    c->connect_timeout = -1;
+    c->command_timeout = -1;
+    c->shm_size = -1;
+    return c;
+}
+
+void *sl_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
+{
+    sl_server_conf_t *base = basev, *add = addv;
+    sl_server_conf_t *c = apr_pcalloc(p, sizeof(*c));
+
+    c->store = add->store ? add->store : base->store;
+    c->connect_timeout = add->connect_timeout != -1 ? add->connect_timeout
+                                                    : base->connect_timeout;
+    c->command_timeout = add->command_timeout != -1 ? add->command_timeout
+                                                    : base->command_timeout;
+    c->prefix = add->prefix ? add->prefix : base->prefix;
+    c->shm_size = base->shm_size;
+    return c;
+}
+
+void *sl_create_dir_conf(apr_pool_t *p, char *dir)
+{
+    sl_dir_conf_t *c = apr_pcalloc(p, sizeof(*c));
+
+    c->ipv6_prefix = -1;
+    c->algorithm = -1;
+    c->fail_mode = -1;
+    c->local_fallback = -1;
+    c->headers = -1;
+    c->status = -1;
+    c->dry_run = -1;
+    c->section = dir;
+    return c;
+}
+
+#define SL_MERGE_INT(f) c->f = add->f != -1 ? add->f : base->f
+
+void *sl_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
+{
+    sl_dir_conf_t *base = basev, *add = addv;
+    sl_dir_conf_t *c = apr_pcalloc(p, sizeof(*c));
+
+    /* An inner section's own SlidingLimit lines replace the inherited list;
+     * everything else merges value by value. */
+    if (add->limits) {
+        c->limits = add->limits;
+        c->limits_off = add->limits_off;
+    }
+    else {
+        c->limits = base->limits;
+        c->limits_off = base->limits_off;
+    }
+    c->keys = add->keys ? add->keys : base->keys;
+    SL_MERGE_INT(ipv6_prefix);
+    SL_MERGE_INT(algorithm);
+    SL_MERGE_INT(fail_mode);
+    SL_MERGE_INT(local_fallback);
+    SL_MERGE_INT(headers);
+    SL_MERGE_INT(status);
+    SL_MERGE_INT(dry_run);
+    c->section = add->section ? add->section : base->section;
+    return c;
+}
+
+static const char *sl_err(cmd_parms *cmd, const char *msg)
+{
+    return apr_pstrcat(cmd->pool, cmd->cmd->name, ": ", msg, NULL);
+}
+
+/* The configuration sections that enclose this directive, outermost first:
+ * "<VirtualHost *:80>\n<Location /api>\n<If ...>". Not the file or line, so
+ * the identity survives edits elsewhere and agrees across servers. */
+static const char *sl_section(cmd_parms *cmd)
+{
+    const ap_directive_t *d;
+    const char *path = "";
+
+    for (d = cmd->directive ? cmd->directive->parent : NULL; d;
+         d = d->parent) {
+        path = apr_pstrcat(cmd->pool, d->directive, " ", d->args, "\n", path,
+                           NULL);
+    }
+    return path;
+}
+
+static const char *sl_cmd_limit(cmd_parms *cmd, void *dconf, int argc,
+                                char *const argv[])
+{
+    sl_dir_conf_t *dc = dconf;
+    sl_limit_t *l;
+    const char *err;
+    int i;
+
+    if (argc == 1 && !strcasecmp(argv[0], "off")) {
+        if (dc->limits && dc->limits->nelts) {
+            return sl_err(cmd, "'off' cannot be combined with limits in the "
+                               "same section");
+        }
+        dc->limits = apr_array_make(cmd->pool, 1, sizeof(sl_limit_t *));
+        dc->limits_off = 1;
+        return NULL;
+    }
+    if (dc->limits_off) {
+        return sl_err(cmd, "a limit cannot follow 'SlidingLimit off' in the "
+                           "same section");
+    }
+    if ((err = sl_parse_limit(cmd->pool, argc, argv, sl_section(cmd), &l))) {
+        return sl_err(cmd, err);
+    }
+    if (!dc->limits) {
+        dc->limits = apr_array_make(cmd->pool, 2, sizeof(sl_limit_t *));
+    }
+    for (i = 0; i < dc->limits->nelts; i++) {
+        const sl_limit_t *o = APR_ARRAY_IDX(dc->limits, i, sl_limit_t *);
+        if (!strcmp(o->id, l->id) || !strcmp(o->name, l->name)) {
+            return sl_err(cmd, apr_psprintf(cmd->pool,
+                                            "policy '%s' is set twice in "
+                                            "this section",
+                                            l->name));
+        }
+    }
+    APR_ARRAY_PUSH(dc->limits, sl_limit_t *) = l;
+    return NULL;
+}
+
+static const char *sl_cmd_key(cmd_parms *cmd, void *dconf, int argc,
+                              char *const argv[])
+{
+    sl_dir_conf_t *dc = dconf;
+    int i;
+
+    if (argc < 1) {
+        return sl_err(cmd, "needs at least one source");
+    }
+    dc->keys = apr_array_make(cmd->pool, argc, sizeof(sl_key_source_t));
+    for (i = 0; i < argc; i++) {
+        sl_key_source_t *k = apr_array_push(dc->keys);
+        const char *a = argv[i];
+
+        memset(k, 0, sizeof(*k));
+        if (!strcasecmp(a, "ip")) {
+            k->type = SL_KEY_IP;
+        }
+        else if (!strcasecmp(a, "user")) {
+            k->type = SL_KEY_USER;
+        }
+        else if (!strncasecmp(a, "header:", 7) && a[7]) {
+            k->type = SL_KEY_HEADER;
+            k->name = a + 7;
+            if (strpbrk(k->name, " \t:\r\n")) {
+                return sl_err(cmd, apr_psprintf(cmd->pool,
+                                                "'%s' is not a header name",
+                                                a));
+            }
+        }
+        else if (!strncasecmp(a, "env:", 4) && a[4]) {
+            k->type = SL_KEY_ENV;
+            k->name = a + 4;
+        }
+        else if (!strncasecmp(a, "expr:", 5) && a[5]) {
+            const char *err = NULL;
+            k->type = SL_KEY_EXPR;
+            k->name = a + 5;
+            k->expr = ap_expr_parse_cmd(cmd, a + 5, AP_EXPR_FLAG_STRING_RESULT,
+                                        &err, NULL);
+            if (err) {
+                return sl_err(cmd, apr_psprintf(cmd->pool,
+                                                "'%s': cannot parse the "
+                                                "expression: %s",
+                                                a, err));
+            }
+        }
+        else {
+            return sl_err(cmd, apr_psprintf(cmd->pool,
+                                            "'%s' is not a key source (ip, "
+                                            "user, header:NAME, env:NAME, "
+                                            "expr:STRING)",
+                                            a));
+        }
+    }
+    return NULL;
+}
+
+static const char *sl_cmd_ipv6(cmd_parms *cmd, void *dconf, const char *arg)
+{
+    sl_dir_conf_t *dc = dconf;
+    apr_int64_t v;
+    const char *err = sl_parse_int(cmd->pool, arg, 1, 128, &v);
+
+    if (err) {
+        return sl_err(cmd, err);
+    }
+    dc->ipv6_prefix = (int) v;
+    return NULL;
+}
+
+static const char *sl_cmd_algorithm(cmd_parms *cmd, void *dconf,
+                                    const char *arg)
+{
+    sl_dir_conf_t *dc = dconf;
+    const char *err = sl_parse_algorithm(cmd->pool, arg, &dc->algorithm);
+
+    return err ? sl_err(cmd, err) : NULL;
+}
+
+static const char *sl_cmd_fail_mode(cmd_parms *cmd, void *dconf,
+                                    const char *arg)
+{
+    sl_dir_conf_t *dc = dconf;
+
+    if (!strcasecmp(arg, "open")) {
+        dc->fail_mode = SL_FAIL_OPEN;
+    }
+    else if (!strcasecmp(arg, "closed")) {
+        dc->fail_mode = SL_FAIL_CLOSED;
+    }
+    else {
+        return sl_err(cmd, apr_psprintf(cmd->pool,
+                                        "'%s' is neither open nor closed",
+                                        arg));
+    }
+    return NULL;
+}
+
+static const char *sl_onoff(cmd_parms *cmd, const char *arg, int *out)
+{
+    if (!strcasecmp(arg, "on")) {
+        *out = 1;
+    }
+    else if (!strcasecmp(arg, "off")) {
+        *out = 0;
+    }
+    else {
+        return sl_err(cmd,
+                      apr_psprintf(cmd->pool, "'%s' is neither on nor off", arg));
+    }
+    return NULL;
+}
+
+static const char *sl_cmd_fallback(cmd_parms *cmd, void *dconf,
+                                   const char *arg)
+{
+    return sl_onoff(cmd, arg, &((sl_dir_conf_t *) dconf)->local_fallback);
+}
+
+static const char *sl_cmd_dry_run(cmd_parms *cmd, void *dconf, const char *arg)
+{
+    return sl_onoff(cmd, arg, &((sl_dir_conf_t *) dconf)->dry_run);
+}
+
+static const char *sl_cmd_headers(cmd_parms *cmd, void *dconf, int argc,
+                                  char *const argv[])
+{
+    sl_dir_conf_t *dc = dconf;
+    int flags = 0, i;
+
+    if (argc < 1) {
+        return sl_err(cmd, "needs ietf, draft03, x-ratelimit or off");
+    }
+    for (i = 0; i < argc; i++) {
+        if (!strcasecmp(argv[i], "off") && argc == 1) {
+            flags = 0;
+        }
+        else if (!strcasecmp(argv[i], "ietf")) {
+            flags |= SL_HDR_IETF;
+        }
+        else if (!strcasecmp(argv[i], "draft03")) {
+            flags |= SL_HDR_DRAFT03;
+        }
+        else if (!strcasecmp(argv[i], "x-ratelimit")) {
+            flags |= SL_HDR_XRL;
+        }
+        else {
+            return sl_err(cmd, apr_psprintf(cmd->pool,
+                                            "'%s' is not a header set (ietf, "
+                                            "draft03, x-ratelimit, or off "
+                                            "alone)",
+                                            argv[i]));
+        }
+    }
+    dc->headers = flags;
+    return NULL;
+}
+
+static const char *sl_cmd_status(cmd_parms *cmd, void *dconf, const char *arg)
+{
+    sl_dir_conf_t *dc = dconf;
+    apr_int64_t v;
+    const char *err = sl_parse_int(cmd->pool, arg, 400, 599, &v);
+
+    if (err) {
+        return sl_err(cmd, err);
+    }
+    dc->status = (int) v;
+    return NULL;
+}
+
+static const char *sl_cmd_store(cmd_parms *cmd, void *dconf, const char *arg)
+{
+    sl_server_conf_t *sc =
+        ap_get_module_config(cmd->server->module_config, &slidinglimit_module);
+    sl_store_url_t *u = apr_pcalloc(cmd->pool, sizeof(*u));
+    const char *err = sl_parse_store_url(cmd->pool, arg, u);
+    (void) dconf;
+
+    if (err) {
+        return sl_err(cmd, err);
+    }
+    sc->store = u;
+    return NULL;
+}
+
+static const char *sl_cmd_timeout(cmd_parms *cmd, void *dconf, const char *a1,
+                                  const char *a2)
+{
+    sl_server_conf_t *sc =
+        ap_get_module_config(cmd->server->module_config, &slidinglimit_module);
+    apr_int64_t c, k;
+    const char *err;
+    (void) dconf;
+
+    if ((err = sl_parse_duration(cmd->pool, a1, &c))) {
+        return sl_err(cmd, apr_pstrcat(cmd->pool, "CONNECT ", err, NULL));
+    }
+    if (a2 && (err = sl_parse_duration(cmd->pool, a2, &k))) {
+        return sl_err(cmd, apr_pstrcat(cmd->pool, "COMMAND ", err, NULL));
+    }
+    if (c > apr_time_from_sec(60) || (a2 && k > apr_time_from_sec(60))) {
+        return sl_err(cmd, "a store timeout above 60s would hold requests "
+                           "hostage");
+    }
+    sc->connect_timeout = c;
+    if (a2) {
+        sc->command_timeout = k;
+    }
+    return NULL;
+}
+
+static const char *sl_cmd_prefix(cmd_parms *cmd, void *dconf, const char *arg)
+{
+    sl_server_conf_t *sc =
+        ap_get_module_config(cmd->server->module_config, &slidinglimit_module);
+    const char *s;
+    (void) dconf;
+
+    if (!*arg || strlen(arg) > 64) {
+        return sl_err(cmd, apr_psprintf(cmd->pool,
+                                        "'%s' must be 1-64 characters", arg));
+    }
+    for (s = arg; *s; s++) {
+        /* Braces would move the cluster hash tag. */
+        if (!apr_isgraph(*s) || *s == '{' || *s == '}') {
+            return sl_err(cmd, apr_psprintf(cmd->pool,
+                                            "'%s' may not contain braces, "
+                                            "spaces or control characters",
+                                            arg));
+        }
+    }
+    sc->prefix = arg;
+    return NULL;
+}
+
+static const char *sl_cmd_shm_size(cmd_parms *cmd, void *dconf,
+                                   const char *arg)
+{
+    sl_server_conf_t *sc =
+        ap_get_module_config(cmd->server->module_config, &slidinglimit_module);
+    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
+    apr_int64_t v;
+    char *num = apr_pstrdup(cmd->pool, arg);
+    apr_size_t len = strlen(num);
+    apr_int64_t mult = 1;
+    (void) dconf;
+
+    if (err) {
+        return err;
+    }
+    if (len && (num[len - 1] == 'K' || num[len - 1] == 'k')) {
+        mult = 1024;
+        num[len - 1] = '\0';
+    }
+    else if (len && (num[len - 1] == 'M' || num[len - 1] == 'm')) {
+        mult = 1024 * 1024;
+        num[len - 1] = '\0';
+    }
+    if ((err = sl_parse_int(cmd->pool, num, 1, APR_INT64_C(1) << 40, &v))) {
+        return sl_err(cmd, err);
+    }
+    v *= mult;
+    if (v < 64 * 1024 || v > APR_INT64_C(4096) * 1024 * 1024) {
+        return sl_err(cmd, apr_psprintf(cmd->pool,
+                                        "'%s' must be between 64K and 4096M",
+                                        arg));
+    }
+    sc->shm_size = v;
+    return NULL;
+}
+
+#define SL_DIR_CONF (RSRC_CONF | ACCESS_CONF)
+
+const command_rec sl_cmds[] = {
+    AP_INIT_TAKE1("SlidingLimitStore", sl_cmd_store, NULL, RSRC_CONF,
+                  "redis://[user:password@]host[:port][/db], "
+                  "unix:/path[?db=N], cluster://host:port[,...] or shm"),
+    AP_INIT_TAKE12("SlidingLimitStoreTimeout", sl_cmd_timeout, NULL,
+                   RSRC_CONF, "connect and command timeouts, e.g. 100ms 50ms"),
+    AP_INIT_TAKE1("SlidingLimitKeyPrefix", sl_cmd_prefix, NULL, RSRC_CONF,
+                  "prefix of every store key (default sl)"),
+    AP_INIT_TAKE1("SlidingLimitShmSize", sl_cmd_shm_size, NULL, RSRC_CONF,
+                  "size of the shared memory store, e.g. 8M (default 8M)"),
+    AP_INIT_TAKE_ARGV("SlidingLimit", sl_cmd_limit, NULL, SL_DIR_CONF,
+                      "REQUESTS WINDOW [name=NAME] [algorithm=log|counter|"
+                      "gcra] [burst=N], or off"),
+    AP_INIT_TAKE_ARGV("SlidingLimitKey", sl_cmd_key, NULL, SL_DIR_CONF,
+                      "whose budget: ip, user, header:NAME, env:NAME, "
+                      "expr:STRING; the first with a value wins"),
+    AP_INIT_TAKE1("SlidingLimitIPv6Prefix", sl_cmd_ipv6, NULL, SL_DIR_CONF,
+                  "IPv6 clients share a budget per prefix of this many bits "
+                  "(default 64)"),
+    AP_INIT_TAKE1("SlidingLimitAlgorithm", sl_cmd_algorithm, NULL,
+                  SL_DIR_CONF, "log, counter or gcra (default log)"),
+    AP_INIT_TAKE1("SlidingLimitFailMode", sl_cmd_fail_mode, NULL, SL_DIR_CONF,
+                  "open or closed: when the store does not answer"),
+    AP_INIT_TAKE1("SlidingLimitLocalFallback", sl_cmd_fallback, NULL,
+                  SL_DIR_CONF,
+                  "on or off: enforce limits locally while the store is down"),
+    AP_INIT_TAKE_ARGV("SlidingLimitHeaders", sl_cmd_headers, NULL,
+                      SL_DIR_CONF, "ietf, draft03, x-ratelimit, or off"),
+    AP_INIT_TAKE1("SlidingLimitStatus", sl_cmd_status, NULL, SL_DIR_CONF,
+                  "status of a denied request, 400-599 (default 429)"),
+    AP_INIT_TAKE1("SlidingLimitDryRun", sl_cmd_dry_run, NULL, SL_DIR_CONF,
+                  "on or off: decide and report, never block"),
+    {NULL}};

@@ -1,0 +1,75 @@
+/* Configuration: the directives, and the per-server and per-directory
+ * records with their merge rules. */
+#ifndef SL_CONFIG_H
+#define SL_CONFIG_H
+
+#include "httpd.h"
+#include "http_config.h"
+#include "ap_expr.h"
+
+#include "sl_core.h"
+
+struct sl_redis;
+struct sl_proc;
+
+#define SL_KEY_IP 0
+#define SL_KEY_USER 1
+#define SL_KEY_HEADER 2
+#define SL_KEY_ENV 3
+#define SL_KEY_EXPR 4
+
+#define SL_FAIL_OPEN 0
+#define SL_FAIL_CLOSED 1
+
+/* Defaults, applied where a value is read (never in merge). */
+#define SL_DEFAULT_CONNECT_TIMEOUT apr_time_from_msec(100)
+#define SL_DEFAULT_COMMAND_TIMEOUT apr_time_from_msec(50)
+#define SL_DEFAULT_PREFIX "sl"
+#define SL_DEFAULT_IPV6_PREFIX 64
+#define SL_DEFAULT_HEADERS (SL_HDR_IETF | SL_HDR_XRL)
+#define SL_DEFAULT_STATUS 429
+#define SL_DEFAULT_SHM_SIZE (8 * 1024 * 1024)
+
+typedef struct sl_key_source {
+    int type;
+    const char *name; /* header or variable name; the token for expr */
+    ap_expr_info_t *expr;
+} sl_key_source_t;
+
+typedef struct sl_server_conf {
+    sl_store_url_t *store;               /* NULL: unset (shm) */
+    apr_interval_time_t connect_timeout; /* -1: unset */
+    apr_interval_time_t command_timeout; /* -1: unset */
+    const char *prefix;                  /* NULL: unset */
+    apr_int64_t shm_size;                /* -1: unset */
+    /* made in post_config (shared by all records) and child_init */
+    struct sl_proc *proc;
+    struct sl_redis *redis;
+} sl_server_conf_t;
+
+typedef struct sl_dir_conf {
+    /* sl_limit_t *; NULL: inherit; empty with limits_off: "SlidingLimit off" */
+    apr_array_header_t *limits;
+    int limits_off;
+    apr_array_header_t *keys; /* sl_key_source_t; NULL: inherit */
+    int ipv6_prefix;          /* -1: unset, as below */
+    int algorithm;
+    int fail_mode;
+    int local_fallback;
+    int headers;
+    int status;
+    int dry_run;
+    const char *section; /* identifies unnamed limits */
+} sl_dir_conf_t;
+
+extern const command_rec sl_cmds[];
+
+void *sl_create_server_conf(apr_pool_t *p, server_rec *s);
+void *sl_merge_server_conf(apr_pool_t *p, void *basev, void *addv);
+void *sl_create_dir_conf(apr_pool_t *p, char *dir);
+void *sl_merge_dir_conf(apr_pool_t *p, void *basev, void *addv);
+
+/* Effective values, defaults applied. */
+#define SL_OR(v, d) ((v) == -1 ? (d) : (v))
+
+#endif

@@ -1,0 +1,604 @@
+#include "sl_core.h"
+
+#include <apr_base64.h>
+#include <apr_lib.h>
+#include <apr_sha1.h>
+#include <apr_strings.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Longest window and largest quota: keeps every product in the scripts and
+ * in the shm store far below 2^53, where doubles stop being exact. */
+#define SL_MAX_WINDOW (apr_int64_t)(366 * 86400) * APR_USEC_PER_SEC
+#define SL_MAX_REQUESTS 100000000
+
+const char *sl_parse_int(apr_pool_t *p, const char *s, apr_int64_t min,
+                         apr_int64_t max, apr_int64_t *out)
+{
+    char *end;
+    apr_int64_t v;
+
+    if (!s || !*s || !apr_isdigit(*s)) {
+        return apr_psprintf(p, "'%s' is not a whole number", s ? s : "");
+    }
+    errno = 0;
+    v = apr_strtoi64(s, &end, 10);
+    if (errno || *end) {
+        return apr_psprintf(p, "'%s' is not a whole number", s);
+    }
+    if (v < min || v > max) {
+        return apr_psprintf(p,
+                            "'%s' is out of range (%" APR_INT64_T_FMT
+                            "..%" APR_INT64_T_FMT ")",
+                            s, min, max);
+    }
+    *out = v;
+    return NULL;
+}
+
+const char *sl_parse_duration(apr_pool_t *p, const char *s, apr_int64_t *us)
+{
+    static const struct {
+        const char *unit;
+        apr_int64_t us;
+    } units[] = {{"", APR_USEC_PER_SEC},
+                 {"ms", 1000},
+                 {"s", APR_USEC_PER_SEC},
+                 {"m", 60 * APR_USEC_PER_SEC},
+                 {"min", 60 * APR_USEC_PER_SEC},
+                 {"h", 3600 * APR_USEC_PER_SEC},
+                 {"d", 86400 * APR_USEC_PER_SEC}};
+    char *end;
+    apr_int64_t v;
+    size_t i;
+
+    if (!s || !apr_isdigit(*s)) {
+        return apr_psprintf(p, "'%s' is not a duration (e.g. 500ms, 30s, 1m)",
+                            s ? s : "");
+    }
+    errno = 0;
+    v = apr_strtoi64(s, &end, 10);
+    if (errno || v <= 0) {
+        return apr_psprintf(p, "'%s' is not a positive duration", s);
+    }
+    for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+        if (!strcasecmp(end, units[i].unit)) {
+            if (v > SL_MAX_WINDOW / units[i].us) {
+                return apr_psprintf(p, "'%s' is too long (at most 366d)", s);
+            }
+            *us = v * units[i].us;
+            return NULL;
+        }
+    }
+    return apr_psprintf(p, "'%s' has an unknown unit (use ms, s, m, h or d)",
+                        s);
+}
+
+const char *sl_format_duration(apr_pool_t *p, apr_int64_t us)
+{
+    static const struct {
+        const char *unit;
+        apr_int64_t us;
+    } units[] = {{"d", 86400 * APR_USEC_PER_SEC},
+                 {"h", 3600 * APR_USEC_PER_SEC},
+                 {"m", 60 * APR_USEC_PER_SEC},
+                 {"s", APR_USEC_PER_SEC},
+                 {"ms", 1000}};
+    size_t i;
+
+    for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+        if (us % units[i].us == 0) {
+            return apr_psprintf(p, "%" APR_INT64_T_FMT "%s", us / units[i].us,
+                                units[i].unit);
+        }
+    }
+    return apr_psprintf(p, "%" APR_INT64_T_FMT "us", us);
+}
+
+const char *sl_parse_algorithm(apr_pool_t *p, const char *s, int *alg)
+{
+    if (!strcasecmp(s, "log")) {
+        *alg = SL_ALG_LOG;
+    }
+    else if (!strcasecmp(s, "counter")) {
+        *alg = SL_ALG_COUNTER;
+    }
+    else if (!strcasecmp(s, "gcra")) {
+        *alg = SL_ALG_GCRA;
+    }
+    else {
+        return apr_psprintf(p, "'%s' is not an algorithm (log, counter, gcra)",
+                            s);
+    }
+    return NULL;
+}
+
+char sl_algorithm_code(int alg)
+{
+    return alg == SL_ALG_COUNTER ? 'c' : alg == SL_ALG_GCRA ? 'g' : 'l';
+}
+
+const char *sl_algorithm_name(int alg)
+{
+    return alg == SL_ALG_COUNTER ? "counter"
+           : alg == SL_ALG_GCRA  ? "gcra"
+                                 : "log";
+}
+
+/* base64 of the first n bytes of SHA-1(data), without padding: 12 bytes give
+ * 16 characters. '+' and '/' are harmless in keys; braces never appear. */
+static const char *sl_hash(apr_pool_t *p, const char *data, apr_size_t len,
+                           int n)
+{
+    unsigned char digest[APR_SHA1_DIGESTSIZE];
+    apr_sha1_ctx_t ctx;
+    char *out = apr_palloc(p, apr_base64_encode_len(n));
+
+    apr_sha1_init(&ctx);
+    apr_sha1_update_binary(&ctx, (const unsigned char *) data, len);
+    apr_sha1_final(digest, &ctx);
+    /* n is a multiple of 3 here, so there is no padding to strip. */
+    apr_base64_encode_binary(out, digest, n);
+    return out;
+}
+
+static int sl_valid_name(const char *s)
+{
+    if (!*s || strlen(s) > 64) {
+        return 0;
+    }
+    for (; *s; s++) {
+        if (!apr_isalnum(*s) && !strchr("-_.:/@", *s)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+const char *sl_parse_limit(apr_pool_t *p, int argc, char *const argv[],
+                           const char *section, sl_limit_t **out)
+{
+    sl_limit_t *l = apr_pcalloc(p, sizeof(*l));
+    const char *err;
+    const char *basis;
+    int i;
+
+    if (argc < 2) {
+        return "needs REQUESTS WINDOW (or 'off')";
+    }
+    if ((err = sl_parse_int(p, argv[0], 1, SL_MAX_REQUESTS, &l->requests))) {
+        return apr_pstrcat(p, "REQUESTS ", err, NULL);
+    }
+    if ((err = sl_parse_duration(p, argv[1], &l->window))) {
+        return apr_pstrcat(p, "WINDOW ", err, NULL);
+    }
+    l->algorithm = SL_ALG_UNSET;
+    for (i = 2; i < argc; i++) {
+        const char *eq = strchr(argv[i], '=');
+        const char *val = eq ? eq + 1 : "";
+        apr_size_t klen = eq ? (apr_size_t)(eq - argv[i]) : 0;
+
+        if (klen == 4 && !strncasecmp(argv[i], "name", 4)) {
+            if (!sl_valid_name(val)) {
+                return apr_psprintf(p,
+                                    "'%s': a name is 1-64 characters of "
+                                    "letters, digits and -_.:/@",
+                                    argv[i]);
+            }
+            l->name = val;
+            l->named = 1;
+        }
+        else if (klen == 9 && !strncasecmp(argv[i], "algorithm", 9)) {
+            if ((err = sl_parse_algorithm(p, val, &l->algorithm))) {
+                return err;
+            }
+        }
+        else if (klen == 5 && !strncasecmp(argv[i], "burst", 5)) {
+            if ((err = sl_parse_int(p, val, 1, SL_MAX_REQUESTS, &l->burst))) {
+                return apr_pstrcat(p, "burst ", err, NULL);
+            }
+        }
+        else {
+            return apr_psprintf(p,
+                                "unknown option '%s' (expected name=, "
+                                "algorithm= or burst=)",
+                                argv[i]);
+        }
+    }
+    if (l->burst && l->algorithm != SL_ALG_GCRA &&
+        l->algorithm != SL_ALG_UNSET) {
+        return apr_psprintf(p, "'burst=%" APR_INT64_T_FMT
+                               "' only applies to algorithm=gcra",
+                            l->burst);
+    }
+    if (!l->name) {
+        l->name = apr_psprintf(p, "%" APR_INT64_T_FMT "-per-%s", l->requests,
+                               sl_format_duration(p, l->window));
+    }
+    /* A named policy is one budget wherever it is used; an unnamed one is
+     * its section plus its own values, so it is stable across restarts and
+     * across servers whose sections agree. */
+    if (l->named) {
+        basis = apr_pstrcat(p, "n\n", l->name, NULL);
+    }
+    else {
+        basis = apr_psprintf(p,
+                             "s\n%s\n%" APR_INT64_T_FMT "\n%" APR_INT64_T_FMT
+                             "\n%" APR_INT64_T_FMT,
+                             section ? section : "", l->requests, l->window,
+                             l->burst);
+    }
+    l->id = sl_hash(p, basis, strlen(basis), 6);
+    *out = l;
+    return NULL;
+}
+
+const char *sl_ip_key(apr_pool_t *p, const char *ip, int v6bits)
+{
+    unsigned char a[16];
+    char buf[INET6_ADDRSTRLEN];
+    int i;
+
+    if (!ip) {
+        return NULL;
+    }
+    if (inet_pton(AF_INET, ip, a) == 1) {
+        return inet_ntop(AF_INET, a, buf, sizeof(buf)) ? apr_pstrdup(p, buf)
+                                                       : NULL;
+    }
+    if (inet_pton(AF_INET6, ip, a) != 1) {
+        return NULL;
+    }
+    if (!memcmp(a, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12)) {
+        return inet_ntop(AF_INET, a + 12, buf, sizeof(buf))
+                   ? apr_pstrdup(p, buf)
+                   : NULL;
+    }
+    for (i = 0; i < 16; i++) {
+        int keep = v6bits - 8 * i;
+        if (keep <= 0) {
+            a[i] = 0;
+        }
+        else if (keep < 8) {
+            a[i] &= (unsigned char) (0xff << (8 - keep));
+        }
+    }
+    if (!inet_ntop(AF_INET6, a, buf, sizeof(buf))) {
+        return NULL;
+    }
+    return apr_psprintf(p, "%s/%d", buf, v6bits);
+}
+
+const char *sl_identity(apr_pool_t *p, const char *source, const char *value,
+                        apr_size_t len)
+{
+    apr_size_t slen = strlen(source);
+    char *buf;
+
+    if (len > SL_MAX_KEY_VALUE) {
+        len = SL_MAX_KEY_VALUE;
+    }
+    /* The source tag keeps "user bob" and "header bob" apart. */
+    buf = apr_palloc(p, slen + 1 + len);
+    memcpy(buf, source, slen);
+    buf[slen] = '\0';
+    memcpy(buf + slen + 1, value, len);
+    return sl_hash(p, buf, slen + 1 + len, 12);
+}
+
+const char *sl_store_key(apr_pool_t *p, const char *prefix,
+                         const char *identity, const sl_limit_t *l, int alg)
+{
+    char code[2] = {sl_algorithm_code(alg), '\0'};
+
+    return apr_pstrcat(p, prefix, ":{", identity, "}", l->id, ".", code, NULL);
+}
+
+const char *sl_decision_parse(apr_pool_t *p, const long long *v, apr_size_t nv,
+                              int nlimits, sl_decision_t *d)
+{
+    int i;
+
+    if (nlimits < 1 || nv != 3 + 3 * (apr_size_t) nlimits) {
+        return apr_psprintf(p, "reply has %lu values, expected %d",
+                            (unsigned long) nv, 3 + 3 * nlimits);
+    }
+    if (v[0] <= 0 || v[1] < 0 || v[1] >= APR_USEC_PER_SEC ||
+        (v[2] != 0 && v[2] != 1)) {
+        return "reply header out of range";
+    }
+    d->now = (apr_int64_t) v[0] * APR_USEC_PER_SEC + v[1];
+    d->admitted = (int) v[2];
+    d->n = nlimits;
+    d->res = apr_pcalloc(p, sizeof(*d->res) * nlimits);
+    for (i = 0; i < nlimits; i++) {
+        const long long *x = v + 3 + 3 * i;
+        if ((x[0] != 0 && x[0] != 1) || x[1] < 0 || x[2] < 0) {
+            return apr_psprintf(p, "reply for limit %d out of range", i + 1);
+        }
+        if (d->admitted && !x[0]) {
+            return "reply admits a request that a limit refused";
+        }
+        d->res[i].ok = (int) x[0];
+        d->res[i].remaining = x[1];
+        d->res[i].reset = x[2];
+    }
+    if (!d->admitted) {
+        for (i = 0; i < nlimits && d->res[i].ok; i++) {
+        }
+        if (i == nlimits) {
+            return "reply refuses a request that every limit admitted";
+        }
+    }
+    return NULL;
+}
+
+int sl_decision_pick(const sl_decision_t *d)
+{
+    int best = 0, i;
+
+    for (i = 1; i < d->n; i++) {
+        const sl_result_t *a = &d->res[i], *b = &d->res[best];
+        if (!d->admitted) {
+            /* The request waits for the slowest refusing limit. */
+            if (!a->ok && (b->ok || a->reset > b->reset)) {
+                best = i;
+            }
+        }
+        else if (a->remaining < b->remaining ||
+                 (a->remaining == b->remaining && a->reset > b->reset)) {
+            best = i;
+        }
+    }
+    return best;
+}
+
+apr_int64_t sl_ceil_seconds(apr_int64_t us)
+{
+    apr_int64_t s = (us + APR_USEC_PER_SEC - 1) / APR_USEC_PER_SEC;
+    return s < 1 ? 1 : s;
+}
+
+apr_int64_t sl_retry_after(const sl_decision_t *d)
+{
+    return sl_ceil_seconds(d->res[sl_decision_pick(d)].reset);
+}
+
+const char *sl_sf_string(apr_pool_t *p, const char *s)
+{
+    /* RFC 8941 sf-string: printable ASCII, '"' and '\' escaped. */
+    char *out = apr_palloc(p, 2 * strlen(s) + 3), *o = out;
+
+    *o++ = '"';
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') {
+            *o++ = '\\';
+        }
+        *o++ = (*s >= 0x20 && *s < 0x7f) ? *s : '_';
+    }
+    *o++ = '"';
+    *o = '\0';
+    return out;
+}
+
+static apr_int64_t sl_reset_seconds(apr_int64_t us)
+{
+    return us <= 0 ? 0 : sl_ceil_seconds(us);
+}
+
+void sl_quota_headers(apr_pool_t *p, int flags,
+                      const apr_array_header_t *limits,
+                      const sl_decision_t *d, sl_header_fn *add, void *ctx)
+{
+    const sl_limit_t *const *l = (const sl_limit_t *const *) limits->elts;
+    int pick = sl_decision_pick(d);
+    const sl_result_t *r = &d->res[pick];
+    apr_int64_t t = sl_reset_seconds(r->reset);
+    int i;
+
+    if (flags & SL_HDR_IETF) {
+        char *policy = NULL;
+        for (i = 0; i < d->n; i++) {
+            char *one = apr_psprintf(
+                p, "%s;q=%" APR_INT64_T_FMT ";w=%" APR_INT64_T_FMT,
+                sl_sf_string(p, l[i]->name), l[i]->requests,
+                sl_ceil_seconds(l[i]->window));
+            policy = policy ? apr_pstrcat(p, policy, ", ", one, NULL) : one;
+        }
+        add(ctx, "RateLimit-Policy", policy);
+        add(ctx, "RateLimit",
+            apr_psprintf(p,
+                         "%s;r=%" APR_INT64_T_FMT ";t=%" APR_INT64_T_FMT,
+                         sl_sf_string(p, l[pick]->name), r->remaining, t));
+    }
+    if (flags & SL_HDR_DRAFT03) {
+        add(ctx, "RateLimit-Limit",
+            apr_psprintf(p, "%" APR_INT64_T_FMT, l[pick]->requests));
+        add(ctx, "RateLimit-Remaining",
+            apr_psprintf(p, "%" APR_INT64_T_FMT, r->remaining));
+        add(ctx, "RateLimit-Reset", apr_psprintf(p, "%" APR_INT64_T_FMT, t));
+    }
+    if (flags & SL_HDR_XRL) {
+        add(ctx, "X-RateLimit-Limit",
+            apr_psprintf(p, "%" APR_INT64_T_FMT, l[pick]->requests));
+        add(ctx, "X-RateLimit-Remaining",
+            apr_psprintf(p, "%" APR_INT64_T_FMT, r->remaining));
+        add(ctx, "X-RateLimit-Reset",
+            apr_psprintf(p, "%" APR_INT64_T_FMT,
+                         (d->now + (r->reset > 0 ? r->reset : 0) +
+                          APR_USEC_PER_SEC - 1) /
+                             APR_USEC_PER_SEC));
+    }
+}
+
+const char *sl_json_body(apr_pool_t *p, int unavailable, apr_int64_t retry)
+{
+    if (unavailable) {
+        return apr_psprintf(
+            p,
+            "{\"error\":{\"code\":\"SERVICE_UNAVAILABLE\",\"message\":"
+            "\"Rate limiting is unavailable. Try again in %" APR_INT64_T_FMT
+            " seconds.\",\"retry_after_seconds\":%" APR_INT64_T_FMT "}}\n",
+            retry, retry);
+    }
+    return apr_psprintf(
+        p,
+        "{\"error\":{\"code\":\"TOO_MANY_REQUESTS\",\"message\":"
+        "\"Rate limit exceeded. Try again in %" APR_INT64_T_FMT
+        " seconds.\",\"retry_after_seconds\":%" APR_INT64_T_FMT "}}\n",
+        retry, retry);
+}
+
+static const char *sl_parse_hostport(apr_pool_t *p, const char *s,
+                                     sl_hostport_t *hp)
+{
+    const char *colon;
+    apr_int64_t port = 6379;
+    const char *err;
+
+    if (*s == '[') {
+        const char *end = strchr(s, ']');
+        if (!end) {
+            return apr_psprintf(p, "'%s': unbalanced '['", s);
+        }
+        hp->host = apr_pstrmemdup(p, s + 1, end - s - 1);
+        colon = end[1] == ':' ? end + 1 : NULL;
+        if (end[1] && !colon) {
+            return apr_psprintf(p, "'%s': junk after ']'", s);
+        }
+    }
+    else {
+        colon = strrchr(s, ':');
+        hp->host = colon ? apr_pstrmemdup(p, s, colon - s) : apr_pstrdup(p, s);
+    }
+    if (!*hp->host) {
+        return apr_psprintf(p, "'%s': no host", s);
+    }
+    if (colon && (err = sl_parse_int(p, colon + 1, 1, 65535, &port))) {
+        return apr_pstrcat(p, "port ", err, NULL);
+    }
+    hp->port = (int) port;
+    return NULL;
+}
+
+const char *sl_parse_store_url(apr_pool_t *p, const char *url,
+                               sl_store_url_t *out)
+{
+    const char *err;
+    apr_int64_t db = 0;
+
+    memset(out, 0, sizeof(*out));
+    out->nodes = apr_array_make(p, 1, sizeof(sl_hostport_t));
+    if (!strcasecmp(url, "shm")) {
+        out->kind = SL_STORE_SHM;
+        out->display = "shm";
+        return NULL;
+    }
+    if (!strncasecmp(url, "unix:", 5)) {
+        const char *q = strchr(url + 5, '?');
+        out->kind = SL_STORE_UNIX;
+        out->path = q ? apr_pstrmemdup(p, url + 5, q - url - 5)
+                      : apr_pstrdup(p, url + 5);
+        if (!strncmp(out->path, "//", 2)) {
+            out->path += 2;
+        }
+        if (*out->path != '/') {
+            return apr_psprintf(p, "'%s': a unix socket path must be absolute",
+                                url);
+        }
+        if (q) {
+            if (strncmp(q, "?db=", 4)) {
+                return apr_psprintf(p, "'%s': the only option is ?db=N", q);
+            }
+            if ((err = sl_parse_int(p, q + 4, 0, 65535, &db))) {
+                return apr_pstrcat(p, "db ", err, NULL);
+            }
+        }
+        out->db = (int) db;
+        out->display = apr_pstrcat(p, "unix:", out->path, NULL);
+        return NULL;
+    }
+    if (!strncasecmp(url, "redis://", 8)) {
+        const char *rest = url + 8, *at, *slash;
+        char *hostpart;
+        sl_hostport_t *hp = apr_array_push(out->nodes);
+
+        out->kind = SL_STORE_TCP;
+        /* The credentials end at the last '@', so a password may hold '@'. */
+        at = strrchr(rest, '@');
+        if (at) {
+            const char *colon = memchr(rest, ':', at - rest);
+            if (colon) {
+                out->user = colon > rest ? apr_pstrmemdup(p, rest, colon - rest)
+                                         : NULL;
+                out->password = apr_pstrmemdup(p, colon + 1, at - colon - 1);
+            }
+            else {
+                out->password = apr_pstrmemdup(p, rest, at - rest);
+            }
+            rest = at + 1;
+        }
+        slash = strchr(rest, '/');
+        hostpart = slash ? apr_pstrmemdup(p, rest, slash - rest)
+                         : apr_pstrdup(p, rest);
+        if ((err = sl_parse_hostport(p, hostpart, hp))) {
+            return err;
+        }
+        if (slash && slash[1] &&
+            (err = sl_parse_int(p, slash + 1, 0, 65535, &db))) {
+            return apr_pstrcat(p, "db ", err, NULL);
+        }
+        out->db = (int) db;
+        out->display = apr_psprintf(p, "redis://%s%s:%d/%d",
+                                    out->password ? "***@" : "", hp->host,
+                                    hp->port, out->db);
+        return NULL;
+    }
+    if (!strncasecmp(url, "cluster://", 10)) {
+        char *list = apr_pstrdup(p, url + 10), *tok, *state;
+        out->kind = SL_STORE_CLUSTER;
+        for (tok = apr_strtok(list, ",", &state); tok;
+             tok = apr_strtok(NULL, ",", &state)) {
+            sl_hostport_t *hp = apr_array_push(out->nodes);
+            if ((err = sl_parse_hostport(p, tok, hp))) {
+                return err;
+            }
+        }
+        if (!out->nodes->nelts) {
+            return apr_psprintf(p, "'%s': no seed node", url);
+        }
+        out->display = apr_pstrcat(p, "cluster://", url + 10, NULL);
+        return NULL;
+    }
+    return apr_psprintf(p,
+                        "'%s' is not a store (redis://host[:port][/db], "
+                        "unix:/path[?db=N], cluster://host:port[,...] or shm)",
+                        url);
+}
+
+unsigned int sl_key_slot(const char *key, apr_size_t len)
+{
+    const char *open = memchr(key, '{', len);
+    unsigned int crc = 0;
+    apr_size_t i;
+
+    if (open) {
+        const char *close =
+            memchr(open + 1, '}', len - (apr_size_t)(open + 1 - key));
+        if (close && close > open + 1) {
+            key = open + 1;
+            len = (apr_size_t)(close - open - 1);
+        }
+    }
+    for (i = 0; i < len; i++) {
+        int b;
+        crc ^= (unsigned int) (unsigned char) key[i] << 8;
+        for (b = 0; b < 8; b++) {
+            crc = (crc & 0x8000) ? ((crc << 1) ^ 0x1021) : (crc << 1);
+        }
+    }
+    return (crc & 0xffff) % 16384;
+}

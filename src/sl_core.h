@@ -1,0 +1,135 @@
+/* The pure core of mod_slidinglimit: limit specifications, durations, store
+ * keys, script results and the wire formats. APR only, no httpd.h, so that it
+ * is unit-tested without a server (tests/unit). */
+#ifndef SL_CORE_H
+#define SL_CORE_H
+
+#include <apr_pools.h>
+#include <apr_tables.h>
+#include <apr_time.h>
+
+#define SL_ALG_UNSET -1
+#define SL_ALG_LOG 0
+#define SL_ALG_COUNTER 1
+#define SL_ALG_GCRA 2
+
+/* SlidingLimitHeaders flags; 0 is "off" */
+#define SL_HDR_IETF 1
+#define SL_HDR_DRAFT03 2
+#define SL_HDR_XRL 4
+
+/* Longest key value that is hashed; longer values are cut first, so a huge
+ * header costs no more than this to hash. */
+#define SL_MAX_KEY_VALUE 1024
+
+typedef struct sl_limit {
+    const char *name;      /* policy name in headers, logs and metrics */
+    const char *id;        /* short, stable policy id (part of store keys) */
+    apr_int64_t requests;  /* quota */
+    apr_int64_t window;    /* rolling window, microseconds */
+    apr_int64_t burst;     /* gcra tolerance in requests; 0: requests */
+    int algorithm;         /* SL_ALG_*; SL_ALG_UNSET: the section default */
+    int named;             /* name= was given: shared across sections */
+} sl_limit_t;
+
+/* One limit as it is sent to a store. */
+typedef struct sl_check {
+    const char *key;
+    apr_size_t key_len;
+    int algorithm;
+    apr_int64_t requests;
+    apr_int64_t window;
+    apr_int64_t burst;
+} sl_check_t;
+
+typedef struct sl_result {
+    int ok;                /* this limit had room */
+    apr_int64_t remaining; /* after this request if admitted, else now */
+    apr_int64_t reset;     /* microseconds until more quota; 0: all of it */
+} sl_result_t;
+
+typedef struct sl_decision {
+    apr_int64_t now; /* store time, microseconds since the epoch */
+    int admitted;
+    int n;
+    sl_result_t *res;
+} sl_decision_t;
+
+/* Every parser returns NULL on success or an error message naming the bad
+ * token, allocated from p. */
+const char *sl_parse_duration(apr_pool_t *p, const char *s, apr_int64_t *us);
+const char *sl_parse_int(apr_pool_t *p, const char *s, apr_int64_t min,
+                         apr_int64_t max, apr_int64_t *out);
+const char *sl_parse_algorithm(apr_pool_t *p, const char *s, int *alg);
+const char *sl_format_duration(apr_pool_t *p, apr_int64_t us);
+char sl_algorithm_code(int alg);
+const char *sl_algorithm_name(int alg);
+
+/* SlidingLimit REQUESTS WINDOW [name=] [algorithm=] [burst=]; section names
+ * the enclosing configuration section and identifies unnamed limits. */
+const char *sl_parse_limit(apr_pool_t *p, int argc, char *const argv[],
+                           const char *section, sl_limit_t **out);
+
+/* Client address as a budget key: IPv6 masked to v6bits, IPv4-mapped IPv6
+ * as plain IPv4. Returns NULL when ip is not an address. */
+const char *sl_ip_key(apr_pool_t *p, const char *ip, int v6bits);
+
+/* Hash of a key value (source tag + value): no raw value reaches the store,
+ * and no byte of the value can change the key's shape or hash slot. */
+const char *sl_identity(apr_pool_t *p, const char *source, const char *value,
+                        apr_size_t len);
+
+/* PREFIX:{identity}POLICY.A -- the braces make every key of one identity
+ * share a Redis Cluster hash slot. */
+const char *sl_store_key(apr_pool_t *p, const char *prefix,
+                         const char *identity, const sl_limit_t *l, int alg);
+
+/* Reads the script's integer reply; refuses anything out of shape. */
+const char *sl_decision_parse(apr_pool_t *p, const long long *v, apr_size_t nv,
+                              int nlimits, sl_decision_t *d);
+
+/* The limit that the headers describe: among denying limits the one with
+ * the longest wait, otherwise the fewest remaining, ties to the longer t. */
+int sl_decision_pick(const sl_decision_t *d);
+
+/* Whole seconds, rounded up, at least 1: never earlier than the true time. */
+apr_int64_t sl_ceil_seconds(apr_int64_t us);
+apr_int64_t sl_retry_after(const sl_decision_t *d);
+
+/* Header sets; add(ctx, name, value) is called once per header. */
+typedef void sl_header_fn(void *ctx, const char *name, const char *value);
+const char *sl_sf_string(apr_pool_t *p, const char *s);
+void sl_quota_headers(apr_pool_t *p, int flags,
+                      const apr_array_header_t *limits,
+                      const sl_decision_t *d, sl_header_fn *add, void *ctx);
+
+const char *sl_json_body(apr_pool_t *p, int unavailable, apr_int64_t retry);
+
+/* SlidingLimitStore */
+#define SL_STORE_SHM 0
+#define SL_STORE_TCP 1
+#define SL_STORE_UNIX 2
+#define SL_STORE_CLUSTER 3
+
+typedef struct sl_hostport {
+    const char *host;
+    int port;
+} sl_hostport_t;
+
+typedef struct sl_store_url {
+    int kind;
+    apr_array_header_t *nodes; /* sl_hostport_t: one, or cluster seeds */
+    const char *path;          /* unix socket */
+    int db;
+    const char *user;
+    const char *password;
+    const char *display;       /* for logs: never the password */
+} sl_store_url_t;
+
+const char *sl_parse_store_url(apr_pool_t *p, const char *url,
+                               sl_store_url_t *out);
+
+/* Redis Cluster hash slot of a key (CRC16/XMODEM of its hash tag). */
+unsigned int sl_key_slot(const char *key, apr_size_t len);
+
+#endif

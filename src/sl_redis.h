@@ -1,0 +1,28 @@
+/* The Redis store: a per-child pool of hiredis connections per node, the
+ * decision script run with EVALSHA, and Redis Cluster redirections. */
+#ifndef SL_REDIS_H
+#define SL_REDIS_H
+
+#include "sl_core.h"
+
+typedef struct sl_redis sl_redis_t;
+
+/* Called in child_init: nothing connects until the first request. */
+apr_status_t sl_redis_create(apr_pool_t *p, const sl_store_url_t *url,
+                             apr_interval_time_t connect_timeout,
+                             apr_interval_time_t command_timeout,
+                             int max_connections, sl_redis_t **out);
+
+/* One decision for every limit in checks, in one round trip (two after a
+ * SCRIPT FLUSH or a cluster redirection). APR_TIMEUP when the store did not
+ * answer in time; *err says why on any failure. */
+apr_status_t sl_redis_check(sl_redis_t *rs, apr_pool_t *p,
+                            const sl_check_t *checks, int n,
+                            const char *member, apr_size_t member_len,
+                            sl_decision_t *d, const char **err);
+
+/* The script and its SHA-1, fixed at build time. */
+const char *sl_redis_script(void);
+const char *sl_redis_script_sha(apr_pool_t *p);
+
+#endif

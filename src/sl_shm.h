@@ -1,0 +1,35 @@
+/* The embedded store: every algorithm, exact across all children of one
+ * httpd, in one shared memory segment guarded by a global mutex. It is the
+ * store of "SlidingLimitStore shm" and the local fallback while Redis is
+ * away. */
+#ifndef SL_SHM_H
+#define SL_SHM_H
+
+#include "httpd.h"
+#include "sl_core.h"
+
+typedef struct sl_shm sl_shm_t;
+
+/* The Mutex directive's name for the store's lock. */
+#define SL_SHM_MUTEX "slidinglimit-shm"
+
+/* pre_config: registers the mutex type. */
+apr_status_t sl_shm_pre_config(apr_pool_t *pconf);
+
+/* post_config: creates (or, across graceful restarts, keeps) the segment of
+ * size bytes. */
+apr_status_t sl_shm_create(apr_pool_t *pconf, server_rec *s, apr_size_t size,
+                           sl_shm_t **out);
+
+/* child_init: reattaches the mutex. */
+apr_status_t sl_shm_child_init(sl_shm_t *shm, apr_pool_t *pchild,
+                               server_rec *s);
+
+/* One atomic decision, same semantics and reply as the Redis script; now is
+ * this host's time. APR_ENOSPC when the store cannot hold the state (never
+ * a silent pass). */
+apr_status_t sl_shm_check(sl_shm_t *shm, apr_pool_t *p,
+                          const sl_check_t *checks, int n, apr_time_t now,
+                          sl_decision_t *d);
+
+#endif

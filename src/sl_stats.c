@@ -1,0 +1,290 @@
+#include "sl_stats.h"
+
+#include "http_config.h"
+#include "http_log.h"
+#include "http_protocol.h"
+
+#include <apr_atomic.h>
+#include <apr_hash.h>
+#include <apr_shm.h>
+#include <apr_strings.h>
+
+#include <string.h>
+
+APLOG_USE_MODULE(slidinglimit);
+
+/* Policies are named in the configuration, so their counters are found by
+ * name in a fixed table; a policy past the table's end is counted under
+ * "other" rather than lost. */
+#define SL_STATS_POLICIES 256
+#define SL_STATS_NAME 72
+
+/* Upper bounds of the store latency histogram, microseconds. */
+static const apr_int64_t sl_buckets[] = {250,   500,    1000,   2500,
+                                         5000,  10000,  25000,  50000,
+                                         100000, 250000, 1000000};
+#define SL_NBUCKETS (sizeof(sl_buckets) / sizeof(sl_buckets[0]))
+
+typedef struct sl_policy_slot {
+    volatile apr_uint32_t state; /* 0 free, 1 being named, 2 ready */
+    char name[SL_STATS_NAME];
+    volatile apr_uint64_t count[SL_RESULT_COUNT];
+} sl_policy_slot_t;
+
+typedef struct sl_stats_seg {
+    sl_breaker_t breaker;
+    volatile apr_uint64_t store_calls;
+    volatile apr_uint64_t store_errors;
+    volatile apr_uint64_t fallback;
+    volatile apr_uint64_t deny_cached;
+    volatile apr_uint64_t latency[SL_NBUCKETS + 1];
+    volatile apr_uint64_t latency_sum_us;
+    volatile apr_uint64_t other[SL_RESULT_COUNT];
+    sl_policy_slot_t policies[SL_STATS_POLICIES];
+} sl_stats_seg_t;
+
+struct sl_stats {
+    apr_shm_t *shm;
+    sl_stats_seg_t *seg;
+};
+
+static const char *const sl_result_names[SL_RESULT_COUNT] = {
+    "allowed", "denied", "dryrun-denied", "failed-open", "failed-closed"};
+
+const char *sl_result_name(int result)
+{
+    return result >= 0 && result < SL_RESULT_COUNT ? sl_result_names[result]
+                                                   : "unknown";
+}
+
+apr_status_t sl_stats_create(apr_pool_t *pconf, server_rec *s,
+                             sl_stats_t **out)
+{
+    /* Counters live in the process pool and survive graceful restarts, as
+     * Prometheus expects of counters. */
+    sl_stats_t **kept = ap_retained_data_get("mod_slidinglimit-stats");
+    apr_status_t rv;
+    (void) pconf;
+
+    if (kept && *kept) {
+        *out = *kept;
+        return APR_SUCCESS;
+    }
+    if (!kept) {
+        kept = ap_retained_data_create("mod_slidinglimit-stats",
+                                       sizeof(*kept));
+    }
+    *kept = apr_pcalloc(s->process->pool, sizeof(**kept));
+    rv = apr_shm_create(&(*kept)->shm, sizeof(sl_stats_seg_t), NULL,
+                        s->process->pool);
+    if (rv != APR_SUCCESS) {
+        *kept = NULL;
+        return rv;
+    }
+    (*kept)->seg = apr_shm_baseaddr_get((*kept)->shm);
+    memset((*kept)->seg, 0, sizeof(sl_stats_seg_t));
+    sl_breaker_init(&(*kept)->seg->breaker);
+    *out = *kept;
+    return APR_SUCCESS;
+}
+
+sl_breaker_t *sl_stats_breaker(sl_stats_t *st)
+{
+    return &st->seg->breaker;
+}
+
+static volatile apr_uint64_t *sl_policy_counters(sl_stats_t *st,
+                                                 const char *policy)
+{
+    apr_size_t len = strlen(policy);
+    unsigned int h = 5381, i;
+
+    if (len >= SL_STATS_NAME) {
+        return st->seg->other;
+    }
+    for (i = 0; i < len; i++) {
+        h = h * 33 + (unsigned char) policy[i];
+    }
+    for (i = 0; i < SL_STATS_POLICIES; i++) {
+        sl_policy_slot_t *slot =
+            &st->seg->policies[(h + i) % SL_STATS_POLICIES];
+        apr_uint32_t state = apr_atomic_read32(&slot->state);
+        if (state == 0 && apr_atomic_cas32(&slot->state, 1, 0) == 0) {
+            memcpy(slot->name, policy, len + 1);
+            apr_atomic_set32(&slot->state, 2);
+            return slot->count;
+        }
+        state = apr_atomic_read32(&slot->state);
+        if (state == 2 && !strcmp(slot->name, policy)) {
+            return slot->count;
+        }
+        /* A slot being named by another process is skipped; the same name
+         * may then own two slots, which the page adds up. */
+    }
+    return st->seg->other;
+}
+
+void sl_stats_decision(sl_stats_t *st, const char *policy, int result)
+{
+    if (!st || result < 0 || result >= SL_RESULT_COUNT) {
+        return;
+    }
+    apr_atomic_inc64(&sl_policy_counters(st, policy)[result]);
+}
+
+void sl_stats_store(sl_stats_t *st, apr_interval_time_t latency, int error)
+{
+    size_t b;
+
+    if (!st) {
+        return;
+    }
+    apr_atomic_inc64(&st->seg->store_calls);
+    if (error) {
+        apr_atomic_inc64(&st->seg->store_errors);
+    }
+    for (b = 0; b < SL_NBUCKETS && latency > sl_buckets[b]; b++) {
+    }
+    apr_atomic_inc64(&st->seg->latency[b]);
+    apr_atomic_add64(&st->seg->latency_sum_us,
+                     (apr_uint64_t) (latency > 0 ? latency : 0));
+}
+
+void sl_stats_fallback(sl_stats_t *st)
+{
+    if (st) {
+        apr_atomic_inc64(&st->seg->fallback);
+    }
+}
+
+void sl_stats_deny_cached(sl_stats_t *st)
+{
+    if (st) {
+        apr_atomic_inc64(&st->seg->deny_cached);
+    }
+}
+
+/* Prometheus label value: backslash, quote and newline escaped. */
+static const char *sl_label(apr_pool_t *p, const char *s)
+{
+    char *out = apr_palloc(p, 2 * strlen(s) + 1), *o = out;
+
+    for (; *s; s++) {
+        if (*s == '\\' || *s == '"') {
+            *o++ = '\\';
+            *o++ = *s;
+        }
+        else if (*s == '\n') {
+            *o++ = '\\';
+            *o++ = 'n';
+        }
+        else {
+            *o++ = *s;
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+void sl_stats_write(sl_stats_t *st, request_rec *r)
+{
+    sl_stats_seg_t *g = st->seg;
+    apr_hash_t *seen = apr_hash_make(r->pool);
+    apr_uint64_t cum = 0;
+    size_t b;
+    int i, k;
+
+    ap_rputs("# HELP slidinglimit_decisions_total Rate limit decisions by "
+             "result and policy.\n"
+             "# TYPE slidinglimit_decisions_total counter\n",
+             r);
+    for (i = 0; i < SL_STATS_POLICIES; i++) {
+        sl_policy_slot_t *slot = &g->policies[i];
+        apr_uint64_t *sum;
+        if (apr_atomic_read32(&slot->state) != 2) {
+            continue;
+        }
+        sum = apr_hash_get(seen, slot->name, APR_HASH_KEY_STRING);
+        if (!sum) {
+            sum = apr_pcalloc(r->pool, sizeof(*sum) * SL_RESULT_COUNT);
+            apr_hash_set(seen, apr_pstrdup(r->pool, slot->name),
+                         APR_HASH_KEY_STRING, sum);
+        }
+        for (k = 0; k < SL_RESULT_COUNT; k++) {
+            sum[k] += apr_atomic_read64(&slot->count[k]);
+        }
+    }
+    {
+        apr_uint64_t *other = apr_pcalloc(r->pool, sizeof(*other) *
+                                                       SL_RESULT_COUNT);
+        apr_hash_index_t *hi;
+        for (k = 0; k < SL_RESULT_COUNT; k++) {
+            other[k] = apr_atomic_read64(&g->other[k]);
+        }
+        for (k = 0; k < SL_RESULT_COUNT && !other[k]; k++) {
+        }
+        if (k < SL_RESULT_COUNT) {
+            apr_hash_set(seen, "other", APR_HASH_KEY_STRING, other);
+        }
+        for (hi = apr_hash_first(r->pool, seen); hi; hi = apr_hash_next(hi)) {
+            const char *name = apr_hash_this_key(hi);
+            apr_uint64_t *sum = apr_hash_this_val(hi);
+            for (k = 0; k < SL_RESULT_COUNT; k++) {
+                ap_rprintf(r,
+                           "slidinglimit_decisions_total{result=\"%s\","
+                           "policy=\"%s\"} %" APR_UINT64_T_FMT "\n",
+                           sl_result_names[k], sl_label(r->pool, name),
+                           sum[k]);
+            }
+        }
+    }
+    ap_rprintf(r,
+               "# HELP slidinglimit_store_calls_total Calls to the store.\n"
+               "# TYPE slidinglimit_store_calls_total counter\n"
+               "slidinglimit_store_calls_total %" APR_UINT64_T_FMT "\n"
+               "# HELP slidinglimit_store_errors_total Store calls that "
+               "failed or timed out.\n"
+               "# TYPE slidinglimit_store_errors_total counter\n"
+               "slidinglimit_store_errors_total %" APR_UINT64_T_FMT "\n"
+               "# HELP slidinglimit_local_fallback_total Decisions made from "
+               "shared memory while the store was down.\n"
+               "# TYPE slidinglimit_local_fallback_total counter\n"
+               "slidinglimit_local_fallback_total %" APR_UINT64_T_FMT "\n"
+               "# HELP slidinglimit_deny_cache_hits_total Refusals answered "
+               "without a store call.\n"
+               "# TYPE slidinglimit_deny_cache_hits_total counter\n"
+               "slidinglimit_deny_cache_hits_total %" APR_UINT64_T_FMT "\n"
+               "# HELP slidinglimit_breaker_open 1 while the store is "
+               "considered down.\n"
+               "# TYPE slidinglimit_breaker_open gauge\n"
+               "slidinglimit_breaker_open %d\n",
+               apr_atomic_read64(&g->store_calls),
+               apr_atomic_read64(&g->store_errors),
+               apr_atomic_read64(&g->fallback),
+               apr_atomic_read64(&g->deny_cached),
+               sl_breaker_is_open(&g->breaker));
+    ap_rputs("# HELP slidinglimit_store_latency_seconds Store round trip "
+             "time.\n"
+             "# TYPE slidinglimit_store_latency_seconds histogram\n",
+             r);
+    for (b = 0; b <= SL_NBUCKETS; b++) {
+        cum += apr_atomic_read64(&g->latency[b]);
+        if (b < SL_NBUCKETS) {
+            ap_rprintf(r,
+                       "slidinglimit_store_latency_seconds_bucket{le=\"%g\"} "
+                       "%" APR_UINT64_T_FMT "\n",
+                       (double) sl_buckets[b] / 1e6, cum);
+        }
+        else {
+            ap_rprintf(r,
+                       "slidinglimit_store_latency_seconds_bucket{le=\"+Inf\"}"
+                       " %" APR_UINT64_T_FMT "\n",
+                       cum);
+        }
+    }
+    ap_rprintf(r,
+               "slidinglimit_store_latency_seconds_sum %.6f\n"
+               "slidinglimit_store_latency_seconds_count %" APR_UINT64_T_FMT
+               "\n",
+               (double) apr_atomic_read64(&g->latency_sum_us) / 1e6, cum);
+}

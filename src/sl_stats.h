@@ -1,0 +1,35 @@
+/* Counters for the whole server, in shared memory so every child adds to
+ * the same figures, served in the Prometheus text format by the
+ * "slidinglimit-status" handler. */
+#ifndef SL_STATS_H
+#define SL_STATS_H
+
+#include "httpd.h"
+#include "sl_breaker.h"
+
+#define SL_RESULT_ALLOWED 0
+#define SL_RESULT_DENIED 1
+#define SL_RESULT_DRYRUN_DENIED 2
+#define SL_RESULT_FAILED_OPEN 3
+#define SL_RESULT_FAILED_CLOSED 4
+#define SL_RESULT_COUNT 5
+
+typedef struct sl_stats sl_stats_t;
+
+const char *sl_result_name(int result);
+
+/* post_config: the segment (kept across graceful restarts) with the store
+ * breaker inside it. */
+apr_status_t sl_stats_create(apr_pool_t *pconf, server_rec *s,
+                             sl_stats_t **out);
+sl_breaker_t *sl_stats_breaker(sl_stats_t *st);
+
+void sl_stats_decision(sl_stats_t *st, const char *policy, int result);
+void sl_stats_store(sl_stats_t *st, apr_interval_time_t latency, int error);
+void sl_stats_fallback(sl_stats_t *st);
+void sl_stats_deny_cached(sl_stats_t *st);
+
+/* The text of the status page. */
+void sl_stats_write(sl_stats_t *st, request_rec *r);
+
+#endif

@@ -1,0 +1,149 @@
+package SL::Test;
+
+# Helpers for the suite: a small Redis client (RESP over a socket, so the
+# tests need nothing but core Perl), the store key a request maps to, unique
+# client addresses, and concurrent bursts.
+
+use strict;
+use warnings;
+
+use Digest::SHA qw(sha1);
+use Exporter qw(import);
+use HTTP::Tiny;
+use IO::Socket::INET;
+use MIME::Base64 qw(encode_base64);
+use Time::HiRes qw(time);
+
+our @EXPORT = qw(redis sl_identity sl_policy_named sl_key fresh_ip
+  burst server_url http_get);
+
+sub redis_port { $ENV{SL_TEST_REDIS_PORT} or die "SL_TEST_REDIS_PORT unset" }
+
+sub _read_reply {
+    my ($sock) = @_;
+    my $line = <$sock>;
+    die "redis: connection closed" unless defined $line;
+    $line =~ s/\r\n\z//;
+    my ($type, $rest) = (substr($line, 0, 1), substr($line, 1));
+    return $rest if $type eq '+';
+    return $rest + 0 if $type eq ':';
+    die "redis error: $rest\n" if $type eq '-';
+    if ($type eq '$') {
+        return undef if $rest < 0;
+        my $buf = '';
+        while (length($buf) < $rest + 2) {
+            my $n = read($sock, $buf, $rest + 2 - length($buf), length($buf));
+            die "redis: short read" unless $n;
+        }
+        return substr($buf, 0, $rest);
+    }
+    if ($type eq '*') {
+        return undef if $rest < 0;
+        return [ map { _read_reply($sock) } 1 .. $rest ];
+    }
+    die "redis: bad reply '$line'";
+}
+
+# redis(qw(ZCARD key)) -> the reply; dies on an error reply.
+# redis({ port => P }, ...) talks to another server.
+sub redis {
+    my @args = @_;
+    my $port = redis_port();
+    $port = (shift @args)->{port} if @args && ref $args[0] eq 'HASH';
+    my $sock = IO::Socket::INET->new(
+        PeerAddr => '127.0.0.1',
+        PeerPort => $port,
+        Timeout  => 5
+    ) or die "redis: cannot connect to $port: $!";
+    binmode $sock;
+    my $cmd = '*' . scalar(@args) . "\r\n";
+    $cmd .= '$' . length($_) . "\r\n$_\r\n" for @args;
+    print $sock $cmd;
+    my $reply = _read_reply($sock);
+    close $sock;
+    return $reply;
+}
+
+sub _b64 { my $s = encode_base64($_[0], ''); return $s }
+
+# The hashed identity of a key value, as the module computes it.
+sub sl_identity {
+    my ($source, $value) = @_;
+    return _b64(substr(sha1("$source\0$value"), 0, 12));
+}
+
+sub sl_policy_named { _b64(substr(sha1("n\n$_[0]"), 0, 6)) }
+
+# sl_key(ip => '10.1.2.3', policy => 'basic', alg => 'l')
+sub sl_key {
+    my %a      = @_;
+    my $prefix = $a{prefix} // 'sltest';
+    my $ident  = $a{identity} // sl_identity($a{source} // 'ip', $a{ip});
+    return "$prefix:{$ident}" . sl_policy_named($a{policy}) . '.' . ($a{alg} // 'l');
+}
+
+my $ip_counter = 0;
+
+# A client address no other test (or earlier run) has used.
+sub fresh_ip {
+    $ip_counter++;
+    return sprintf('10.%d.%d.%d', ($$ + $ip_counter) % 250 + 1,
+        int(rand(250)) + 1, int(rand(250)) + 1);
+}
+
+sub server_url {
+    require Apache::Test;
+    my $cfg = Apache::Test::config();
+    return 'http://' . $cfg->{vars}{servername} . ':' . $cfg->{vars}{port};
+}
+
+# http_get($path, %headers) -> HTTP::Tiny response (headers lower-cased)
+sub http_get {
+    my ($path, %h) = @_;
+    my $ua = HTTP::Tiny->new(timeout => 10, max_redirect => 0);
+    return $ua->get(server_url() . $path, { headers => \%h });
+}
+
+# burst($url, total => N, workers => W, headers => {..}) -> { status => count }
+# W processes share N requests, each on its own keep-alive connection.
+sub burst {
+    my ($url, %a) = @_;
+    my $total   = $a{total};
+    my $workers = $a{workers} // 10;
+    my $headers = $a{headers} // {};
+    my @pipes;
+    for my $w (0 .. $workers - 1) {
+        my $n = int($total / $workers) + ($w < $total % $workers ? 1 : 0);
+        pipe(my $r, my $wr) or die "pipe: $!";
+        my $pid = fork() // die "fork: $!";
+        if (!$pid) {
+            close $r;
+            my $ua = HTTP::Tiny->new(timeout => 10, keep_alive => 1);
+            my %count;
+            for (1 .. $n) {
+                my $res = $ua->get($url, { headers => $headers });
+                $count{ $res->{status} }++;
+            }
+            print $wr join(',', map {"$_=$count{$_}"} keys %count), "\n";
+            close $wr;
+            require POSIX;
+            POSIX::_exit(0);
+        }
+        close $wr;
+        push @pipes, [ $pid, $r ];
+    }
+    my %total;
+    for my $p (@pipes) {
+        my ($pid, $r) = @$p;
+        my $line = <$r> // '';
+        chomp $line;
+        for (split /,/, $line) {
+            my ($s, $c) = split /=/;
+            $total{$s} += $c;
+        }
+        waitpid($pid, 0);
+    }
+    return \%total;
+}
+
+1;

@@ -1,0 +1,253 @@
+/* Unit tests of the pure core (src/sl_core.c): parsers, keys, the script
+ * reply reader and the wire formats. No server needed. */
+#include "sl_core.h"
+
+#include <apr_general.h>
+#include <apr_strings.h>
+
+#include <stdio.h>
+#include <string.h>
+
+static int passed, failed;
+
+#define CHECK(cond, ...)                                                       \
+    do {                                                                       \
+        if (cond) {                                                            \
+            passed++;                                                          \
+        }                                                                      \
+        else {                                                                 \
+            failed++;                                                          \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__);                        \
+            printf(__VA_ARGS__);                                               \
+            printf("\n");                                                      \
+        }                                                                      \
+    } while (0)
+
+static void test_durations(apr_pool_t *p)
+{
+    static const struct {
+        const char *in;
+        apr_int64_t us;
+    } good[] = {{"500ms", 500000},  {"30s", 30000000},   {"1m", 60000000},
+                {"2min", 120000000}, {"1h", 3600000000LL}, {"1d", 86400000000LL},
+                {"45", 45000000},   {"1MS", 1000}};
+    static const char *const bad[] = {"",    "0",   "-5s", "1w",  "1.5s",
+                                      "s",   "10x", " 1s", "1s ", "366000d",
+                                      "99999999999999999999"};
+    size_t i;
+
+    for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        apr_int64_t us = 0;
+        const char *err = sl_parse_duration(p, good[i].in, &us);
+        CHECK(!err && us == good[i].us, "duration %s: %s", good[i].in,
+              err ? err : "wrong value");
+    }
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        apr_int64_t us = 0;
+        const char *err = sl_parse_duration(p, bad[i], &us);
+        CHECK(err && strstr(err, bad[i]), "duration '%s' must be refused",
+              bad[i]);
+    }
+    CHECK(!strcmp(sl_format_duration(p, 60000000), "1m"), "format 1m");
+    CHECK(!strcmp(sl_format_duration(p, 1500000), "1500ms"), "format 1500ms");
+}
+
+static sl_limit_t *limit(apr_pool_t *p, const char *line, const char *section,
+                         const char **err)
+{
+    char **argv;
+    sl_limit_t *l = NULL;
+    int argc;
+
+    apr_tokenize_to_argv(line, &argv, p);
+    for (argc = 0; argv[argc]; argc++) {
+    }
+    *err = sl_parse_limit(p, argc, argv, section, &l);
+    return l;
+}
+
+static void test_limits(apr_pool_t *p)
+{
+    const char *err;
+    sl_limit_t *a, *b, *c, *d;
+    static const char *const bad[] = {
+        "0 1m",          "abc 1m",        "10",          "10 1w",
+        "10 1m foo=bar", "10 1m name=",   "10 1m name=a b", "10 1m algorithm=x",
+        "10 1m burst=0", "10 1m algorithm=log burst=5", "10 1m name=a\"b"};
+    size_t i;
+
+    a = limit(p, "100 1m name=api", "<Location /a>\n", &err);
+    CHECK(a && !err && a->requests == 100 && a->window == 60000000 &&
+              a->named && !strcmp(a->name, "api") &&
+              a->algorithm == SL_ALG_UNSET,
+          "named limit: %s", err ? err : "");
+    b = limit(p, "5 10s name=api", "<Location /b>\n", &err);
+    CHECK(b && !strcmp(a->id, b->id), "same name, same budget everywhere");
+    c = limit(p, "100 1m", "<Location /a>\n", &err);
+    d = limit(p, "100 1m", "<Location /b>\n", &err);
+    CHECK(c && d && strcmp(c->id, d->id), "unnamed: one budget per section");
+    CHECK(!strcmp(c->name, "100-per-1m"), "unnamed name %s", c->name);
+    d = limit(p, "100 1m", "<Location /a>\n", &err);
+    CHECK(!strcmp(c->id, d->id), "unnamed ids are stable");
+    d = limit(p, "100 60s algorithm=gcra burst=10", "<Location /a>\n", &err);
+    CHECK(d && d->algorithm == SL_ALG_GCRA && d->burst == 10, "gcra burst");
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        a = limit(p, bad[i], "", &err);
+        CHECK(err != NULL, "'%s' must be refused", bad[i]);
+    }
+}
+
+static void test_keys(apr_pool_t *p)
+{
+    const char *k1, *k2, *key;
+    sl_limit_t *l;
+    const char *err;
+
+    CHECK(!strcmp(sl_ip_key(p, "192.0.2.7", 64), "192.0.2.7"), "ipv4");
+    CHECK(!strcmp(sl_ip_key(p, "::ffff:192.0.2.7", 64), "192.0.2.7"),
+          "mapped ipv4");
+    CHECK(!strcmp(sl_ip_key(p, "2001:db8:1:2:3:4:5:6", 64), "2001:db8:1:2::/64"),
+          "ipv6 /64: %s", sl_ip_key(p, "2001:db8:1:2:3:4:5:6", 64));
+    CHECK(!strcmp(sl_ip_key(p, "2001:db8:1:2:3:4:5:6", 48), "2001:db8:1::/48"),
+          "ipv6 /48");
+    CHECK(!strcmp(sl_ip_key(p, "2001:db8:1:2:3:4:5:6", 128),
+                  "2001:db8:1:2:3:4:5:6/128"),
+          "ipv6 /128");
+    CHECK(!strcmp(sl_ip_key(p, "2001:db8:1:2:ffff::1", 60),
+                  "2001:db8:1::/60"),
+          "ipv6 /60: %s", sl_ip_key(p, "2001:db8:1:2:ffff::1", 60));
+    CHECK(sl_ip_key(p, "not-an-ip", 64) == NULL, "garbage address");
+
+    k1 = sl_identity(p, "ip", "192.0.2.7", 9);
+    k2 = sl_identity(p, "user", "192.0.2.7", 9);
+    CHECK(strlen(k1) == 16 && strcmp(k1, k2), "identity per source");
+    k2 = sl_identity(p, "header:x", "a}b{c\r\n\"", 8);
+    CHECK(!strpbrk(k2, "{}\r\n\" "), "no value byte reaches the key");
+    {
+        char big[20000];
+        memset(big, 'a', sizeof(big));
+        CHECK(strlen(sl_identity(p, "header:x", big, sizeof(big))) == 16,
+              "bounded identity");
+    }
+    l = limit(p, "10 1m name=api", "", &err);
+    key = sl_store_key(p, "sl", k1, l, SL_ALG_COUNTER);
+    CHECK(!strncmp(key, "sl:{", 4) && key[strlen(key) - 1] == 'c',
+          "key shape %s", key);
+    CHECK(sl_key_slot(key, strlen(key)) ==
+              sl_key_slot(k1, strlen(k1)),
+          "the hash tag decides the slot");
+    /* Redis Cluster's reference values (cluster spec). */
+    CHECK(sl_key_slot("123456789", 9) == 12739, "crc16 of 123456789");
+    CHECK(sl_key_slot("foo{bar}baz", 11) == sl_key_slot("bar", 3), "tag");
+    CHECK(sl_key_slot("foo{}bar", 8) == sl_key_slot("foo{}bar", 8),
+          "empty tag hashes the whole key");
+}
+
+static void test_store_urls(apr_pool_t *p)
+{
+    sl_store_url_t u;
+    const char *err;
+
+    err = sl_parse_store_url(p, "redis://user:s3cr@t@10.1.2.3:6380/2", &u);
+    CHECK(!err && u.kind == SL_STORE_TCP && u.db == 2 &&
+              !strcmp(u.user, "user") && !strcmp(u.password, "s3cr@t"),
+          "redis url: %s", err ? err : "");
+    CHECK(!strstr(u.display, "s3cr"), "password never displayed: %s",
+          u.display);
+    err = sl_parse_store_url(p, "redis://localhost", &u);
+    CHECK(!err && APR_ARRAY_IDX(u.nodes, 0, sl_hostport_t).port == 6379,
+          "default port");
+    err = sl_parse_store_url(p, "unix:/run/redis.sock?db=3", &u);
+    CHECK(!err && u.kind == SL_STORE_UNIX && u.db == 3 &&
+              !strcmp(u.path, "/run/redis.sock"),
+          "unix url");
+    err = sl_parse_store_url(p, "cluster://a:7000,b:7001,[::1]:7002", &u);
+    CHECK(!err && u.nodes->nelts == 3 &&
+              !strcmp(APR_ARRAY_IDX(u.nodes, 2, sl_hostport_t).host, "::1"),
+          "cluster url");
+    CHECK(sl_parse_store_url(p, "redis://h:99999", &u) != NULL, "bad port");
+    CHECK(sl_parse_store_url(p, "redis://h/x", &u) != NULL, "bad db");
+    CHECK(sl_parse_store_url(p, "memcached://h", &u) != NULL, "bad scheme");
+    CHECK(sl_parse_store_url(p, "unix:relative", &u) != NULL, "relative");
+    CHECK(sl_parse_store_url(p, "cluster://", &u) != NULL, "no seeds");
+}
+
+static void test_decisions(apr_pool_t *p)
+{
+    sl_decision_t d;
+    const long long ok[] = {1796018400, 5, 1, 1, 41, 12000000, 1, 3, 500000};
+    const long long denied[] = {1796018400, 0, 0, 1, 41, 0, 0, 0, 17200000};
+    const long long liar[] = {1796018400, 0, 1, 0, 0, 5};
+    const long long lies2[] = {1796018400, 0, 0, 1, 5, 0};
+    const long long neg[] = {1796018400, 0, 1, 1, -1, 0};
+
+    CHECK(!sl_decision_parse(p, ok, 9, 2, &d) && d.admitted && d.n == 2,
+          "admitted reply");
+    CHECK(sl_decision_pick(&d) == 1, "fewest remaining decides");
+    CHECK(!sl_decision_parse(p, denied, 9, 2, &d) && !d.admitted, "denied");
+    CHECK(sl_decision_pick(&d) == 1, "the refusing limit decides");
+    CHECK(sl_retry_after(&d) == 18, "Retry-After rounds up: %ld",
+          (long) sl_retry_after(&d));
+    CHECK(sl_decision_parse(p, ok, 8, 2, &d) != NULL, "short reply");
+    CHECK(sl_decision_parse(p, liar, 6, 1, &d) != NULL, "admit despite refusal");
+    CHECK(sl_decision_parse(p, lies2, 6, 1, &d) != NULL,
+          "refuse though all admit");
+    CHECK(sl_decision_parse(p, neg, 6, 1, &d) != NULL, "negative remaining");
+    CHECK(sl_ceil_seconds(1) == 1 && sl_ceil_seconds(1000000) == 1 &&
+              sl_ceil_seconds(1000001) == 2 && sl_ceil_seconds(0) == 1,
+          "ceil seconds");
+}
+
+struct hdrs {
+    apr_pool_t *p;
+    const char *all;
+};
+
+static void collect(void *ctx, const char *name, const char *value)
+{
+    struct hdrs *h = ctx;
+    h->all = apr_pstrcat(h->p, h->all, name, ": ", value, "\n", NULL);
+}
+
+static void test_headers(apr_pool_t *p)
+{
+    apr_array_header_t *limits = apr_array_make(p, 2, sizeof(sl_limit_t *));
+    const char *err;
+    sl_decision_t d;
+    struct hdrs h = {p, ""};
+    const long long v[] = {1796018400, 0, 1, 1, 41, 12000000, 1, 90, 100};
+
+    APR_ARRAY_PUSH(limits, sl_limit_t *) = limit(p, "100 60s name=api", "", &err);
+    APR_ARRAY_PUSH(limits, sl_limit_t *) = limit(p, "1000 1h name=hourly", "", &err);
+    sl_decision_parse(p, v, 9, 2, &d);
+    sl_quota_headers(p, SL_HDR_IETF | SL_HDR_DRAFT03 | SL_HDR_XRL, limits, &d,
+                     collect, &h);
+    CHECK(strstr(h.all, "RateLimit-Policy: \"api\";q=100;w=60, "
+                        "\"hourly\";q=1000;w=3600\n") != NULL,
+          "policy header:\n%s", h.all);
+    CHECK(strstr(h.all, "RateLimit: \"api\";r=41;t=12\n") != NULL,
+          "ratelimit header:\n%s", h.all);
+    CHECK(strstr(h.all, "RateLimit-Reset: 12\n") != NULL, "draft03 reset");
+    CHECK(strstr(h.all, "X-RateLimit-Reset: 1796018412\n") != NULL,
+          "x-ratelimit reset");
+    CHECK(!strcmp(sl_sf_string(p, "a\"b\\c"), "\"a\\\"b\\\\c\""), "sf-string");
+    CHECK(strstr(sl_json_body(p, 0, 18), "\"retry_after_seconds\":18}") != NULL,
+          "json body");
+}
+
+int main(void)
+{
+    apr_pool_t *p;
+
+    apr_initialize();
+    apr_pool_create(&p, NULL);
+    test_durations(p);
+    test_limits(p);
+    test_keys(p);
+    test_store_urls(p);
+    test_decisions(p);
+    test_headers(p);
+    printf("sl_core: %d passed, %d failed\n", passed, failed);
+    apr_terminate();
+    return failed ? 1 : 0;
+}
