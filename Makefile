@@ -30,7 +30,7 @@ src/sl_scripts.h: lua/sl_check.lua tools/embed-lua.sh
 
 $(MODULE): $(SRCS) $(HDRS) src/exports.map
 	$(APXS) -c -o mod_slidinglimit.la $(CC_WARN) \
-	    -Wl,-Wl,--version-script=$(CURDIR)/src/exports.map -lhiredis $(SRCS)
+	    -Wl,-Wl,--version-script=$(CURDIR)/src/exports.map -lhiredis -lm $(SRCS)
 
 install: $(MODULE)
 	$(APXS) -i -n slidinglimit mod_slidinglimit.la

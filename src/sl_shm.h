@@ -32,4 +32,14 @@ apr_status_t sl_shm_check(sl_shm_t *shm, apr_pool_t *p,
                           const sl_check_t *checks, int n, apr_time_t now,
                           sl_decision_t *d);
 
+/* Sizing, for the documentation and the size directive: every store key
+ * takes one slot, and a sliding log also one slot per SL_SHM_LOG_PER_SLOT
+ * live timestamps. */
+#define SL_SHM_SLOT_BYTES 64
+#define SL_SHM_LOG_PER_SLOT 7
+
+/* How many slots the segment has: the number of keys it holds when none is
+ * a sliding log. */
+apr_size_t sl_shm_entry_capacity(sl_shm_t *shm);
+
 #endif
