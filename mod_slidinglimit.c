@@ -37,6 +37,7 @@ typedef struct sl_proc {
     sl_shm_t *shm;
     sl_stats_t *stats;
     sl_breaker_t *breaker;
+    sl_breakers_t *breakers; /* one per Redis store, see sl_store_breaker */
     sl_denycache_t *denycache;
     unsigned char seed[8];
     volatile apr_uint32_t counter;
@@ -97,12 +98,44 @@ static int sl_post_config(apr_pool_t *pconf, apr_pool_t *plog,
         return HTTP_INTERNAL_SERVER_ERROR;
     }
     proc->breaker = sl_stats_breaker(proc->stats);
+    rv = sl_breakers_create(s->process->pool, &proc->breakers);
+    if (rv != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_CRIT, rv, s,
+                     "mod_slidinglimit: cannot create the breaker segment");
+        return HTTP_INTERNAL_SERVER_ERROR;
+    }
     for (vs = s; vs; vs = vs->next) {
         sl_server_conf_t *sc =
             ap_get_module_config(vs->module_config, &slidinglimit_module);
         sc->proc = proc;
     }
     return OK;
+}
+
+/* The main server's store uses the breaker the status page reports; any
+ * other store its own, so that one host's outage leaves the others' stores
+ * alone. The slot is found by the URL with its credentials. */
+static sl_breaker_t *sl_store_breaker(apr_pool_t *p, sl_proc_t *proc,
+                                      server_rec *main, server_rec *vs,
+                                      const sl_store_url_t *u)
+{
+    const char *id;
+    sl_breaker_t *b;
+
+    if (vs == main) {
+        return proc->breaker;
+    }
+    id = apr_pstrcat(p, u->display, "\n", u->user ? u->user : "", "\n",
+                     u->password ? u->password : "", NULL);
+    b = sl_breakers_get(proc->breakers, id, strlen(id));
+    if (!b) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, vs,
+                     "mod_slidinglimit: more than %d stores; %s shares the "
+                     "main server's circuit breaker",
+                     SL_BREAKER_SLOTS, u->display);
+        return proc->breaker;
+    }
+    return b;
 }
 
 static void sl_child_init(apr_pool_t *pchild, server_rec *s)
@@ -153,6 +186,10 @@ static void sl_child_init(apr_pool_t *pchild, server_rec *s)
             ap_log_error(APLOG_MARK, APLOG_CRIT, 0, vs,
                          "mod_slidinglimit: cannot set up the client for %s",
                          sc->store->display);
+        }
+        else if (!sl_redis_breaker(sc->redis)) {
+            sl_redis_breaker_set(sc->redis, sl_store_breaker(pchild, proc, s,
+                                                             vs, sc->store));
         }
     }
 }
@@ -229,6 +266,7 @@ static apr_status_t sl_decide_store(request_rec *r, sl_req_t *q,
     apr_status_t rv;
     const char *err = NULL;
     apr_time_t start = apr_time_now();
+    sl_breaker_t *breaker;
 
     if (!q->sc->redis) {
         rv = sl_shm_check(proc->shm, r->pool, q->checks, q->n, start, d);
@@ -238,7 +276,8 @@ static apr_status_t sl_decide_store(request_rec *r, sl_req_t *q,
         }
         return rv;
     }
-    if (!sl_breaker_allow(proc->breaker, start)) {
+    breaker = sl_redis_breaker(q->sc->redis);
+    if (!sl_breaker_allow(breaker, start)) {
         return APR_EAGAIN;
     }
     {
@@ -253,14 +292,14 @@ static apr_status_t sl_decide_store(request_rec *r, sl_req_t *q,
     }
     sl_stats_store(proc->stats, apr_time_now() - start, rv != APR_SUCCESS);
     if (rv == APR_SUCCESS) {
-        if (sl_breaker_success(proc->breaker)) {
+        if (sl_breaker_success(breaker)) {
             ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, r->server,
                          "mod_slidinglimit: store %s is answering again",
                          q->sc->store->display);
         }
         return APR_SUCCESS;
     }
-    if (sl_breaker_failure(proc->breaker, apr_time_now())) {
+    if (sl_breaker_failure(breaker, apr_time_now())) {
         ap_log_error(APLOG_MARK, APLOG_ERR, rv, r->server,
                      "mod_slidinglimit: store %s failed (%s); "
                      "applying the fail mode until it answers again",
@@ -371,7 +410,8 @@ static int sl_fixups(request_rec *r)
             sl_set_env(r, SL_RESULT_FAILED_CLOSED, NULL, NULL);
             return sl_refuse(r, HTTP_SERVICE_UNAVAILABLE, 1,
                              sl_ceil_seconds(sl_breaker_wait(
-                                 q.proc->breaker, apr_time_now())));
+                                 sl_redis_breaker(q.sc->redis),
+                                 apr_time_now())));
         }
         if (!q.sc->redis || !SL_OR(q.dc->local_fallback, 1) ||
             sl_shm_check(q.proc->shm, r->pool, q.checks, q.n, apr_time_now(),

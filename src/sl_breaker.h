@@ -5,6 +5,7 @@
 #ifndef SL_BREAKER_H
 #define SL_BREAKER_H
 
+#include <apr_pools.h>
 #include <apr_time.h>
 
 #define SL_BREAKER_MIN_BACKOFF apr_time_from_msec(100)
@@ -31,5 +32,25 @@ int sl_breaker_is_open(const sl_breaker_t *b);
 
 /* Time until the next probe, for a fail-closed Retry-After. */
 apr_interval_time_t sl_breaker_wait(const sl_breaker_t *b, apr_time_t now);
+
+/* One breaker per store: a virtual host whose Redis is down must not switch
+ * the other hosts' stores to their fail mode. The table is a small shared
+ * segment made once in the parent and kept across graceful restarts (an
+ * outage that spans a restart is still logged once, and no segment is made
+ * per generation); a store's slot is found by a digest of its URL,
+ * credentials included, so two stores that differ only in the password do
+ * not share a breaker. */
+#define SL_BREAKER_SLOTS 64
+
+typedef struct sl_breakers sl_breakers_t;
+
+/* post_config, in the parent: s->process->pool owns the segment. */
+apr_status_t sl_breakers_create(apr_pool_t *process_pool,
+                                sl_breakers_t **out);
+
+/* The store's breaker, claimed on first use by any process; NULL when every
+ * slot belongs to another store. */
+sl_breaker_t *sl_breakers_get(sl_breakers_t *t, const char *id,
+                              apr_size_t id_len);
 
 #endif

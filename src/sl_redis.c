@@ -8,16 +8,24 @@
 
 #include <hiredis/hiredis.h>
 
+#include <apr_atomic.h>
+
 #include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* A misbehaving cluster cannot make a child open sockets without bound. */
 #define SL_MAX_NODES 64
 #define SL_MAX_REDIRECTS 3
 
+/* Allocated with malloc, not from the child's pool: connections come and go
+ * with every Redis restart for the life of the child, and a pool would keep
+ * each one's memory until the child exits. */
 typedef struct sl_conn {
     redisContext *ctx;
     int uses;
+    apr_uint32_t gen; /* the node's generation when it was made */
 } sl_conn_t;
 
 typedef struct sl_node {
@@ -25,6 +33,10 @@ typedef struct sl_node {
     const char *host; /* NULL for a unix socket */
     int port;
     apr_reslist_t *pool;
+    /* Bumped when a pooled connection is found closed by the server (a
+     * restart closes all of them): idle connections from before are
+     * dropped when next acquired instead of each failing a request. */
+    volatile apr_uint32_t gen;
 } sl_node_t;
 
 struct sl_redis {
@@ -35,6 +47,7 @@ struct sl_redis {
     apr_interval_time_t acquire_timeout;
     int max_connections;
     const char *sha;
+    sl_breaker_t *breaker;
     /* Guards nodes, slots and allocations from pool: threads of one child
      * share this structure, never a connection. */
     apr_thread_mutex_t *mutex;
@@ -87,9 +100,28 @@ static apr_status_t sl_ctx_status(const redisContext *c, int err_no)
     return APR_EGENERAL;
 }
 
-static int sl_reply_ok(const redisReply *r)
+/* A setup command (AUTH, SELECT): APR_SUCCESS, the I/O failure, or fail_rv
+ * when the server refused it. The reply's text is not kept: an AUTH error
+ * is no place to risk echoing a credential. */
+static apr_status_t sl_setup_command(redisContext *c, apr_status_t fail_rv,
+                                     const char *fmt, ...)
 {
-    return r && r->type != REDIS_REPLY_ERROR;
+    redisReply *reply;
+    apr_status_t rv = APR_SUCCESS;
+    va_list ap;
+
+    va_start(ap, fmt);
+    reply = redisvCommand(c, fmt, ap);
+    va_end(ap);
+    if (!reply) {
+        rv = sl_ctx_status(c, errno);
+        return rv == APR_TIMEUP ? APR_TIMEUP : APR_EGENERAL;
+    }
+    if (reply->type == REDIS_REPLY_ERROR) {
+        rv = fail_rv;
+    }
+    freeReplyObject(reply);
+    return rv;
 }
 
 /* A connection is set up once (timeouts, AUTH, SELECT) so that the request
@@ -101,7 +133,7 @@ static apr_status_t sl_conn_construct(void **resource, void *params,
     sl_redis_t *rs = node->rs;
     sl_conn_t *conn;
     redisContext *c;
-    redisReply *reply;
+    apr_status_t rv;
     (void) pool;
 
     c = node->host
@@ -111,7 +143,9 @@ static apr_status_t sl_conn_construct(void **resource, void *params,
         return APR_ENOMEM;
     }
     if (c->err) {
-        apr_status_t rv = sl_ctx_status(c, errno);
+        /* hiredis 0.14 reports a connect timeout as REDIS_ERR_IO with
+         * errno ETIMEDOUT set just before it closes the socket. */
+        rv = sl_ctx_status(c, errno);
         redisFree(c);
         return rv == APR_TIMEUP ? APR_TIMEUP : APR_ECONNREFUSED;
     }
@@ -122,33 +156,29 @@ static apr_status_t sl_conn_construct(void **resource, void *params,
     if (node->host) {
         redisEnableKeepAlive(c);
     }
+    /* A server that accepts but does not answer (stopped, overloaded) times
+     * out here under the command timeout, which must not read as a refused
+     * password. */
+    rv = APR_SUCCESS;
     if (rs->url->password) {
-        reply = rs->url->user
-                    ? redisCommand(c, "AUTH %s %s", rs->url->user,
-                                   rs->url->password)
-                    : redisCommand(c, "AUTH %s", rs->url->password);
-        if (!sl_reply_ok(reply)) {
-            if (reply) {
-                freeReplyObject(reply);
-            }
-            redisFree(c);
-            return APR_EACCES;
-        }
-        freeReplyObject(reply);
+        rv = rs->url->user
+                 ? sl_setup_command(c, APR_EACCES, "AUTH %s %s", rs->url->user,
+                                    rs->url->password)
+                 : sl_setup_command(c, APR_EACCES, "AUTH %s",
+                                    rs->url->password);
     }
-    if (rs->url->db) {
-        reply = redisCommand(c, "SELECT %d", rs->url->db);
-        if (!sl_reply_ok(reply)) {
-            if (reply) {
-                freeReplyObject(reply);
-            }
-            redisFree(c);
-            return APR_EINVAL;
-        }
-        freeReplyObject(reply);
+    if (rv == APR_SUCCESS && rs->url->db) {
+        rv = sl_setup_command(c, APR_EINVAL, "SELECT %d", rs->url->db);
     }
-    conn = apr_pcalloc(pool, sizeof(*conn));
+    if (rv == APR_SUCCESS && !(conn = calloc(1, sizeof(*conn)))) {
+        rv = APR_ENOMEM;
+    }
+    if (rv != APR_SUCCESS) {
+        redisFree(c);
+        return rv;
+    }
     conn->ctx = c;
+    conn->gen = apr_atomic_read32(&node->gen);
     *resource = conn;
     return APR_SUCCESS;
 }
@@ -164,6 +194,7 @@ static apr_status_t sl_conn_destruct(void *resource, void *params,
         redisFree(conn->ctx);
         conn->ctx = NULL;
     }
+    free(conn);
     return APR_SUCCESS;
 }
 
@@ -292,6 +323,53 @@ static sl_node_t *sl_node_redirect(sl_redis_t *rs, const char *msg, int moved)
     return node;
 }
 
+/* A connection of the node's current generation: idle ones from before a
+ * server restart are closed unused. Bounded: each pass takes one out of the
+ * pool for good, and fresh ones are of the current generation. */
+static apr_status_t sl_conn_acquire(sl_node_t *node, sl_conn_t **out)
+{
+    apr_status_t rv;
+    int i;
+
+    for (i = 0; i <= node->rs->max_connections; i++) {
+        rv = apr_reslist_acquire(node->pool, (void **) out);
+        if (rv != APR_SUCCESS ||
+            (*out)->gen == apr_atomic_read32(&node->gen)) {
+            return rv;
+        }
+        apr_reslist_invalidate(node->pool, *out);
+    }
+    return apr_reslist_acquire(node->pool, (void **) out);
+}
+
+static const char *sl_acquire_error(apr_status_t rv)
+{
+    switch (rv) {
+    case APR_TIMEUP:
+        return "connect or setup timed out";
+    case APR_EACCES:
+        return "authentication refused";
+    case APR_EINVAL:
+        return "SELECT refused";
+    case APR_ENOMEM:
+        return "out of memory";
+    case APR_ECONNREFUSED:
+        return "cannot connect";
+    default:
+        return "connection setup failed";
+    }
+}
+
+void sl_redis_breaker_set(sl_redis_t *rs, sl_breaker_t *b)
+{
+    rs->breaker = b;
+}
+
+sl_breaker_t *sl_redis_breaker(const sl_redis_t *rs)
+{
+    return rs->breaker;
+}
+
 static const char *sl_reply_decision(apr_pool_t *p, const redisReply *r,
                                      int n, sl_decision_t *d)
 {
@@ -360,13 +438,9 @@ apr_status_t sl_redis_check(sl_redis_t *rs, apr_pool_t *p,
             *err = "cluster redirection to an unusable node";
             return APR_EGENERAL;
         }
-        rv = apr_reslist_acquire(node->pool, (void **) &conn);
+        rv = sl_conn_acquire(node, &conn);
         if (rv != APR_SUCCESS) {
-            *err = rv == APR_TIMEUP     ? "connect timed out"
-                   : rv == APR_EACCES   ? "authentication failed"
-                   : rv == APR_EINVAL   ? "SELECT failed"
-                   : rv == APR_ENOMEM   ? "out of memory"
-                                        : "connection refused";
+            *err = sl_acquire_error(rv);
             return rv;
         }
         if (asking) {
@@ -401,10 +475,18 @@ apr_status_t sl_redis_check(sl_redis_t *rs, apr_pool_t *p,
                 freeReplyObject(last);
             }
             e = conn->uses;
+            if (rv == APR_ECONNRESET && e > 0) {
+                /* The server closed a pooled connection (restart, idle
+                 * timeout): the others from before are closed too. */
+                apr_atomic_cas32(&node->gen, conn->gen + 1, conn->gen);
+            }
+            /* hiredis leaves a context that failed mid-reply unusable (a
+             * late reply would be read as the next command's): never back
+             * into the pool. */
             apr_reslist_invalidate(node->pool, conn);
-            /* A pooled connection that the server closed (restart, idle
-             * timeout) fails on first use: one retry on a fresh one. Never
-             * after a timeout, which may have run the script already. */
+            /* A stale pooled connection fails on first use: one retry on a
+             * fresh one. Never after a timeout, which may have run the
+             * script already. */
             if (rv == APR_ECONNRESET && e > 0 && !retried) {
                 retried = 1;
                 continue;

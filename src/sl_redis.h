@@ -3,6 +3,7 @@
 #ifndef SL_REDIS_H
 #define SL_REDIS_H
 
+#include "sl_breaker.h"
 #include "sl_core.h"
 
 typedef struct sl_redis sl_redis_t;
@@ -20,6 +21,11 @@ apr_status_t sl_redis_check(sl_redis_t *rs, apr_pool_t *p,
                             const sl_check_t *checks, int n,
                             const char *member, apr_size_t member_len,
                             sl_decision_t *d, const char **err);
+
+/* The store's circuit breaker (shared memory, set in child_init); the
+ * request path consults it before calling sl_redis_check. */
+void sl_redis_breaker_set(sl_redis_t *rs, sl_breaker_t *b);
+sl_breaker_t *sl_redis_breaker(const sl_redis_t *rs);
 
 /* The script and its SHA-1, fixed at build time. */
 const char *sl_redis_script(void);

@@ -1,0 +1,113 @@
+package SL::Fault;
+
+# Helpers for the failure tests (t/3*.t): the failure tests' own redis
+# (started by t/run with a password, daemonized so that a test can stop and
+# restart it), requests to the failure virtual hosts with their duration,
+# and the error log.
+
+use strict;
+use warnings;
+
+use Exporter qw(import);
+use HTTP::Tiny;
+use IO::Socket::INET;
+use Time::HiRes qw(time sleep);
+use SL::Test ();
+
+our @EXPORT = qw(fault_redis fault_pid fault_stop fault_start fault_hang
+  fault_resume vhost_get timed_get error_log_lines wait_until fault_port
+  store_display);
+
+sub fault_port { $ENV{SL_TEST_FAULT_REDIS_PORT} or die "SL_TEST_FAULT_REDIS_PORT unset" }
+
+# fault_redis(qw(CLIENT LIST)): the reply, after AUTH; dies when it is down.
+sub fault_redis {
+    my @args = @_;
+    my $sock = IO::Socket::INET->new(
+        PeerAddr => '127.0.0.1',
+        PeerPort => fault_port(),
+        Timeout  => 2
+    ) or die "fault redis: cannot connect: $!";
+    binmode $sock;
+    my $out = '';
+    for my $cmd ([ 'AUTH', $ENV{SL_TEST_FAULT_REDIS_PASSWORD} ], \@args) {
+        $out .= '*' . scalar(@$cmd) . "\r\n";
+        $out .= '$' . length($_) . "\r\n$_\r\n" for @$cmd;
+    }
+    print $sock $out;
+    SL::Test::_read_reply($sock);
+    my $reply = SL::Test::_read_reply($sock);
+    close $sock;
+    return $reply;
+}
+
+sub fault_pid {
+    my $f = $ENV{SL_TEST_FAULT_REDIS_CONF} =~ s{redis\.conf$}{redis.pid}r;
+    open my $fh, '<', $f or return undef;
+    my $pid = <$fh>;
+    chomp $pid if defined $pid;
+    return $pid;
+}
+
+sub _up { my $ok = eval { fault_redis('PING') eq 'PONG' }; return $ok }
+
+sub wait_until {
+    my ($cond, $timeout) = @_;
+    my $end = time + $timeout;
+    while (time < $end) {
+        return 1 if $cond->();
+        sleep 0.05;
+    }
+    return $cond->() ? 1 : 0;
+}
+
+# SIGTERM, and wait until the process is gone (its port closed).
+sub fault_stop {
+    my $pid = fault_pid() or die "no fault redis pid";
+    kill 'CONT', $pid;
+    kill 'TERM', $pid;
+    wait_until(sub { !kill(0, $pid) }, 10) or die "fault redis $pid did not stop";
+}
+
+sub fault_start {
+    system('redis-server', $ENV{SL_TEST_FAULT_REDIS_CONF}) == 0
+      or die "redis-server: $?";
+    wait_until(\&_up, 10) or die "fault redis did not come back";
+}
+
+sub fault_hang   { kill 'STOP', fault_pid() }
+sub fault_resume { kill 'CONT', fault_pid() }
+
+# The store as the module names it in its log lines (no password).
+sub store_display { sprintf 'redis://***@127.0.0.1:%d/0', fault_port() }
+
+sub vhost_base {
+    my ($vhost) = @_;
+    require Apache::TestRequest;
+    my $old = Apache::TestRequest::module($vhost);
+    my $hp  = Apache::TestRequest::hostport();
+    Apache::TestRequest::module($old);
+    return "http://$hp";
+}
+
+# timed_get($vhost, $path, %headers) -> ($response, $seconds)
+sub timed_get {
+    my ($vhost, $path, %h) = @_;
+    my $ua    = HTTP::Tiny->new(timeout => 10, max_redirect => 0);
+    my $start = time;
+    my $res   = $ua->get(vhost_base($vhost) . $path, { headers => \%h });
+    return ($res, time - $start);
+}
+
+sub vhost_get { my ($res) = timed_get(@_); return $res }
+
+# The error log's lines matching a regex (the suite's t/logs/error_log).
+sub error_log_lines {
+    my ($re) = @_;
+    require Apache::Test;
+    my $log = Apache::Test::vars('t_logs') . '/error_log';
+    open my $fh, '<', $log or return ();
+    return grep { /$re/ } <$fh>;
+}
+
+1;
