@@ -94,8 +94,9 @@ sub vhost_base {
 sub timed_get {
     my ($vhost, $path, %h) = @_;
     my $ua    = HTTP::Tiny->new(timeout => 10, max_redirect => 0);
+    my $url   = vhost_base($vhost) . $path;
     my $start = time;
-    my $res   = $ua->get(vhost_base($vhost) . $path, { headers => \%h });
+    my $res   = $ua->get($url, { headers => \%h });
     return ($res, time - $start);
 }
 

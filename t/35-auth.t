@@ -1,0 +1,43 @@
+# A store that refuses our password: the fail modes apply, the log says the
+# store failed and why, and no credential (right or wrong) is ever logged.
+use strict;
+use warnings;
+
+use Apache::Test qw(-withtestmore);
+use Apache::TestUtil;
+use SL::Test;
+use SL::Fault;
+
+plan tests => 8;
+
+my $store = quotemeta store_display();
+my $re = qr/mod_slidinglimit: store $store failed \(authentication refused\)/;
+my $before = () = error_log_lines($re);
+
+my @st = map {
+    my $r = vhost_get('sl_badauth', '/f/closed/a', 'X-Forwarded-For' => fresh_ip());
+    $r->{status};
+} 1 .. 3;
+ok t_cmp("@st", '503 503 503', 'wrong password, fail-closed: 503');
+my $r = vhost_get('sl_badauth', '/f/nofb/a', 'X-Forwarded-For' => fresh_ip());
+ok t_cmp("$r->{status} $r->{headers}{'x-sl-result'}", '200 failed-open',
+    'wrong password, fail-open: passes');
+my $after = () = error_log_lines($re);
+ok t_cmp($after - $before, 1, 'one line says the store refused the password');
+
+# The right password on the same redis works meanwhile.
+$r = vhost_get('sl_fault', '/f/closed/a', 'X-Forwarded-For' => fresh_ip());
+ok t_cmp("$r->{status} $r->{headers}{'x-sl-result'}", '200 allowed',
+    'right password: decided by Redis');
+
+for my $secret ($ENV{SL_TEST_FAULT_REDIS_PASSWORD}, $ENV{SL_TEST_FAULT_WRONG_PASSWORD}) {
+    my @l = error_log_lines(qr/\Q$secret\E/);
+    ok t_cmp(scalar(@l), 0, 'a password in the store URL is not in the error log');
+}
+my @any = error_log_lines(qr/redis:\/\/:[^*]/);
+ok t_cmp(scalar(@any), 0, 'no store URL with credentials in the error log');
+my @acc = do {
+    open my $fh, '<', Apache::Test::vars('t_logs') . '/sl_access.log' or die $!;
+    grep { /\Q$ENV{SL_TEST_FAULT_REDIS_PASSWORD}\E|\Q$ENV{SL_TEST_FAULT_WRONG_PASSWORD}\E/ } <$fh>;
+};
+ok t_cmp(scalar(@acc), 0, 'nor in the access log');
