@@ -6,6 +6,7 @@
 #   make demo       start a private redis + httpd and show a burst hit 429
 #   make demo-stop  stop what make demo started
 #   make bench      benchmark against the baseline and the peers
+#   make soak       bounded soak with Redis restarts: child memory and fds
 #   make format     apply .clang-format
 
 APXS      ?= $(shell command -v apxs 2>/dev/null || command -v apxs2 2>/dev/null || echo apxs)
@@ -21,7 +22,7 @@ DEPS_BUILD = apache2 apache2-dev libhiredis-dev
 DEPS_TEST  = redis-server redis-tools libapache2-mod-perl2 libwww-perl curl faketime
 DEPS_BENCH = wrk gnuplot-nox libapache2-mod-evasive libapache2-mod-qos libpcre3
 
-.PHONY: all install clean deps deps-bench test unit demo demo-stop bench format
+.PHONY: all install clean deps deps-bench test unit demo demo-stop bench soak format
 
 all: $(MODULE)
 
@@ -59,6 +60,10 @@ demo-stop:
 bench: deps-bench
 	$(MAKE) all
 	bash bench/run.sh
+
+soak: deps-bench
+	$(MAKE) all
+	bash bench/soak.sh
 
 format:
 	clang-format -i mod_slidinglimit.c src/*.c src/*.h tests/unit/*.c

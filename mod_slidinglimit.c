@@ -292,14 +292,14 @@ static apr_status_t sl_decide_store(request_rec *r, sl_req_t *q,
     }
     sl_stats_store(proc->stats, apr_time_now() - start, rv != APR_SUCCESS);
     if (rv == APR_SUCCESS) {
-        if (sl_breaker_success(breaker)) {
+        if (sl_breaker_success(breaker, start, apr_time_now())) {
             ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, r->server,
                          "mod_slidinglimit: store %s is answering again",
                          q->sc->store->display);
         }
         return APR_SUCCESS;
     }
-    if (sl_breaker_failure(breaker, apr_time_now())) {
+    if (sl_breaker_failure(breaker, start, apr_time_now())) {
         ap_log_error(APLOG_MARK, APLOG_ERR, rv, r->server,
                      "mod_slidinglimit: store %s failed (%s); "
                      "applying the fail mode until it answers again",

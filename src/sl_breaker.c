@@ -11,6 +11,12 @@ void sl_breaker_init(sl_breaker_t *b)
     apr_atomic_set32(&b->open, 0);
     apr_atomic_set32(&b->backoff_ms, 0);
     apr_atomic_set64(&b->retry_at, 0);
+    apr_atomic_set64(&b->changed_at, 0);
+}
+
+static int sl_breaker_stale(sl_breaker_t *b, apr_time_t started)
+{
+    return (apr_uint64_t) started < apr_atomic_read64(&b->changed_at);
 }
 
 int sl_breaker_is_open(const sl_breaker_t *b)
@@ -39,18 +45,26 @@ int sl_breaker_allow(sl_breaker_t *b, apr_time_t now)
                             at) == at;
 }
 
-int sl_breaker_success(sl_breaker_t *b)
+int sl_breaker_success(sl_breaker_t *b, apr_time_t started, apr_time_t now)
 {
-    if (!apr_atomic_read32(&b->open)) {
+    if (!apr_atomic_read32(&b->open) || sl_breaker_stale(b, started)) {
+        return 0;
+    }
+    if (apr_atomic_cas32(&b->open, 0, 1) != 1) {
         return 0;
     }
     apr_atomic_set32(&b->backoff_ms, 0);
-    return apr_atomic_cas32(&b->open, 0, 1) == 1;
+    apr_atomic_set64(&b->changed_at, (apr_uint64_t) now);
+    return 1;
 }
 
-int sl_breaker_failure(sl_breaker_t *b, apr_time_t now)
+int sl_breaker_failure(sl_breaker_t *b, apr_time_t started, apr_time_t now)
 {
     apr_uint32_t ms = apr_atomic_read32(&b->backoff_ms), next;
+
+    if (sl_breaker_stale(b, started)) {
+        return 0;
+    }
 
     next = ms ? ms * 2 : (apr_uint32_t) apr_time_as_msec(SL_BREAKER_MIN_BACKOFF);
     if (next > apr_time_as_msec(SL_BREAKER_MAX_BACKOFF)) {
@@ -58,7 +72,11 @@ int sl_breaker_failure(sl_breaker_t *b, apr_time_t now)
     }
     apr_atomic_set32(&b->backoff_ms, next);
     apr_atomic_set64(&b->retry_at, (apr_uint64_t) now + apr_time_from_msec(next));
-    return apr_atomic_cas32(&b->open, 1, 0) == 0;
+    if (apr_atomic_cas32(&b->open, 1, 0) != 0) {
+        return 0;
+    }
+    apr_atomic_set64(&b->changed_at, (apr_uint64_t) now);
+    return 1;
 }
 
 apr_interval_time_t sl_breaker_wait(const sl_breaker_t *b, apr_time_t now)

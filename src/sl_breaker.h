@@ -15,6 +15,7 @@ typedef struct sl_breaker {
     volatile apr_uint32_t open;       /* 1 while the store is considered down */
     volatile apr_uint32_t backoff_ms; /* current probe interval */
     volatile apr_uint64_t retry_at;   /* apr_time_t of the next probe */
+    volatile apr_uint64_t changed_at; /* apr_time_t of the last transition */
 } sl_breaker_t;
 
 void sl_breaker_init(sl_breaker_t *b);
@@ -24,9 +25,14 @@ void sl_breaker_init(sl_breaker_t *b);
 int sl_breaker_allow(sl_breaker_t *b, apr_time_t now);
 
 /* Each returns 1 on the call that changed the state, so that exactly one
- * process logs each outage and each recovery. */
-int sl_breaker_success(sl_breaker_t *b);
-int sl_breaker_failure(sl_breaker_t *b, apr_time_t now);
+ * process logs each outage and each recovery. started is when the request
+ * asked the store: an answer to a request older than the last transition
+ * says nothing new (under load, requests in flight when Redis goes away
+ * still succeed after the first failure, and those in flight when it
+ * returns still fail), so it changes nothing, neither the state nor the
+ * backoff. */
+int sl_breaker_success(sl_breaker_t *b, apr_time_t started, apr_time_t now);
+int sl_breaker_failure(sl_breaker_t *b, apr_time_t started, apr_time_t now);
 
 int sl_breaker_is_open(const sl_breaker_t *b);
 

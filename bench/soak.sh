@@ -1,0 +1,247 @@
+#!/bin/bash
+# Soak: a bounded run of many requests (wrk on 127.0.0.1) against httpd with
+# mod_slidinglimit and a private redis-server that is restarted (twice) and
+# flushed of its scripts in the middle. Every few seconds it samples, from
+# /proc, each httpd child's resident memory and open file descriptors, and
+# Redis' connected clients, then says whether memory stayed flat and no
+# descriptor leaked.
+#
+#   bash bench/soak.sh                 # 90 s, event MPM
+#   SOAK_SECONDS=60 SOAK_MPM=prefork bash bench/soak.sh
+#
+# Environment: SOAK_SECONDS (60..600, default 90), SOAK_MPM (event, worker,
+# prefork), SOAK_CONNECTIONS (wrk connections, default 32), SOAK_OUT (the
+# report file, default bench/results/soak-<mpm>.txt).
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+SECONDS_TOTAL=${SOAK_SECONDS:-90}
+MPM=${SOAK_MPM:-event}
+CONNS=${SOAK_CONNECTIONS:-32}
+OUT=${SOAK_OUT:-$ROOT/bench/results/soak-$MPM.txt}
+SAMPLE=5
+MODULE=$ROOT/.libs/mod_slidinglimit.so
+
+[ "$SECONDS_TOTAL" -ge 60 ] && [ "$SECONDS_TOTAL" -le 600 ] ||
+    { echo "SOAK_SECONDS must be 60..600"; exit 2; }
+for tool in wrk redis-server redis-cli apache2; do
+    command -v "$tool" >/dev/null || { echo "missing $tool (make deps-bench)"; exit 2; }
+done
+[ -f "$MODULE" ] || { echo "build first: make"; exit 2; }
+mkdir -p "$(dirname "$OUT")"
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/slidinglimit-soak.XXXXXX")
+chmod 755 "$WORK"
+REDIS_PID=
+HTTPD_PID=
+WRK_PID=
+cleanup() {
+    [ -n "$WRK_PID" ] && kill "$WRK_PID" 2>/dev/null
+    if [ -n "$HTTPD_PID" ]; then
+        kill -TERM "$HTTPD_PID" 2>/dev/null
+        for _ in $(seq 1 50); do kill -0 "$HTTPD_PID" 2>/dev/null || break; sleep 0.1; done
+    fi
+    [ -f "$WORK/redis.pid" ] && kill "$(cat "$WORK/redis.pid")" 2>/dev/null
+    sleep 0.2
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+free_port() {
+    local p
+    for _ in $(seq 1 50); do
+        p=$((20000 + RANDOM % 20000))
+        if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+            echo "$p"
+            return 0
+        fi
+    done
+    return 1
+}
+
+REDIS_PORT=$(free_port) || exit 1
+HTTP_PORT=$(free_port) || exit 1
+
+redis_start() {
+    redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' \
+        --appendonly no --daemonize yes --dir "$WORK" \
+        --pidfile "$WORK/redis.pid" --logfile "$WORK/redis.log"
+    for _ in $(seq 1 50); do
+        redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && return 0
+        sleep 0.1
+    done
+    echo "redis did not start"
+    exit 1
+}
+redis_stop() {
+    local pid
+    pid=$(cat "$WORK/redis.pid")
+    kill "$pid"
+    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.05; done
+}
+
+mkdir -p "$WORK/htdocs" "$WORK/logs"
+echo ok >"$WORK/htdocs/index.html"
+USER_LINES=
+if [ "$(id -u)" -eq 0 ]; then
+    USER_LINES="User nobody
+Group nogroup"
+fi
+cat >"$WORK/httpd.conf" <<CONF
+ServerRoot $WORK
+ServerName 127.0.0.1
+Listen 127.0.0.1:$HTTP_PORT
+PidFile $WORK/httpd.pid
+ErrorLog $WORK/logs/error_log
+LogLevel warn slidinglimit:notice
+DocumentRoot $WORK/htdocs
+$USER_LINES
+LoadModule mpm_${MPM}_module /usr/lib/apache2/modules/mod_mpm_${MPM}.so
+LoadModule authz_core_module /usr/lib/apache2/modules/mod_authz_core.so
+LoadModule remoteip_module /usr/lib/apache2/modules/mod_remoteip.so
+LoadModule slidinglimit_module $MODULE
+# A fixed set of children for the whole run (no spawning or reaping), so
+# that each child's figures can be followed from start to end.
+<IfModule mpm_prefork_module>
+    StartServers 40
+    MinSpareServers 40
+    MaxSpareServers 64
+    ServerLimit 64
+    MaxRequestWorkers 64
+</IfModule>
+<IfModule !mpm_prefork_module>
+    StartServers 2
+    ServerLimit 2
+    ThreadsPerChild 32
+    MaxRequestWorkers 64
+    MinSpareThreads 32
+    MaxSpareThreads 64
+</IfModule>
+MaxConnectionsPerChild 0
+KeepAlive On
+MaxKeepAliveRequests 0
+RemoteIPHeader X-Forwarded-For
+RemoteIPInternalProxy 127.0.0.1
+SlidingLimitStore redis://127.0.0.1:$REDIS_PORT
+SlidingLimitStoreTimeout 100ms 50ms
+<Location />
+    # Room for most requests, refusals for the busiest addresses; the
+    # counter keeps Redis' memory flat too.
+    SlidingLimit 50 1s algorithm=counter
+    SlidingLimitFailMode open
+</Location>
+CONF
+
+# 5000 client addresses, so that requests reach Redis (not only the deny
+# cache) and some are refused.
+cat >"$WORK/soak.lua" <<'LUA'
+math.randomseed(os.time())
+request = function()
+    local ip = string.format("10.9.%d.%d", math.random(0, 19), math.random(1, 250))
+    return wrk.format("GET", "/index.html", { ["X-Forwarded-For"] = ip })
+end
+done = function(summary, latency, requests)
+    io.write(string.format("wrk: %d requests, %d socket errors (connect %d, read %d, write %d, timeout %d), non-2xx/3xx %d\n",
+        summary.requests, summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout,
+        summary.errors.connect, summary.errors.read, summary.errors.write, summary.errors.timeout, summary.errors.status))
+    io.write(string.format("wrk: latency p50 %.2f ms, p99 %.2f ms, max %.2f ms\n",
+        latency:percentile(50) / 1000, latency:percentile(99) / 1000, latency.max / 1000))
+end
+LUA
+
+redis_start
+apache2 -f "$WORK/httpd.conf" -k start || { cat "$WORK/logs/error_log"; exit 1; }
+for _ in $(seq 1 50); do [ -s "$WORK/httpd.pid" ] && break; sleep 0.1; done
+HTTPD_PID=$(cat "$WORK/httpd.pid")
+
+children() {
+    local p
+    for p in /proc/[0-9]*; do
+        [ "$(awk '{print $4}' "$p/stat" 2>/dev/null)" = "$HTTPD_PID" ] && echo "${p#/proc/}"
+    done
+}
+
+# One line per sample: elapsed, event, children, then over all children:
+# RssAnon (private memory: heap, stacks; what a leak grows), VmRSS (also
+# counts the pages of the shared segments a child has touched, which grows
+# once when the local fallback first writes to the shm store), open fds
+# total and max per child, and Redis' connected clients.
+sample() {
+    local t=$1 ev=$2 n=0 anon=0 rss=0 fds=0 fmax=0 pid a r f clients
+    for pid in $(children); do
+        a=$(awk '/^RssAnon:/ {print $2}' "/proc/$pid/status" 2>/dev/null)
+        r=$(awk '/^VmRSS:/ {print $2}' "/proc/$pid/status" 2>/dev/null)
+        f=$(ls "/proc/$pid/fd" 2>/dev/null | wc -l)
+        [ -n "$a" ] && [ -n "$r" ] || continue
+        n=$((n + 1)); anon=$((anon + a)); rss=$((rss + r)); fds=$((fds + f))
+        echo "$t $pid $a $f" >>"$WORK/per-child"
+        [ "$f" -gt "$fmax" ] && fmax=$f
+    done
+    clients=$(redis-cli -p "$REDIS_PORT" info clients 2>/dev/null |
+        sed -n 's/^connected_clients:\([0-9]*\).*/\1/p')
+    printf '%6s  %-14s %4d %10d %9d %8d %7d %8s\n' "$t" "$ev" "$n" "$anon" "$rss" \
+        "$fds" "$fmax" "${clients:--}"
+}
+
+{
+    echo "# mod_slidinglimit soak: $MPM MPM, ${SECONDS_TOTAL}s, wrk -c $CONNS -t 2, redis restarted at 1/3 and 2/3, SCRIPT FLUSH at 1/2"
+    echo "# $(date -u '+%Y-%m-%dT%H:%M:%SZ') $(apache2 -v | head -1)"
+    printf '%6s  %-14s %4s %10s %9s %8s %7s %8s\n' "t(s)" event children anon_kB rss_kB fds fds_max redis_cl
+} | tee "$OUT"
+
+wrk -t 2 -c "$CONNS" -d "${SECONDS_TOTAL}s" -s "$WORK/soak.lua" \
+    "http://127.0.0.1:$HTTP_PORT/" >"$WORK/wrk.out" 2>&1 &
+WRK_PID=$!
+
+start=$(date +%s)
+third=$((SECONDS_TOTAL / 3))
+half=$((SECONDS_TOTAL / 2))
+done1=0 done2=0 done3=0
+next_sample=0
+while kill -0 "$WRK_PID" 2>/dev/null; do
+    now=$(( $(date +%s) - start ))
+    ev=load
+    if [ "$done1" -eq 0 ] && [ "$now" -ge "$third" ]; then
+        redis_stop; sleep 2; redis_start; done1=1; ev=redis-restart
+    elif [ "$done3" -eq 0 ] && [ "$now" -ge "$half" ]; then
+        redis-cli -p "$REDIS_PORT" script flush >/dev/null; done3=1; ev=script-flush
+    elif [ "$done2" -eq 0 ] && [ "$now" -ge $((2 * third)) ]; then
+        redis_stop; sleep 2; redis_start; done2=1; ev=redis-restart
+    fi
+    if [ "$now" -ge "$next_sample" ] || [ "$ev" != load ]; then
+        sample "$now" "$ev" | tee -a "$OUT"
+        next_sample=$((now + SAMPLE))
+    fi
+    sleep 0.5
+done
+wait "$WRK_PID" 2>/dev/null
+WRK_PID=
+sleep 1
+sample "$(( $(date +%s) - start ))" idle | tee -a "$OUT"
+
+{
+    # Flat: each child's private memory and fds at the end of the load
+    # against its own figures after warm-up (the sample before the first
+    # restart), for the children alive at both.
+    base=$(awk -v t="$third" '$1 < t { b = $1 } END { print b }' "$WORK/per-child")
+    last=$(awk '{ print $1 }' "$WORK/per-child" | sort -n | uniq | tail -2 | head -1)
+    awk -v base="$base" -v last="$last" '
+        $1 == base { a0[$2] = $3; f0[$2] = $4 }
+        $1 == last { a1[$2] = $3; f1[$2] = $4 }
+        END {
+            for (p in a0) if (p in a1) {
+                n++; da = a1[p] - a0[p]; df = f1[p] - f0[p]
+                sa += da; if (n == 1 || da > ma) ma = da
+                if (n == 1 || df > mf) mf = df
+                sf += df
+            }
+            printf "children followed from t=%ss to t=%ss: %d\n", base, last, n
+            printf "private memory (RssAnon) per child: mean %+.1f kB, max %+d kB\n", sa / n, ma
+            printf "open fds per child: mean %+.2f, max %+d\n", sf / n, mf
+            printf "verdict: memory %s, file descriptors %s\n", (ma <= 256) ? "flat" : "GREW", (mf <= 1) ? "no leak" : "LEAKED?"
+        }' "$WORK/per-child"
+    grep -E '^wrk:|Requests/sec' "$WORK/wrk.out"
+    echo "error log lines from the module: $(grep -c 'mod_slidinglimit' "$WORK/logs/error_log")"
+    grep 'mod_slidinglimit' "$WORK/logs/error_log" | sed 's/^/  /' | cut -c1-200
+} >"$WORK/summary"
+tee -a "$OUT" <"$WORK/summary"
