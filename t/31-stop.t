@@ -48,11 +48,18 @@ for (1 .. 5) {
 }
 ok t_cmp("@st", '200 200 200 429 429', 'local fallback admits 3 of 3/60s, then refuses');
 ok t_cmp("@rs[0..2]", 'failed-open failed-open failed-open', 'admitted ones are failed-open');
-my @log = grep { m{ /f/open/y } } do {
-    open my $fh, '<', Apache::Test::vars('t_logs') . '/sl_access.log' or die $!;
-    <$fh>;
-};
-ok t_cmp(scalar(grep {/ 429 .*sl=denied /} @log), 2,
+# The access log is written after the response: wait for the lines.
+sub access_lines {
+    my ($re, $want) = @_;
+    my @l;
+    wait_until(sub {
+        open my $fh, '<', Apache::Test::vars('t_logs') . '/sl_access.log' or die $!;
+        @l = grep { /$re/ } <$fh>;
+        @l >= $want;
+    }, 3);
+    return scalar @l;
+}
+ok t_cmp(access_lines(qr{ 429 /f/open/y sl=denied }, 2), 2,
     'the refused ones are logged as denied');
 
 # Fail closed: 503, Retry-After, the JSON shape with SERVICE_UNAVAILABLE.
@@ -65,11 +72,8 @@ my $body = eval { decode_json($r->{content}) } // {};
 ok t_cmp($body->{error}{code}, 'SERVICE_UNAVAILABLE', 'code SERVICE_UNAVAILABLE');
 ok t_cmp($body->{error}{retry_after_seconds}, $ra, 'body agrees with Retry-After');
 ok($t < 1, "fail-closed answer under 1 s ($t s)");
-@log = grep { m{ /f/closed/z } } do {
-    open my $fh, '<', Apache::Test::vars('t_logs') . '/sl_access.log' or die $!;
-    <$fh>;
-};
-ok t_cmp(scalar(grep {/ 503 .*sl=failed-closed /} @log), 1, 'logged as failed-closed');
+ok t_cmp(access_lines(qr{ 503 /f/closed/z sl=failed-closed }, 1), 1,
+    'logged as failed-closed');
 
 # A few seconds of outage: still one line in the error log.
 for (1 .. 10) {
