@@ -469,8 +469,9 @@ apr_status_t sl_redis_check(sl_redis_t *rs, apr_pool_t *p,
         if (!ok) {
             e = errno;
             rv = sl_ctx_status(conn->ctx, e);
-            *err = apr_pstrdup(p, conn->ctx->errstr[0] ? conn->ctx->errstr
-                                                       : "I/O error");
+            *err = rv == APR_TIMEUP ? "command timed out"
+                   : apr_pstrdup(p, conn->ctx->errstr[0] ? conn->ctx->errstr
+                                                         : "I/O error");
             if (last) {
                 freeReplyObject(last);
             }
@@ -494,11 +495,22 @@ apr_status_t sl_redis_check(sl_redis_t *rs, apr_pool_t *p,
             return rv == APR_TIMEUP ? APR_TIMEUP : APR_EGENERAL;
         }
         conn->uses++;
-        apr_reslist_release(node->pool, conn);
         asking = 0;
         reload = 0;
         if (last->type == REDIS_REPLY_ERROR) {
             const char *msg = last->str ? last->str : "";
+            int usable = !strncmp(msg, "NOSCRIPT", 8) ||
+                         !strncmp(msg, "MOVED ", 6) || !strncmp(msg, "ASK ", 4);
+            /* Any other error may be the connection's own state (NOAUTH
+             * after a restart with a password, READONLY after a failover,
+             * LOADING): a new connection starts over, a pooled one would
+             * fail every request it serves. */
+            if (usable) {
+                apr_reslist_release(node->pool, conn);
+            }
+            else {
+                apr_reslist_invalidate(node->pool, conn);
+            }
             if (!strncmp(msg, "NOSCRIPT", 8) && reloads++ < 2) {
                 /* Redis restarted or SCRIPT FLUSH: load and run again in one
                  * round trip. */
@@ -516,6 +528,7 @@ apr_status_t sl_redis_check(sl_redis_t *rs, apr_pool_t *p,
             freeReplyObject(last);
             continue;
         }
+        apr_reslist_release(node->pool, conn);
         *err = sl_reply_decision(p, last, n, d);
         freeReplyObject(last);
         return *err ? APR_EGENERAL : APR_SUCCESS;
