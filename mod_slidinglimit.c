@@ -271,8 +271,11 @@ static apr_status_t sl_decide_store(request_rec *r, sl_req_t *q,
     if (!q->sc->redis) {
         rv = sl_shm_check(proc->shm, r->pool, q->checks, q->n, start, d);
         if (rv != APR_SUCCESS) {
-            ap_log_rerror(APLOG_MARK, APLOG_ERR, rv, r,
-                          "mod_slidinglimit: the shared memory store is full");
+            /* sl_shm_check logs each change of its state once (full,
+             * superseded by a restart, emptied): not once per request. */
+            ap_log_rerror(APLOG_MARK, APLOG_DEBUG, rv, r,
+                          "mod_slidinglimit: the shared memory store did not "
+                          "decide; applying the fail mode");
         }
         return rv;
     }
@@ -404,14 +407,18 @@ static int sl_fixups(request_rec *r)
         }
     }
     else {
-        if (q.sc->redis && SL_OR(q.dc->fail_mode, SL_FAIL_OPEN) ==
-                               SL_FAIL_CLOSED) {
+        /* Also for the shm store (full, or this child outlived a
+         * restart): a fail-closed login page stays closed. */
+        if (SL_OR(q.dc->fail_mode, SL_FAIL_OPEN) == SL_FAIL_CLOSED) {
             sl_stats_decision(q.proc->stats, "-", SL_RESULT_FAILED_CLOSED);
             sl_set_env(r, SL_RESULT_FAILED_CLOSED, NULL, NULL);
             return sl_refuse(r, HTTP_SERVICE_UNAVAILABLE, 1,
-                             sl_ceil_seconds(sl_breaker_wait(
-                                 sl_redis_breaker(q.sc->redis),
-                                 apr_time_now())));
+                             sl_ceil_seconds(
+                                 q.sc->redis
+                                     ? sl_breaker_wait(
+                                           sl_redis_breaker(q.sc->redis),
+                                           apr_time_now())
+                                     : 0));
         }
         if (!q.sc->redis || !SL_OR(q.dc->local_fallback, 1) ||
             sl_shm_check(q.proc->shm, r->pool, q.checks, q.n, apr_time_now(),
