@@ -1,0 +1,107 @@
+/* Unit tests of the circuit breaker (src/sl_breaker.c): transitions, the
+ * probe schedule, and answers that arrive after a transition. No server
+ * needed:
+ *   cc -Isrc $(apr-1-config --includes --cppflags) tests/unit/sl_breaker_test.c \
+ *      src/sl_breaker.c $(apr-1-config --link-ld) $(apu-1-config --link-ld) */
+#include "sl_breaker.h"
+
+#include <apr_general.h>
+
+#include <stdio.h>
+#include <string.h>
+
+static int passed, failed;
+
+#define CHECK(cond, ...)                                                       \
+    do {                                                                       \
+        if (cond) {                                                            \
+            passed++;                                                          \
+        }                                                                      \
+        else {                                                                 \
+            failed++;                                                          \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__);                        \
+            printf(__VA_ARGS__);                                               \
+            printf("\n");                                                      \
+        }                                                                      \
+    } while (0)
+
+#define MS(x) apr_time_from_msec(x)
+
+static void test_transitions(void)
+{
+    sl_breaker_t b;
+    apr_time_t t = apr_time_from_sec(1000);
+
+    sl_breaker_init(&b);
+    CHECK(sl_breaker_allow(&b, t), "closed: every request may use the store");
+    CHECK(!sl_breaker_success(&b, t, t + 1), "success while closed: no change");
+    CHECK(sl_breaker_failure(&b, t, t + MS(50)), "first failure opens");
+    CHECK(sl_breaker_is_open(&b), "open");
+    CHECK(!sl_breaker_failure(&b, t + MS(1), t + MS(51)),
+          "a second failure reports no transition");
+    CHECK(!sl_breaker_allow(&b, t + MS(60)), "no call before the probe time");
+    CHECK(sl_breaker_wait(&b, t + MS(60)) > 0, "a wait until the probe");
+    CHECK(sl_breaker_allow(&b, t + MS(150)), "the probe after 100 ms");
+    CHECK(!sl_breaker_allow(&b, t + MS(151)), "only one probe");
+    CHECK(!sl_breaker_failure(&b, t + MS(150), t + MS(200)),
+          "failed probe: still open, nothing to log");
+    CHECK(!sl_breaker_allow(&b, t + MS(350)), "backoff doubled: not at 150 ms");
+    CHECK(sl_breaker_allow(&b, t + MS(401)), "the next probe 200 ms later");
+    CHECK(sl_breaker_success(&b, t + MS(401), t + MS(402)),
+          "a successful probe closes, once");
+    CHECK(!sl_breaker_is_open(&b), "closed again");
+    CHECK(sl_breaker_allow(&b, t + MS(403)), "every request again");
+}
+
+static void test_backoff_cap(void)
+{
+    sl_breaker_t b;
+    apr_time_t t = apr_time_from_sec(1000);
+    int i;
+
+    sl_breaker_init(&b);
+    sl_breaker_failure(&b, t, t);
+    for (i = 0; i < 20; i++) {
+        t += apr_time_from_sec(3);
+        CHECK(sl_breaker_allow(&b, t), "a probe at least every 2 s (%d)", i);
+        sl_breaker_failure(&b, t, t);
+    }
+    CHECK(sl_breaker_wait(&b, t) <= SL_BREAKER_MAX_BACKOFF,
+          "backoff capped at 2 s");
+}
+
+/* Under load, requests in flight when the store fails may succeed after
+ * the first failure, and requests in flight when it returns may fail
+ * after the probe succeeded: neither may flip the state (or log). */
+static void test_stale_answers(void)
+{
+    sl_breaker_t b;
+    apr_time_t t = apr_time_from_sec(1000);
+
+    sl_breaker_init(&b);
+    CHECK(sl_breaker_failure(&b, t + MS(10), t + MS(20)), "opens");
+    CHECK(!sl_breaker_success(&b, t + MS(5), t + MS(21)),
+          "a success of a request older than the outage does not close");
+    CHECK(sl_breaker_is_open(&b), "still open");
+    CHECK(!sl_breaker_failure(&b, t + MS(6), t + MS(22)),
+          "a late failure of an old request changes nothing");
+    CHECK(!sl_breaker_allow(&b, t + MS(110)), "nor does it move the probe");
+    CHECK(sl_breaker_allow(&b, t + MS(120)), "probe on schedule");
+    CHECK(sl_breaker_success(&b, t + MS(120), t + MS(121)), "probe closes");
+    CHECK(!sl_breaker_failure(&b, t + MS(115), t + MS(125)),
+          "a failure of a request older than the recovery does not reopen");
+    CHECK(!sl_breaker_is_open(&b), "still closed");
+    CHECK(sl_breaker_failure(&b, t + MS(130), t + MS(180)),
+          "a new failure opens again");
+}
+
+int main(void)
+{
+    apr_initialize();
+    test_transitions();
+    test_backoff_cap();
+    test_stale_answers();
+    printf("sl_breaker: %d passed, %d failed\n", passed, failed);
+    apr_terminate();
+    return failed ? 1 : 0;
+}
