@@ -50,7 +50,10 @@ trap cleanup EXIT
 free_port() {
     local p
     for _ in $(seq 1 50); do
-        p=$((20000 + RANDOM % 20000))
+        # Below the kernel's ephemeral range (32768-60999 by default), so
+        # that no client socket takes the port between this check and its
+        # use.
+        p=$((20000 + RANDOM % 12000))
         if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
             echo "$p"
             return 0

@@ -19,6 +19,8 @@ my $up_re   = qr/mod_slidinglimit: store $store is answering again/;
 my $down0 = () = error_log_lines($down_re);
 my $up0   = () = error_log_lines($up_re);
 
+# Paths unique to this run: the access log outlives a run of the suite.
+my $tag = sprintf '%d-%d', $$, time;
 my $ip = fresh_ip();
 my $res = vhost_get('sl_fault', '/f/open/a', 'X-Forwarded-For' => $ip);
 ok t_cmp($res->{status}, 200, 'store up: admitted');
@@ -42,7 +44,7 @@ ok($max < 1, "each request under 1 s while the store is down (max $max s)");
 my $ip2 = fresh_ip();
 @st = @rs = ();
 for (1 .. 5) {
-    my $r = vhost_get('sl_fault', '/f/open/y', 'X-Forwarded-For' => $ip2);
+    my $r = vhost_get('sl_fault', "/f/open/y$tag", 'X-Forwarded-For' => $ip2);
     push @st, $r->{status};
     push @rs, $r->{headers}{'x-sl-result'} // '';
 }
@@ -59,11 +61,11 @@ sub access_lines {
     }, 3);
     return scalar @l;
 }
-ok t_cmp(access_lines(qr{ 429 /f/open/y sl=denied }, 2), 2,
+ok t_cmp(access_lines(qr{ 429 /f/open/y$tag sl=denied }, 2), 2,
     'the refused ones are logged as denied');
 
 # Fail closed: 503, Retry-After, the JSON shape with SERVICE_UNAVAILABLE.
-my ($r, $t) = timed_get('sl_fault', '/f/closed/z', 'X-Forwarded-For' => fresh_ip());
+my ($r, $t) = timed_get('sl_fault', "/f/closed/z$tag", 'X-Forwarded-For' => fresh_ip());
 ok t_cmp($r->{status}, 503, 'fail-closed: 503');
 my $ra = $r->{headers}{'retry-after'} // '';
 ok($ra =~ /^\d+$/ && $ra >= 1 && $ra <= 2, "Retry-After '$ra' (the next probe, at most 2 s)");
@@ -72,7 +74,7 @@ my $body = eval { decode_json($r->{content}) } // {};
 ok t_cmp($body->{error}{code}, 'SERVICE_UNAVAILABLE', 'code SERVICE_UNAVAILABLE');
 ok t_cmp($body->{error}{retry_after_seconds}, $ra, 'body agrees with Retry-After');
 ok($t < 1, "fail-closed answer under 1 s ($t s)");
-ok t_cmp(access_lines(qr{ 503 /f/closed/z sl=failed-closed }, 1), 1,
+ok t_cmp(access_lines(qr{ 503 /f/closed/z$tag sl=failed-closed }, 1), 1,
     'logged as failed-closed');
 
 # A few seconds of outage: still one line in the error log.
