@@ -10,14 +10,16 @@
 #   SOAK_SECONDS=60 SOAK_MPM=prefork bash bench/soak.sh
 #
 # Environment: SOAK_SECONDS (60..600, default 90), SOAK_MPM (event, worker,
-# prefork), SOAK_CONNECTIONS (wrk connections, default 32), SOAK_OUT (the
-# report file, default bench/results/soak-<mpm>.txt).
+# prefork), SOAK_CONNECTIONS (wrk connections, default 32), SOAK_RESTARTS
+# (Redis restarts, each followed by a SCRIPT FLUSH, default 2), SOAK_OUT
+# (the report file, default bench/results/soak-<mpm>.txt).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SECONDS_TOTAL=${SOAK_SECONDS:-90}
 MPM=${SOAK_MPM:-event}
 CONNS=${SOAK_CONNECTIONS:-32}
+RESTARTS=${SOAK_RESTARTS:-2}
 OUT=${SOAK_OUT:-$ROOT/bench/results/soak-$MPM.txt}
 SAMPLE=5
 MODULE=$ROOT/.libs/mod_slidinglimit.so
@@ -187,7 +189,7 @@ sample() {
 }
 
 {
-    echo "# mod_slidinglimit soak: $MPM MPM, ${SECONDS_TOTAL}s, wrk -c $CONNS -t 2, redis restarted at 1/3 and 2/3, SCRIPT FLUSH at 1/2"
+    echo "# mod_slidinglimit soak: $MPM MPM, ${SECONDS_TOTAL}s, wrk -c $CONNS -t 2, $RESTARTS redis restarts, each followed by a SCRIPT FLUSH"
     echo "# $(date -u '+%Y-%m-%dT%H:%M:%SZ') $(apache2 -v | head -1)"
     printf '%6s  %-14s %4s %10s %9s %8s %7s %8s\n' "t(s)" event children anon_kB rss_kB fds fds_max redis_cl
 } | tee "$OUT"
@@ -197,19 +199,21 @@ wrk -t 2 -c "$CONNS" -d "${SECONDS_TOTAL}s" -s "$WORK/soak.lua" \
 WRK_PID=$!
 
 start=$(date +%s)
-third=$((SECONDS_TOTAL / 3))
-half=$((SECONDS_TOTAL / 2))
-done1=0 done2=0 done3=0
+# 2 x RESTARTS events evenly spaced: a restart, then a SCRIPT FLUSH, ...
+nev=$((2 * RESTARTS))
+step=$((SECONDS_TOTAL / (nev + 1)))
+k=1
 next_sample=0
 while kill -0 "$WRK_PID" 2>/dev/null; do
     now=$(( $(date +%s) - start ))
     ev=load
-    if [ "$done1" -eq 0 ] && [ "$now" -ge "$third" ]; then
-        redis_stop; sleep 2; redis_start; done1=1; ev=redis-restart
-    elif [ "$done3" -eq 0 ] && [ "$now" -ge "$half" ]; then
-        redis-cli -p "$REDIS_PORT" script flush >/dev/null; done3=1; ev=script-flush
-    elif [ "$done2" -eq 0 ] && [ "$now" -ge $((2 * third)) ]; then
-        redis_stop; sleep 2; redis_start; done2=1; ev=redis-restart
+    if [ "$k" -le "$nev" ] && [ "$now" -ge $((k * step)) ]; then
+        if [ $((k % 2)) -eq 1 ]; then
+            redis_stop; sleep 2; redis_start; ev=redis-restart
+        else
+            redis-cli -p "$REDIS_PORT" script flush >/dev/null; ev=script-flush
+        fi
+        k=$((k + 1))
     fi
     if [ "$now" -ge "$next_sample" ] || [ "$ev" != load ]; then
         sample "$now" "$ev" | tee -a "$OUT"
@@ -226,22 +230,30 @@ sample "$(( $(date +%s) - start ))" idle | tee -a "$OUT"
     # Flat: each child's private memory and fds at the end of the load
     # against its own figures after warm-up (the sample before the first
     # restart), for the children alive at both.
-    base=$(awk -v t="$third" '$1 < t { b = $1 } END { print b }' "$WORK/per-child")
+    # A leak grows with every event; a high-water mark (allocators that
+    # keep their peak, a few more pooled connections) stops growing. So
+    # compare the first half of the events with the second.
+    base=$(awk -v t="$step" '$1 < t { b = $1 } END { print b }' "$WORK/per-child")
+    mid=$(awk -v t=$(( (RESTARTS + 1) * step - step / 2 )) '$1 < t { b = $1 } END { print b }' "$WORK/per-child")
     last=$(awk '{ print $1 }' "$WORK/per-child" | sort -n | uniq | tail -2 | head -1)
-    awk -v base="$base" -v last="$last" '
+    awk -v base="$base" -v mid="$mid" -v last="$last" '
         $1 == base { a0[$2] = $3; f0[$2] = $4 }
+        $1 == mid { am[$2] = $3; fm[$2] = $4 }
         $1 == last { a1[$2] = $3; f1[$2] = $4 }
         END {
-            for (p in a0) if (p in a1) {
-                n++; da = a1[p] - a0[p]; df = f1[p] - f0[p]
-                sa += da; if (n == 1 || da > ma) ma = da
+            for (p in a0) if ((p in a1) && (p in am)) {
+                n++
+                d1 = am[p] - a0[p]; d2 = a1[p] - am[p]; df = f1[p] - f0[p]
+                s1 += d1; s2 += d2; sf += df
+                if (n == 1 || d1 > m1) m1 = d1
+                if (n == 1 || d2 > m2) m2 = d2
                 if (n == 1 || df > mf) mf = df
-                sf += df
             }
-            printf "children followed from t=%ss to t=%ss: %d\n", base, last, n
-            printf "private memory (RssAnon) per child: mean %+.1f kB, max %+d kB\n", sa / n, ma
-            printf "open fds per child: mean %+.2f, max %+d\n", sf / n, mf
-            printf "verdict: memory %s, file descriptors %s\n", (ma <= 256) ? "flat" : "GREW", (mf <= 1) ? "no leak" : "LEAKED?"
+            printf "children followed through the run: %d (samples t=%ss, %ss, %ss)\n", n, base, mid, last
+            printf "private memory (RssAnon) per child, first half of the events: mean %+.1f kB, max %+d kB\n", s1 / n, m1
+            printf "private memory (RssAnon) per child, second half of the events: mean %+.1f kB, max %+d kB\n", s2 / n, m2
+            printf "open fds per child, start to end: mean %+.2f, max %+d\n", sf / n, mf
+            printf "verdict: memory %s, file descriptors %s\n", (m2 <= 128) ? "flat" : "GREW", (mf <= 1) ? "no leak" : "LEAKED?"
         }' "$WORK/per-child"
     grep -E '^wrk:|Requests/sec' "$WORK/wrk.out"
     echo "error log lines from the module: $(grep -c 'mod_slidinglimit' "$WORK/logs/error_log")"
