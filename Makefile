@@ -6,7 +6,8 @@
 #   make demo       start a private redis + httpd and show a burst hit 429
 #   make demo-stop  stop what make demo started
 #   make bench      benchmark against the baseline and the peers
-#   make soak       bounded soak with Redis restarts: child memory and fds
+#   make soak       bounded soak with Redis restarts: child memory and fds,
+#                   then a one-child leak check of the failure paths
 #   make format     apply .clang-format
 
 APXS      ?= $(shell command -v apxs 2>/dev/null || command -v apxs2 2>/dev/null || echo apxs)
@@ -64,6 +65,7 @@ bench: deps-bench
 soak: deps-bench
 	$(MAKE) all
 	bash bench/soak.sh
+	bash bench/leakcheck.sh
 
 format:
 	clang-format -i mod_slidinglimit.c src/*.c src/*.h tests/unit/*.c

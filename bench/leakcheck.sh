@@ -1,0 +1,129 @@
+#!/bin/bash
+# Leak check, deterministic: one prefork child (one thread), so that every
+# event below goes through the same process, and its private memory
+# (RssAnon) and open fds are read from /proc between rounds. A leak on a
+# path grows with the number of times the path runs; a high-water mark
+# (allocator free lists, a buffer that grew once) does not.
+#
+#   bash bench/leakcheck.sh          # ~1 minute
+#
+# Paths: SCRIPT FLUSH then a request (NOSCRIPT, SCRIPT LOAD pipelined with
+# the retry), CLIENT KILL then a request (a stale pooled connection, the
+# retry on a new one), and Redis stopped and started again (breaker open,
+# local fallback, probe, recovery).
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+MODULE=$ROOT/.libs/mod_slidinglimit.so
+ROUNDS=${LEAK_ROUNDS:-3}
+[ -f "$MODULE" ] || { echo "build first: make"; exit 2; }
+for tool in redis-server redis-cli apache2 curl; do
+    command -v "$tool" >/dev/null || { echo "missing $tool"; exit 2; }
+done
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/slidinglimit-leak.XXXXXX")
+chmod 755 "$WORK"
+cleanup() {
+    [ -f "$WORK/httpd.pid" ] && apache2 -f "$WORK/httpd.conf" -k stop 2>/dev/null
+    [ -f "$WORK/redis.pid" ] && kill "$(cat "$WORK/redis.pid")" 2>/dev/null
+    sleep 0.5
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+free_port() {
+    local p
+    for _ in $(seq 1 50); do
+        p=$((20000 + RANDOM % 12000))
+        if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+            echo "$p"
+            return 0
+        fi
+    done
+    return 1
+}
+RP=$(free_port) || exit 1
+HP=$(free_port) || exit 1
+
+redis_start() {
+    redis-server --port "$RP" --bind 127.0.0.1 --save '' --appendonly no \
+        --daemonize yes --pidfile "$WORK/redis.pid" --dir "$WORK" \
+        --logfile "$WORK/redis.log"
+    for _ in $(seq 1 50); do
+        redis-cli -p "$RP" ping >/dev/null 2>&1 && return 0
+        sleep 0.05
+    done
+}
+redis_stop() {
+    local pid
+    pid=$(cat "$WORK/redis.pid")
+    kill "$pid"
+    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.02; done
+}
+
+mkdir -p "$WORK/htdocs" "$WORK/logs"
+echo ok >"$WORK/htdocs/index.html"
+USER_LINES=
+if [ "$(id -u)" -eq 0 ]; then
+    USER_LINES="User nobody
+Group nogroup"
+fi
+cat >"$WORK/httpd.conf" <<CONF
+ServerRoot $WORK
+ServerName 127.0.0.1
+Listen 127.0.0.1:$HP
+PidFile $WORK/httpd.pid
+ErrorLog $WORK/logs/error_log
+LogLevel warn slidinglimit:notice
+DocumentRoot $WORK/htdocs
+$USER_LINES
+LoadModule mpm_prefork_module /usr/lib/apache2/modules/mod_mpm_prefork.so
+LoadModule authz_core_module /usr/lib/apache2/modules/mod_authz_core.so
+LoadModule slidinglimit_module $MODULE
+StartServers 1
+MinSpareServers 1
+MaxSpareServers 1
+MaxRequestWorkers 1
+MaxConnectionsPerChild 0
+SlidingLimitStore redis://127.0.0.1:$RP
+<Location />
+    SlidingLimit 1000000 1s algorithm=counter
+</Location>
+CONF
+
+redis_start
+apache2 -f "$WORK/httpd.conf" -k start || exit 1
+for _ in $(seq 1 50); do [ -s "$WORK/httpd.pid" ] && break; sleep 0.1; done
+sleep 0.5
+PARENT=$(cat "$WORK/httpd.pid")
+CHILD=$(pgrep -P "$PARENT" | head -1)
+get() { curl -s -o /dev/null "http://127.0.0.1:$HP/"; }
+report() {
+    printf '%-40s RssAnon %6s kB  fds %3s  child %s\n' "$1" \
+        "$(awk '/^RssAnon:/ {print $2}' "/proc/$CHILD/status")" \
+        "$(ls "/proc/$CHILD/fd" | wc -l)" "$(pgrep -P "$PARENT" | head -1)"
+}
+
+for _ in $(seq 1 200); do get; done
+report "warm (200 requests)"
+for r in $(seq 1 "$ROUNDS"); do
+    for _ in $(seq 1 500); do redis-cli -p "$RP" script flush >/dev/null; get; done
+    report "SCRIPT FLUSH + request x $((r * 500))"
+done
+for r in $(seq 1 "$ROUNDS"); do
+    for _ in $(seq 1 200); do redis-cli -p "$RP" client kill type normal >/dev/null; get; done
+    report "CLIENT KILL + request x $((r * 200))"
+done
+for r in $(seq 1 "$ROUNDS"); do
+    for _ in $(seq 1 20); do
+        redis_stop
+        for _ in 1 2 3 4 5; do get; done
+        redis_start
+        sleep 0.1
+        for _ in 1 2 3 4 5; do get; done
+    done
+    report "Redis stopped and started x $((r * 20))"
+done
+echo "module lines in the error log: $(grep -c 'mod_slidinglimit' "$WORK/logs/error_log")" \
+    "(store failed: $(grep -c 'failed (' "$WORK/logs/error_log")," \
+    "answering again: $(grep -c 'answering again' "$WORK/logs/error_log"))"
