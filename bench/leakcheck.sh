@@ -1,11 +1,12 @@
 #!/bin/bash
-# Leak check, deterministic: one prefork child (one thread), so that every
-# event below goes through the same process, and its private memory
+# Leak check, deterministic: one child (by default prefork: one thread), so
+# that every event below goes through the same process, and its private memory
 # (RssAnon) and open fds are read from /proc between rounds. A leak on a
 # path grows with the number of times the path runs; a high-water mark
 # (allocator free lists, a buffer that grew once) does not.
 #
-#   bash bench/leakcheck.sh          # ~1 minute
+#   bash bench/leakcheck.sh                # ~2 minutes
+#   LEAK_MPM=event bash bench/leakcheck.sh
 #
 # Paths: SCRIPT FLUSH then a request (NOSCRIPT, SCRIPT LOAD pipelined with
 # the retry), CLIENT KILL then a request (a stale pooled connection, the
@@ -16,6 +17,10 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 MODULE=$ROOT/.libs/mod_slidinglimit.so
 ROUNDS=${LEAK_ROUNDS:-3}
+# prefork (one thread: the same code path in the same thread every time) or
+# event/worker (one child of 16 threads: each thread's allocator and malloc
+# arena reaches its own high-water mark, then the figure must level off).
+MPM=${LEAK_MPM:-prefork}
 [ -f "$MODULE" ] || { echo "build first: make"; exit 2; }
 for tool in redis-server redis-cli apache2 curl; do
     command -v "$tool" >/dev/null || { echo "missing $tool"; exit 2; }
@@ -77,13 +82,22 @@ ErrorLog $WORK/logs/error_log
 LogLevel warn slidinglimit:notice
 DocumentRoot $WORK/htdocs
 $USER_LINES
-LoadModule mpm_prefork_module /usr/lib/apache2/modules/mod_mpm_prefork.so
+LoadModule mpm_${MPM}_module /usr/lib/apache2/modules/mod_mpm_${MPM}.so
 LoadModule authz_core_module /usr/lib/apache2/modules/mod_authz_core.so
 LoadModule slidinglimit_module $MODULE
 StartServers 1
-MinSpareServers 1
-MaxSpareServers 1
-MaxRequestWorkers 1
+<IfModule mpm_prefork_module>
+    MinSpareServers 1
+    MaxSpareServers 1
+    MaxRequestWorkers 1
+</IfModule>
+<IfModule !mpm_prefork_module>
+    ServerLimit 1
+    ThreadsPerChild 16
+    MaxRequestWorkers 16
+    MinSpareThreads 1
+    MaxSpareThreads 16
+</IfModule>
 MaxConnectionsPerChild 0
 SlidingLimitStore redis://127.0.0.1:$RP
 <Location />

@@ -1,7 +1,6 @@
 #include "sl_redis.h"
 #include "sl_scripts.h"
 
-#include <apr_reslist.h>
 #include <apr_sha1.h>
 #include <apr_strings.h>
 #include <apr_thread_mutex.h>
@@ -32,7 +31,15 @@ typedef struct sl_node {
     sl_redis_t *rs;
     const char *host; /* NULL for a unix socket */
     int port;
-    apr_reslist_t *pool;
+    /* Idle connections, at most one per thread of the child. Not an
+     * apr_reslist: apr-util 1.6 makes a new resource with the list's lock
+     * held, so while one thread waits out a connect timeout every other
+     * thread of the child, even one that only wants an idle connection,
+     * waits behind it, and n concurrent requests take n connect timeouts.
+     * Here the lock only guards the stack; connecting happens outside. */
+    apr_thread_mutex_t *lock;
+    sl_conn_t **idle;
+    int nidle;
     /* Bumped when a pooled connection is found closed by the server (a
      * restart closes all of them): idle connections from before are
      * dropped when next acquired instead of each failing a request. */
@@ -44,7 +51,6 @@ struct sl_redis {
     const sl_store_url_t *url;
     struct timeval connect_tv;
     struct timeval command_tv;
-    apr_interval_time_t acquire_timeout;
     int max_connections;
     const char *sha;
     sl_breaker_t *breaker;
@@ -126,15 +132,12 @@ static apr_status_t sl_setup_command(redisContext *c, apr_status_t fail_rv,
 
 /* A connection is set up once (timeouts, AUTH, SELECT) so that the request
  * path sends nothing but the script. */
-static apr_status_t sl_conn_construct(void **resource, void *params,
-                                      apr_pool_t *pool)
+static apr_status_t sl_conn_construct(sl_node_t *node, sl_conn_t **out)
 {
-    sl_node_t *node = params;
     sl_redis_t *rs = node->rs;
     sl_conn_t *conn;
     redisContext *c;
     apr_status_t rv;
-    (void) pool;
 
     c = node->host
             ? redisConnectWithTimeout(node->host, node->port, rs->connect_tv)
@@ -179,22 +182,31 @@ static apr_status_t sl_conn_construct(void **resource, void *params,
     }
     conn->ctx = c;
     conn->gen = apr_atomic_read32(&node->gen);
-    *resource = conn;
+    *out = conn;
     return APR_SUCCESS;
 }
 
-static apr_status_t sl_conn_destruct(void *resource, void *params,
-                                     apr_pool_t *pool)
+/* Closes a connection: one that failed (hiredis leaves a context that
+ * failed mid-reply unusable), one of an old generation, or one more than
+ * the idle stack holds. */
+static void sl_conn_destroy(sl_conn_t *conn)
 {
-    sl_conn_t *conn = resource;
-    (void) params;
-    (void) pool;
-
     if (conn->ctx) {
         redisFree(conn->ctx);
         conn->ctx = NULL;
     }
     free(conn);
+}
+
+/* Child exit: the idle connections (the workers are gone by then). */
+static apr_status_t sl_node_cleanup(void *data)
+{
+    sl_node_t *node = data;
+
+    while (node->nidle > 0) {
+        sl_conn_destroy(node->idle[--node->nidle]);
+        node->idle[node->nidle] = NULL;
+    }
     return APR_SUCCESS;
 }
 
@@ -210,12 +222,14 @@ static sl_node_t *sl_node_add(sl_redis_t *rs, const char *host, int port)
     node->rs = rs;
     node->host = host ? apr_pstrdup(rs->pool, host) : NULL;
     node->port = port;
-    if (apr_reslist_create(&node->pool, 0, rs->max_connections,
-                           rs->max_connections, 0, sl_conn_construct,
-                           sl_conn_destruct, node, rs->pool) != APR_SUCCESS) {
+    node->idle = apr_pcalloc(rs->pool,
+                             sizeof(*node->idle) * rs->max_connections);
+    if (apr_thread_mutex_create(&node->lock, APR_THREAD_MUTEX_DEFAULT,
+                                rs->pool) != APR_SUCCESS) {
         return NULL;
     }
-    apr_reslist_timeout_set(node->pool, rs->acquire_timeout);
+    apr_pool_cleanup_register(rs->pool, node, sl_node_cleanup,
+                              apr_pool_cleanup_null);
     APR_ARRAY_PUSH(rs->nodes, sl_node_t *) = node;
     return node;
 }
@@ -233,7 +247,6 @@ apr_status_t sl_redis_create(apr_pool_t *p, const sl_store_url_t *url,
     rs->url = url;
     rs->connect_tv = sl_tv(connect_timeout);
     rs->command_tv = sl_tv(command_timeout);
-    rs->acquire_timeout = connect_timeout + command_timeout;
     rs->max_connections = max_connections > 0 ? max_connections : 1;
     rs->sha = sl_redis_script_sha(p);
     rs->nodes = apr_array_make(p, 4, sizeof(sl_node_t *));
@@ -323,23 +336,44 @@ static sl_node_t *sl_node_redirect(sl_redis_t *rs, const char *msg, int moved)
     return node;
 }
 
-/* A connection of the node's current generation: idle ones from before a
- * server restart are closed unused. Bounded: each pass takes one out of the
- * pool for good, and fresh ones are of the current generation. */
+/* The most recently used idle connection of the node's current
+ * generation (idle ones from before a server restart are closed unused),
+ * else a new one, made without holding the lock. */
 static apr_status_t sl_conn_acquire(sl_node_t *node, sl_conn_t **out)
 {
-    apr_status_t rv;
-    int i;
+    apr_uint32_t gen = apr_atomic_read32(&node->gen);
+    sl_conn_t *conn = NULL, *old;
 
-    for (i = 0; i <= node->rs->max_connections; i++) {
-        rv = apr_reslist_acquire(node->pool, (void **) out);
-        if (rv != APR_SUCCESS ||
-            (*out)->gen == apr_atomic_read32(&node->gen)) {
-            return rv;
+    apr_thread_mutex_lock(node->lock);
+    while (!conn && node->nidle > 0) {
+        old = node->idle[--node->nidle];
+        node->idle[node->nidle] = NULL;
+        if (old->gen == gen) {
+            conn = old;
         }
-        apr_reslist_invalidate(node->pool, *out);
+        else {
+            sl_conn_destroy(old);
+        }
     }
-    return apr_reslist_acquire(node->pool, (void **) out);
+    apr_thread_mutex_unlock(node->lock);
+    if (conn) {
+        *out = conn;
+        return APR_SUCCESS;
+    }
+    return sl_conn_construct(node, out);
+}
+
+static void sl_conn_release(sl_node_t *node, sl_conn_t *conn)
+{
+    apr_thread_mutex_lock(node->lock);
+    if (node->nidle < node->rs->max_connections) {
+        node->idle[node->nidle++] = conn;
+        conn = NULL;
+    }
+    apr_thread_mutex_unlock(node->lock);
+    if (conn) {
+        sl_conn_destroy(conn);
+    }
 }
 
 static const char *sl_acquire_error(apr_status_t rv)
@@ -484,7 +518,7 @@ apr_status_t sl_redis_check(sl_redis_t *rs, apr_pool_t *p,
             /* hiredis leaves a context that failed mid-reply unusable (a
              * late reply would be read as the next command's): never back
              * into the pool. */
-            apr_reslist_invalidate(node->pool, conn);
+            sl_conn_destroy(conn);
             /* A stale pooled connection fails on first use: one retry on a
              * fresh one. Never after a timeout, which may have run the
              * script already. */
@@ -506,10 +540,10 @@ apr_status_t sl_redis_check(sl_redis_t *rs, apr_pool_t *p,
              * LOADING): a new connection starts over, a pooled one would
              * fail every request it serves. */
             if (usable) {
-                apr_reslist_release(node->pool, conn);
+                sl_conn_release(node, conn);
             }
             else {
-                apr_reslist_invalidate(node->pool, conn);
+                sl_conn_destroy(conn);
             }
             if (!strncmp(msg, "NOSCRIPT", 8) && reloads++ < 2) {
                 /* Redis restarted or SCRIPT FLUSH: load and run again in one
@@ -528,7 +562,7 @@ apr_status_t sl_redis_check(sl_redis_t *rs, apr_pool_t *p,
             freeReplyObject(last);
             continue;
         }
-        apr_reslist_release(node->pool, conn);
+        sl_conn_release(node, conn);
         *err = sl_reply_decision(p, last, n, d);
         freeReplyObject(last);
         return *err ? APR_EGENERAL : APR_SUCCESS;

@@ -12,7 +12,7 @@ use Time::HiRes qw(time);
 use SL::Test;
 use SL::Fault;
 
-plan tests => 6;
+plan tests => 8;
 
 my $port = $ENV{SL_TEST_BLACKHOLE_PORT} or die "SL_TEST_BLACKHOLE_PORT unset";
 # listen(2) with a backlog of 0 (IO::Socket::INET would not pass a 0).
@@ -33,9 +33,44 @@ my $probe = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port,
 my $probe_t = time - $t0;
 ok(!$probe, sprintf 'the port is a black hole: a plain connect gave up after %.2f s', $probe_t);
 
+# Concurrent requests while the breaker is still closed: each one connects
+# on its own, and none may wait for another's connect (a pool that creates
+# connections under its lock would make them queue: n x 100 ms).
+my @pipes;
+for (1 .. 8) {
+    pipe(my $rd, my $wr) or die "pipe: $!";
+    my $pid = fork() // die "fork: $!";
+    if (!$pid) {
+        close $rd;
+        my ($res, $secs) = timed_get('sl_blackhole', '/f/nofb/c', 'X-Forwarded-For' => SL::Test::fresh_ip());
+        print $wr "$res->{status} $secs\n";
+        close $wr;
+        require POSIX;
+        POSIX::_exit(0);
+    }
+    close $wr;
+    push @pipes, [ $pid, $rd ];
+}
+my (@cst, @ct);
+for my $p (@pipes) {
+    my $line = readline($p->[1]) // '0 99';
+    my ($st, $secs) = split ' ', $line;
+    push @cst, $st;
+    push @ct, $secs;
+    waitpid($p->[0], 0);
+}
+my ($cmax) = sort { $b <=> $a } @ct;
+t_debug(sprintf 'concurrent latencies: %s', join ' ', map { sprintf '%.3f', $_ } sort { $a <=> $b } @ct);
+ok t_cmp("@cst", join(' ', (200) x 8), '8 concurrent requests pass (fail-open)');
+ok($cmax < 0.35, sprintf 'none waited for the others\' connects (slowest %.3f s; 100 ms connect timeout)', $cmax);
+
 my ($r, $t) = timed_get('sl_blackhole', '/f/closed/k', 'X-Forwarded-For' => fresh_ip());
 ok t_cmp($r->{status}, 503, 'fail-closed: 503');
-ok($t >= 0.09 && $t < 0.5, sprintf 'the first request waited the connect timeout (%.3f s; 100 ms configured)', $t);
+# The breaker is open by now: wait for the next probe, which this request
+# makes.
+sleep 2.1;
+($r, $t) = timed_get('sl_blackhole', '/f/closed/k', 'X-Forwarded-For' => fresh_ip());
+ok($t >= 0.09 && $t < 0.5, sprintf 'a probe waits the connect timeout (%.3f s; 100 ms configured)', $t);
 ($r, $t) = timed_get('sl_blackhole', '/f/nofb/k', 'X-Forwarded-For' => fresh_ip());
 ok t_cmp("$r->{status} $r->{headers}{'x-sl-result'}", '200 failed-open', 'fail-open passes');
 my @t;
