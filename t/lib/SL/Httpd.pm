@@ -254,8 +254,14 @@ sub burst_split {
             my $d = $start - time;
             sleep $d if $d > 0;
             for (1 .. $n) {
-                $count{ $ua->get($url, { headers => $headers })->{status} }++;
+                my $res = $ua->get($url, { headers => $headers });
+                $count{ $res->{status} }++;
+                if ($res->{status} == 599 && !$count{err}++) {
+                    (my $e = $res->{content}) =~ s/[\s,=]+/ /g;
+                    print STDERR "# burst_split: $url: $e\n";
+                }
             }
+            delete $count{err};
             print $wr join(',', map {"$_=$count{$_}"} keys %count), "\n";
             close $wr;
             POSIX::_exit(0);
