@@ -141,6 +141,9 @@ EOT
     my $httpd = _httpd();
     my $pid = fork() // die "SL::Httpd: fork: $!\n";
     if (!$pid) {
+        # Its own process group: prefork, stopping in the foreground, sends
+        # SIGTERM to its whole group, which would otherwise be the test's.
+        POSIX::setsid();
         if ($a{faketime}) {
             $ENV{LD_PRELOAD} = $LIBFAKETIME;
             $ENV{FAKETIME}   = $a{faketime};
