@@ -29,6 +29,7 @@
 -- foreign key lives, which may be forever.
 
 local MAX_REQUESTS = 100000000
+local MIN_WINDOW = 1000
 local MAX_WINDOW = 366 * 86400 * 1000000
 
 local t = redis.call('TIME')
@@ -45,14 +46,14 @@ local out = { tonumber(t[1]), tonumber(t[2]), 1 }
 -- every limit has room.
 local writes = {}
 
--- A whole number in [1, max], or nil (tonumber also accepts "nan", "inf",
--- "0x10" and "1e3").
-local function whole(s, max)
+-- A whole number in [min, max], or nil (tonumber also accepts "nan",
+-- "inf", "0x10" and "1e3").
+local function whole(s, min, max)
     if type(s) ~= 'string' or not string.match(s, '^%d+$') then
         return nil
     end
     local v = tonumber(s)
-    if v < 1 or v > max then
+    if v < min or v > max then
         return nil
     end
     return v
@@ -117,19 +118,31 @@ local function log_limit(key, limit, win)
 end
 
 -- Approximated sliding window: current fixed window plus the previous one
--- weighted by how much of it still overlaps the rolling window. The value is
--- "index:current:previous" in one string, the smallest layout per identity
--- (bench/memory.sh).
+-- weighted by how much of it still overlaps the rolling window.
+--
+-- The value is one decimal integer "T PPPPPPPPP CCCCCCCCC": T = 1 + the
+-- window index mod 8, then the previous and the current count in nine
+-- digits each (at most 1e8 each). It is at most 8999999999999999999 <
+-- 2^63, so Redis keeps it as an integer object, with no string buffer:
+-- the smallest layout per identity (bench/memory.sh). It is built and read
+-- as text: as a Lua double it would lose digits. Index mod 8 is enough
+-- because the TTL ends the key 1-2 ms after its window's successor ends:
+-- it is read only in its own window, the next, or a few ms later (at least
+-- a window of 1 ms each), never 8 windows later.
+local function counter_tag(idx)
+    return idx % 8 + 1
+end
+
 local function counter_state(key, win)
     local idx = floor(now / win)
     local cur, prev = 0, 0
     local v, foreign = read('GET', key)
     if type(v) == 'string' then
-        local si, sc, sp = string.match(v, '^(%d+):(%d+):(%d+)$')
-        si = tonumber(si)
-        if si == idx then
+        local st, sp, sc = string.match(v, '^([1-8])(%d%d%d%d%d%d%d%d%d)(%d%d%d%d%d%d%d%d%d)$')
+        st = tonumber(st)
+        if st == counter_tag(idx) then
             cur, prev = tonumber(sc), tonumber(sp)
-        elseif si == idx - 1 then
+        elseif st == counter_tag(idx - 1) then
             prev = tonumber(sc)
         end
     end
@@ -175,7 +188,7 @@ local function counter_limit(key, limit, win)
                 replaced(key)
             end
             redis.call('SET', key,
-                string.format('%.0f:%d:%d', idx, cur + 1, prev),
+                string.format('%d%09d%09d', counter_tag(idx), prev, cur + 1),
                 'PX', ceil(ttl / 1000) + 1)
         end
         local r, rs = rem_reset(cur + 1)
@@ -232,9 +245,9 @@ local admitted = true
 for i = 1, n do
     local b = 2 + 4 * (i - 1)
     local alg = ARGV[b]
-    local limit = whole(ARGV[b + 1], MAX_REQUESTS)
-    local win = whole(ARGV[b + 2], MAX_WINDOW)
-    local burst = whole(ARGV[b + 3], MAX_REQUESTS)
+    local limit = whole(ARGV[b + 1], 1, MAX_REQUESTS)
+    local win = whole(ARGV[b + 2], MIN_WINDOW, MAX_WINDOW)
+    local burst = whole(ARGV[b + 3], 1, MAX_REQUESTS)
     if not limit or not win or not burst then
         return redis.error_reply('ERR slidinglimit: bad limit ' .. i)
     end

@@ -9,6 +9,7 @@ use warnings;
 use Apache::Test qw(-withtestmore);
 use Apache::TestUtil;
 use SL::Test;
+use SL::Algo;
 use Time::HiRes qw(sleep);
 
 plan tests => 2 * 7;
@@ -16,7 +17,6 @@ plan tests => 2 * 7;
 my $N = 10;
 my $W = 2e6;    # microseconds
 
-sub store_now { my $t = redis('TIME'); return $t->[0] * 1e6 + $t->[1] }
 
 sub sleep_until {
     my ($us) = @_;
@@ -75,8 +75,9 @@ for my $alg (qw(log counter)) {
         my $cur = $p2 + $p3;
         ok($cur >= int($N * $f3s) && $cur <= int($N * $f3),
             "counter: $cur in the new window by f=$f3, between N*f at the start and end of the burst");
-        my ($idx, $c, $pv) = split /:/, redis('GET', $key);
-        ok($idx == $B / $W && $c == $cur && $pv == $p1, "counter: state $idx:$c:$pv is the two windows' counts");
+        my $v = redis('GET', $key);
+        my ($idx, $c, $pv) = counter_decode($v, store_now(), $W);
+        ok($idx == $B / $W && $c == $cur && $pv == $p1, "counter: state $v is the two windows' counts ($pv, $c)");
         my $total = $p1 + $cur;
         ok($total <= $N + int($N * $f3) && $total < 2 * $N,
             "counter: $total in the rolling window around the boundary, at most N + N*f, not 2N");

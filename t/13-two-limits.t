@@ -8,6 +8,7 @@ use warnings;
 use Apache::Test qw(-withtestmore);
 use Apache::TestUtil;
 use SL::Test;
+use SL::Algo;
 
 plan tests => 22;
 
@@ -16,8 +17,8 @@ sub get { http_get($_[0], 'X-Forwarded-For' => $_[1]) }
 sub state {
     my ($ip) = @_;
     my $a = redis('ZCARD', sl_key(ip => $ip, policy => 'two-a', alg => 'l'));
-    my $v = redis('GET', sl_key(ip => $ip, policy => 'two-b', alg => 'c')) // '0:0:0';
-    my (undef, $cur, $prev) = split /:/, $v;
+    my $v = redis('GET', sl_key(ip => $ip, policy => 'two-b', alg => 'c'));
+    my (undef, $cur, $prev) = counter_decode($v, store_now(), 600e6);
     return ($a, $cur + $prev);
 }
 

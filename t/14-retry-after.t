@@ -11,11 +11,11 @@ use Apache::Test qw(-withtestmore);
 use Apache::TestUtil;
 use POSIX qw(ceil);
 use SL::Test;
+use SL::Algo;
 use Time::HiRes qw(sleep);
 
 plan tests => 3 * 5;
 
-sub store_now { my $t = redis('TIME'); return $t->[0] * 1e6 + $t->[1] }
 
 sub sleep_until {
     my ($us) = @_;
@@ -27,7 +27,7 @@ sub sleep_until {
 my %earliest = (
     'retry-c' => sub {
         my ($key, $N, $W) = @_;
-        my ($idx, $cur, $prev) = split /:/, redis('GET', $key);
+        my ($idx, $cur, $prev) = counter_decode(redis('GET', $key), store_now(), $W);
         my $start = $idx * $W;
         my $x = $N - 1;    # admitted once prev * (1 - f) + cur <= N - 1
         return $cur <= $x ? $start + $W - $W * ($x - $cur) / $prev
