@@ -21,7 +21,8 @@ DEPS_BUILD = apache2 apache2-dev libhiredis-dev
 DEPS_TEST  = redis-server redis-tools libapache2-mod-perl2 libwww-perl curl faketime
 DEPS_BENCH = wrk gnuplot-nox libapache2-mod-evasive libapache2-mod-qos libpcre3
 
-.PHONY: all install clean deps deps-bench test unit demo demo-stop bench format
+.PHONY: all install clean deps deps-bench test unit demo demo-stop bench format \
+        accuracy memory
 
 all: $(MODULE)
 
@@ -67,3 +68,21 @@ clean:
 	rm -rf .libs src/.libs *.la *.lo *.slo *.o src/*.lo src/*.slo src/*.o \
 	    src/sl_scripts.h
 	-$(MAKE) -C tests/unit clean
+
+# Algorithm measurements (docs/ALGORITHMS.md); not part of `make test`.
+#   make accuracy [SEED=n]   counter vs exact log on synthetic traces
+#   make memory [IDS=n]      bytes per identity / per log entry in Redis
+SEED      ?= 1
+IDS       ?= 10000
+APR_CFLAGS = $(shell apr-1-config --includes 2>/dev/null || echo -I/usr/include/apr-1.0)
+
+bench/results/accuracy: bench/accuracy.c src/sl_algo.c src/sl_algo.h src/sl_core.h
+	@mkdir -p bench/results
+	$(CC) -std=gnu99 -O2 -Wall -Wextra $(APR_CFLAGS) -Isrc -o $@ \
+	    bench/accuracy.c src/sl_algo.c -lm
+
+accuracy: bench/results/accuracy
+	bench/results/accuracy $(SEED)
+
+memory:
+	bash bench/memory.sh $(IDS)
