@@ -267,11 +267,14 @@ end
 
 if admitted then
     -- Two limits on one key (one name= used twice in a section) are one
-    -- budget: the request counts once, written by the first of them.
-    local written = {}
+    -- budget: the request counts once, written by the last of them (as
+    -- the shm store does, src/sl_shm.c).
+    local last = {}
     for i = 1, n do
-        if writes[i] and not written[KEYS[i]] then
-            written[KEYS[i]] = true
+        last[KEYS[i]] = i
+    end
+    for i = 1, n do
+        if last[KEYS[i]] == i then
             writes[i]()
         end
     end
