@@ -127,8 +127,8 @@ static void request(sl_key_t *k, apr_int64_t now, apr_int64_t limit,
     }
 }
 
-/* The traces. rate is relative to the limit (1.0: exactly N per window on
- * average). */
+/* The traces. rate is relative to the limit (1.0: N per window on average);
+ * 100 per 60 s unless named. */
 typedef enum { TR_STEADY, TR_ONOFF, TR_MANY } sl_trace_kind;
 
 typedef struct {
@@ -196,13 +196,13 @@ int main(int argc, char **argv)
         {"steady 1.0x", TR_STEADY, 1.0, 100, 60 * SEC, 50, 3600 * SEC},
         {"steady 1.1x", TR_STEADY, 1.1, 100, 60 * SEC, 50, 3600 * SEC},
         {"steady 2.0x", TR_STEADY, 2.0, 100, 60 * SEC, 50, 3600 * SEC},
-        {"on/off 0.5x (bursts 2x)", TR_ONOFF, 0.5, 100, 60 * SEC, 50,
+        {"on/off: mean 1x, bursts 2x", TR_ONOFF, 0.5, 100, 60 * SEC, 50,
          3600 * SEC},
-        {"on/off 1.0x (bursts 4x)", TR_ONOFF, 1.0, 100, 60 * SEC, 50,
+        {"on/off: mean 2x, bursts 4x", TR_ONOFF, 1.0, 100, 60 * SEC, 50,
          3600 * SEC},
-        {"steady 1.0x, 10/1s", TR_STEADY, 1.0, 10, 1 * SEC, 50, 3600 * SEC},
-        {"on/off 1.0x, 10/1s", TR_ONOFF, 1.0, 10, 1 * SEC, 50, 3600 * SEC},
-        {"many keys: 10000, Zipf", TR_MANY, 1.0, 100, 60 * SEC, 10000,
+        {"steady 1.0x, 10 per 1 s", TR_STEADY, 1.0, 10, 1 * SEC, 50, 3600 * SEC},
+        {"on/off 2x/4x, 10 per 1 s", TR_ONOFF, 1.0, 10, 1 * SEC, 50, 3600 * SEC},
+        {"10000 keys, Zipf (top 10x)", TR_MANY, 1.0, 100, 60 * SEC, 10000,
          600 * SEC},
     };
     size_t i;
@@ -213,16 +213,16 @@ int main(int argc, char **argv)
     printf("seed %llu; counter (approximated sliding window) against the "
            "exact sliding log\n\n",
            seed);
-    printf("%-26s %9s | %8s %8s %5s | %8s %8s %7s\n", "trace (rate/limit)",
+    printf("%-28s %9s | %8s %8s %5s | %8s %8s %7s\n", "trace (rate/limit)",
            "requests", "wrong+", "wrong-", "over", "counter", "log",
            "differ");
-    printf("%-26s %9s | %8s %8s %5s | %8s %8s %7s\n", "", "", "%", "%",
+    printf("%-28s %9s | %8s %8s %5s | %8s %8s %7s\n", "", "", "%", "%",
            "max", "admits", "admits", "%");
     for (i = 0; i < sizeof(traces) / sizeof(traces[0]); i++) {
         sl_tally_t t;
 
         run(&traces[i], &t);
-        printf("%-26s %9" APR_INT64_T_FMT " | %8.4f %8.4f %5" APR_INT64_T_FMT
+        printf("%-28s %9" APR_INT64_T_FMT " | %8.4f %8.4f %5" APR_INT64_T_FMT
                " | %8" APR_INT64_T_FMT " %8" APR_INT64_T_FMT " %7.3f\n",
                traces[i].name, t.requests, pct(t.wrong_allowed, t.requests),
                pct(t.wrong_denied, t.requests), t.max_over, t.counter_admits,
@@ -236,7 +236,7 @@ int main(int argc, char **argv)
             sum.max_over = t.max_over;
         }
     }
-    printf("%-26s %9" APR_INT64_T_FMT " | %8.4f %8.4f %5" APR_INT64_T_FMT
+    printf("%-28s %9" APR_INT64_T_FMT " | %8.4f %8.4f %5" APR_INT64_T_FMT
            " | %17s %7.3f\n",
            "all", sum.requests, pct(sum.wrong_allowed, sum.requests),
            pct(sum.wrong_denied, sum.requests), sum.max_over, "",
