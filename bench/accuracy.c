@@ -55,17 +55,17 @@ typedef struct {
     apr_int64_t wrong_allowed; /* counter admitted beyond N in a window */
     apr_int64_t wrong_denied;  /* counter refused with room in the window */
     apr_int64_t counter_admits;
-    apr_int64_t log_admits;    /* the exact log on its own */
-    apr_int64_t differ;        /* side by side: different decisions */
-    apr_int64_t max_over;      /* most counter admissions in a window - N */
-    apr_int64_t beyond_bound;  /* admissions beyond N + N*f: must be 0 */
+    apr_int64_t log_admits;   /* the exact log on its own */
+    apr_int64_t differ;       /* side by side: different decisions */
+    apr_int64_t max_over;     /* most counter admissions in a window - N */
+    apr_int64_t beyond_bound; /* admissions beyond N + N*f: must be 0 */
 } sl_tally_t;
 
 /* One key: both limiters and the truth log. */
 typedef struct {
     sl_counter_t counter;
-    sl_log_t truth;  /* admissions of the counter, exact window */
-    sl_log_t exact;  /* the exact log run on its own */
+    sl_log_t truth; /* admissions of the counter, exact window */
+    sl_log_t exact; /* the exact log run on its own */
 } sl_key_t;
 
 static void key_init(sl_key_t *k, apr_int64_t cap)
@@ -116,8 +116,8 @@ static void request(sl_key_t *k, apr_int64_t now, apr_int64_t limit,
     }
 
     sl_log_expire(&k->exact, now, win);
-    sl_log_evaluate(now, limit, win, k->exact.count, sl_log_array_at,
-                    &k->exact, &e);
+    sl_log_evaluate(now, limit, win, k->exact.count, sl_log_array_at, &k->exact,
+                    &e);
     if (e.ok) {
         t->log_admits++;
         sl_log_apply(&k->exact, now, win);
@@ -200,8 +200,10 @@ int main(int argc, char **argv)
          3600 * SEC},
         {"on/off: mean 2x, bursts 4x", TR_ONOFF, 1.0, 100, 60 * SEC, 50,
          3600 * SEC},
-        {"steady 1.0x, 10 per 1 s", TR_STEADY, 1.0, 10, 1 * SEC, 50, 3600 * SEC},
-        {"on/off 2x/4x, 10 per 1 s", TR_ONOFF, 1.0, 10, 1 * SEC, 50, 3600 * SEC},
+        {"steady 1.0x, 10 per 1 s", TR_STEADY, 1.0, 10, 1 * SEC, 50,
+         3600 * SEC},
+        {"on/off 2x/4x, 10 per 1 s", TR_ONOFF, 1.0, 10, 1 * SEC, 50,
+         3600 * SEC},
         {"10000 keys, Zipf (top 10x)", TR_MANY, 1.0, 100, 60 * SEC, 10000,
          600 * SEC},
     };
@@ -214,10 +216,9 @@ int main(int argc, char **argv)
            "exact sliding log\n\n",
            seed);
     printf("%-28s %9s | %8s %8s %5s | %8s %8s %7s\n", "trace (rate/limit)",
-           "requests", "wrong+", "wrong-", "over", "counter", "log",
-           "differ");
-    printf("%-28s %9s | %8s %8s %5s | %8s %8s %7s\n", "", "", "%", "%",
-           "max", "admits", "admits", "%");
+           "requests", "wrong+", "wrong-", "over", "counter", "log", "differ");
+    printf("%-28s %9s | %8s %8s %5s | %8s %8s %7s\n", "", "", "%", "%", "max",
+           "admits", "admits", "%");
     for (i = 0; i < sizeof(traces) / sizeof(traces[0]); i++) {
         sl_tally_t t;
 
@@ -247,8 +248,9 @@ int main(int argc, char **argv)
            "window had room\nover:   most counter admissions in one rolling "
            "window beyond the limit\ndiffer: an exact log run on its own "
            "decides the request differently\n");
-    printf("\nadmissions beyond the bound N + N*f (must be 0): %" APR_INT64_T_FMT
-           "\n",
-           sum.beyond_bound);
+    printf(
+        "\nadmissions beyond the bound N + N*f (must be 0): %" APR_INT64_T_FMT
+        "\n",
+        sum.beyond_bound);
     return sum.beyond_bound ? 1 : 0;
 }
