@@ -145,12 +145,14 @@ static double sl_counter_until(double now, double x, double idx, double cur,
     if (prev * (win - (now - start)) / win + cur <= x) {
         return 0;
     }
+    /* Relative to now: absolute times near 1.8e15 us are only 0.25 us apart
+     * as doubles, which could round the answer a microsecond early. */
     if (cur <= x) {
         /* Within this window: prev * (1 - f) + cur <= x. */
-        return ceil(start + win - win * (x - cur) / prev) - now;
+        return ceil((start - now) + win - win * (x - cur) / prev);
     }
     /* In the next window the current count becomes the weighted one. */
-    return ceil(start + 2 * win - win * x / cur) - now;
+    return ceil((start - now) + 2 * win - win * x / cur);
 }
 
 static void sl_counter_rem_reset(double now, double limit, double win,
