@@ -25,27 +25,33 @@ sub sleep_until {
 }
 
 for my $alg (qw(log counter)) {
-    my $ip  = fresh_ip();
-    my $url = server_url() . "/alg/edge-$alg/";
-    my %h   = (headers => { 'X-Forwarded-For' => $ip }, workers => 5);
+    my ($ip, $B, $p1, $p2, $p3, $t1, $t2, $t3s, $t3);
+    # On a busy host a burst can overrun its slot: then try again, with a
+    # fresh client, at a later boundary (at most three times).
+    for my $attempt (1 .. 3) {
+        $ip = fresh_ip();
+        my $url = server_url() . "/alg/edge-$alg/";
+        my %h   = (headers => { 'X-Forwarded-For' => $ip }, workers => 5);
 
-    my $now = store_now();
-    my $B   = (int($now / $W) + 1) * $W;
-    $B += $W if $B - $now < 0.8e6;
+        my $now = store_now();
+        $B = (int($now / $W) + 1) * $W;
+        $B += $W if $B - $now < 0.8e6;
 
-    sleep_until($B - 0.5e6);
-    my $p1 = burst($url, total => $N, %h)->{200} // 0;
-    my $t1 = store_now();
-    sleep_until($B + 0.02e6);
-    my $p2 = burst($url, total => $N, %h)->{200} // 0;
-    my $t2 = store_now();
-    # Halfway into the new window.
-    sleep_until($B + 0.5 * $W);
-    my $t3s = store_now();
-    my $p3 = burst($url, total => 2 * $N, %h)->{200} // 0;
-    my $t3 = store_now();
-    t_debug(sprintf "$alg: %d before (ended %.3f s before the boundary), %d just after (ended +%.3f s), %d at +%.3f..%.3f s",
-        $p1, ($B - $t1) / 1e6, $p2, ($t2 - $B) / 1e6, $p3, ($t3s - $B) / 1e6, ($t3 - $B) / 1e6);
+        sleep_until($B - 0.5e6);
+        $p1 = burst($url, total => $N, %h)->{200} // 0;
+        $t1 = store_now();
+        sleep_until($B + 0.02e6);
+        $p2 = burst($url, total => $N, %h)->{200} // 0;
+        $t2 = store_now();
+        # Halfway into the new window.
+        sleep_until($B + 0.5 * $W);
+        $t3s = store_now();
+        $p3 = burst($url, total => 2 * $N, %h)->{200} // 0;
+        $t3 = store_now();
+        t_debug(sprintf "$alg (attempt $attempt): %d before (ended %.3f s before the boundary), %d just after (ended +%.3f s), %d at +%.3f..%.3f s",
+            $p1, ($B - $t1) / 1e6, $p2, ($t2 - $B) / 1e6, $p3, ($t3s - $B) / 1e6, ($t3 - $B) / 1e6);
+        last if $t1 < $B && $t3 < $B - 0.5e6 + $W;
+    }
 
     ok($t1 < $B && $t3 < $B - 0.5e6 + $W, "$alg: the bursts fall as planned (one rolling window around the boundary)");
     ok t_cmp($p1, $N, "$alg: all N admitted before the boundary");
