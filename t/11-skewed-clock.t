@@ -11,6 +11,8 @@ use SL::Test;
 use SL::Httpd qw(burst_split);
 use SL::Algo;
 
+plan skip_all => 'libfaketime is not installed (Debian package faketime)'
+  unless SL::Httpd->faketime_available;
 plan tests => 2 + 3 * 3 + 4;
 
 my $ahead  = SL::Httpd->start(conf => ['algorithms.conf'], name => 'ahead',  faketime => '+37m');

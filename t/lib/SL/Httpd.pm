@@ -145,6 +145,7 @@ EOT
         # SIGTERM to its whole group, which would otherwise be the test's.
         POSIX::setsid();
         if ($a{faketime}) {
+            -r $LIBFAKETIME or POSIX::_exit(126);
             $ENV{LD_PRELOAD} = $LIBFAKETIME;
             $ENV{FAKETIME}   = $a{faketime};
         }
@@ -199,6 +200,9 @@ sub _log_tail {
     }
     return $out;
 }
+
+# Whether start(faketime => ...) can shift a clock here.
+sub faketime_available { -r $LIBFAKETIME }
 
 sub port { $_[0]{port} }
 sub url  { "http://127.0.0.1:$_[0]{port}" }
