@@ -81,7 +81,12 @@ bench/results/accuracy: bench/accuracy.c src/sl_algo.c src/sl_algo.h src/sl_core
 	$(CC) -std=gnu99 -O2 -Wall -Wextra $(APR_CFLAGS) -Isrc -o $@ \
 	    bench/accuracy.c src/sl_algo.c -lm
 
-accuracy: bench/results/accuracy
+bench/results/accuracy-replay: bench/accuracy_replay.c src/sl_algo.c src/sl_algo.h src/sl_core.h
+	@mkdir -p bench/results
+	$(CC) -std=gnu99 -O2 -Wall -Wextra $(APR_CFLAGS) -Isrc -o $@ \
+	    bench/accuracy_replay.c src/sl_algo.c -lm
+
+accuracy: bench/results/accuracy bench/results/accuracy-replay
 	bench/results/accuracy $(SEED)
 
 memory:
