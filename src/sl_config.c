@@ -99,6 +99,17 @@ static const char *sl_section(cmd_parms *cmd)
     return path;
 }
 
+static const char *sl_args(apr_pool_t *p, int argc, char *const argv[])
+{
+    const char *s = "";
+    int i;
+
+    for (i = 0; i < argc; i++) {
+        s = apr_pstrcat(p, s, i ? " " : "", argv[i], NULL);
+    }
+    return s;
+}
+
 static const char *sl_cmd_limit(cmd_parms *cmd, void *dconf, int argc,
                                 char *const argv[])
 {
@@ -117,11 +128,28 @@ static const char *sl_cmd_limit(cmd_parms *cmd, void *dconf, int argc,
         return NULL;
     }
     if (dc->limits_off) {
-        return sl_err(cmd, "a limit cannot follow 'SlidingLimit off' in the "
-                           "same section");
+        return sl_err(cmd, apr_psprintf(cmd->pool,
+                                        "'%s' cannot follow 'SlidingLimit "
+                                        "off' in the same section",
+                                        sl_args(cmd->pool, argc, argv)));
+    }
+    if (argc < 2) {
+        return sl_err(cmd, apr_psprintf(cmd->pool,
+                                        "'%s': needs REQUESTS WINDOW (or "
+                                        "'off')",
+                                        sl_args(cmd->pool, argc, argv)));
     }
     if ((err = sl_parse_limit(cmd->pool, argc, argv, sl_section(cmd), &l))) {
         return sl_err(cmd, err);
+    }
+    /* The section's SlidingLimitAlgorithm may come later or be inherited,
+     * so a burst= that would silently do nothing is refused here. */
+    if (l->burst && l->algorithm != SL_ALG_GCRA) {
+        return sl_err(cmd, apr_psprintf(cmd->pool,
+                                        "'burst=%" APR_INT64_T_FMT
+                                        "' needs algorithm=gcra on the "
+                                        "same line",
+                                        l->burst));
     }
     if (!dc->limits) {
         dc->limits = apr_array_make(cmd->pool, 2, sizeof(sl_limit_t *));
@@ -137,6 +165,20 @@ static const char *sl_cmd_limit(cmd_parms *cmd, void *dconf, int argc,
     }
     APR_ARRAY_PUSH(dc->limits, sl_limit_t *) = l;
     return NULL;
+}
+
+/* RFC 9110 token: what a header field name may be. */
+static int sl_is_token(const char *s)
+{
+    if (!*s) {
+        return 0;
+    }
+    for (; *s; s++) {
+        if (!apr_isalnum(*s) && !strchr("!#$%&'*+-.^_`|~", *s)) {
+            return 0;
+        }
+    }
+    return 1;
 }
 
 static const char *sl_cmd_key(cmd_parms *cmd, void *dconf, int argc,
@@ -163,15 +205,21 @@ static const char *sl_cmd_key(cmd_parms *cmd, void *dconf, int argc,
         else if (!strncasecmp(a, "header:", 7) && a[7]) {
             k->type = SL_KEY_HEADER;
             k->name = a + 7;
-            if (strpbrk(k->name, " \t:\r\n")) {
+            if (!sl_is_token(k->name)) {
                 return sl_err(cmd, apr_psprintf(cmd->pool,
-                                                "'%s' is not a header name",
+                                                "'%s' is not a header name "
+                                                "(an RFC 9110 token)",
                                                 a));
             }
         }
         else if (!strncasecmp(a, "env:", 4) && a[4]) {
             k->type = SL_KEY_ENV;
             k->name = a + 4;
+            if (strpbrk(k->name, " \t\r\n")) {
+                return sl_err(cmd, apr_psprintf(cmd->pool,
+                                                "'%s' is not a variable name",
+                                                a));
+            }
         }
         else if (!strncasecmp(a, "expr:", 5) && a[5]) {
             const char *err = NULL;
@@ -320,7 +368,11 @@ static const char *sl_cmd_store(cmd_parms *cmd, void *dconf, const char *arg)
     (void) dconf;
 
     if (err) {
-        return sl_err(cmd, err);
+        /* Name the whole URL when the message names only a part of it. */
+        return sl_err(cmd, strstr(err, arg) ? err
+                                            : apr_psprintf(cmd->pool,
+                                                           "%s (in '%s')",
+                                                           err, arg));
     }
     sc->store = u;
     return NULL;
@@ -342,8 +394,10 @@ static const char *sl_cmd_timeout(cmd_parms *cmd, void *dconf, const char *a1,
         return sl_err(cmd, apr_pstrcat(cmd->pool, "COMMAND ", err, NULL));
     }
     if (c > apr_time_from_sec(60) || (a2 && k > apr_time_from_sec(60))) {
-        return sl_err(cmd, "a store timeout above 60s would hold requests "
-                           "hostage");
+        return sl_err(cmd, apr_psprintf(cmd->pool,
+                                        "'%s': a store timeout above 60s "
+                                        "would hold requests hostage",
+                                        c > apr_time_from_sec(60) ? a1 : a2));
     }
     sc->connect_timeout = c;
     if (a2) {
