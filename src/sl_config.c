@@ -3,6 +3,7 @@
 #include "http_log.h"
 #include "apr_strings.h"
 #include "apr_lib.h"
+#include "apr_hash.h"
 
 #include <string.h>
 
@@ -110,6 +111,42 @@ static const char *sl_args(apr_pool_t *p, int argc, char *const argv[])
     return s;
 }
 
+/* A name is one budget wherever it is used, so every use must define the
+ * same limit: otherwise two sections would read one store key with
+ * different quotas, and whichever ran last would decide. The table lives in
+ * the configuration pool, so each read of the configuration starts empty. */
+static const char *sl_check_named(cmd_parms *cmd, const sl_limit_t *l)
+{
+    static const char key[] = "slidinglimit-named-policies";
+    apr_hash_t *seen = NULL;
+    const sl_limit_t *o;
+
+    apr_pool_userdata_get((void **) &seen, key, cmd->pool);
+    if (!seen) {
+        seen = apr_hash_make(cmd->pool);
+        apr_pool_userdata_set(seen, key, apr_pool_cleanup_null, cmd->pool);
+    }
+    o = apr_hash_get(seen, l->name, APR_HASH_KEY_STRING);
+    if (!o) {
+        apr_hash_set(seen, l->name, APR_HASH_KEY_STRING, l);
+        return NULL;
+    }
+    if (o->requests != l->requests || o->window != l->window ||
+        o->burst != l->burst || o->algorithm != l->algorithm) {
+        return apr_psprintf(cmd->pool,
+                            "name '%s' is already a different limit (%" APR_INT64_T_FMT
+                            " per %s%s%s); every use of a name must be the "
+                            "same limit",
+                            l->name, o->requests,
+                            sl_format_duration(cmd->pool, o->window),
+                            o->algorithm == SL_ALG_UNSET ? "" : ", algorithm=",
+                            o->algorithm == SL_ALG_UNSET
+                                ? ""
+                                : sl_algorithm_name(o->algorithm));
+    }
+    return NULL;
+}
+
 static const char *sl_cmd_limit(cmd_parms *cmd, void *dconf, int argc,
                                 char *const argv[])
 {
@@ -162,6 +199,9 @@ static const char *sl_cmd_limit(cmd_parms *cmd, void *dconf, int argc,
                                             "this section",
                                             l->name));
         }
+    }
+    if (l->named && (err = sl_check_named(cmd, l))) {
+        return sl_err(cmd, err);
     }
     APR_ARRAY_PUSH(dc->limits, sl_limit_t *) = l;
     return NULL;

@@ -42,6 +42,12 @@ my @bad = (
                                                   'SlidingLimit', "'off'" ],
     [ "<Location /x>\nSlidingLimit off\nSlidingLimit 10 1m\n</Location>",
                                                   'SlidingLimit', "'10 1m'" ],
+    [ "<Location /a>\nSlidingLimit 10 1m name=k\n</Location>\n"
+          . "<Location /b>\nSlidingLimit 20 1m name=k\n</Location>",
+                                                  'SlidingLimit', "'k'" ],
+    [ "<Location /a>\nSlidingLimit 10 1m name=k\n</Location>\n"
+          . "<VirtualHost 127.0.0.1:1>\nSlidingLimit 10 1m name=k algorithm=gcra\n</VirtualHost>",
+                                                  'SlidingLimit', "'k'" ],
     [ 'SlidingLimit of',                          'SlidingLimit', "'of'" ],
     [ 'SlidingLimit offf',                        'SlidingLimit', "'offf'" ],
     [ 'SlidingLimit off 10',                      'SlidingLimit', "'off'" ],
@@ -154,6 +160,9 @@ SlidingLimitAlgorithm counter
     <If "-R '10.0.0.0/8'">
         SlidingLimit off
     </If>
+</Location>
+<Location /api/v2>
+    SlidingLimit 100 1m name=api
 </Location>
 <Location /none>
     SlidingLimitHeaders off
