@@ -92,8 +92,7 @@ static const char *sl_section(cmd_parms *cmd)
     const ap_directive_t *d;
     const char *path = "";
 
-    for (d = cmd->directive ? cmd->directive->parent : NULL; d;
-         d = d->parent) {
+    for (d = cmd->directive ? cmd->directive->parent : NULL; d; d = d->parent) {
         path = apr_pstrcat(cmd->pool, d->directive, " ", d->args, "\n", path,
                            NULL);
     }
@@ -133,16 +132,15 @@ static const char *sl_check_named(cmd_parms *cmd, const sl_limit_t *l)
     }
     if (o->requests != l->requests || o->window != l->window ||
         o->burst != l->burst || o->algorithm != l->algorithm) {
-        return apr_psprintf(cmd->pool,
-                            "name '%s' is already a different limit (%" APR_INT64_T_FMT
-                            " per %s%s%s); every use of a name must be the "
-                            "same limit",
-                            l->name, o->requests,
-                            sl_format_duration(cmd->pool, o->window),
-                            o->algorithm == SL_ALG_UNSET ? "" : ", algorithm=",
-                            o->algorithm == SL_ALG_UNSET
-                                ? ""
-                                : sl_algorithm_name(o->algorithm));
+        return apr_psprintf(
+            cmd->pool,
+            "name '%s' is already a different limit (%" APR_INT64_T_FMT
+            " per %s%s%s); every use of a name must be the "
+            "same limit",
+            l->name, o->requests, sl_format_duration(cmd->pool, o->window),
+            o->algorithm == SL_ALG_UNSET ? "" : ", algorithm=",
+            o->algorithm == SL_ALG_UNSET ? ""
+                                         : sl_algorithm_name(o->algorithm));
     }
     return NULL;
 }
@@ -256,9 +254,9 @@ static const char *sl_cmd_key(cmd_parms *cmd, void *dconf, int argc,
             k->type = SL_KEY_ENV;
             k->name = a + 4;
             if (strpbrk(k->name, " \t\r\n")) {
-                return sl_err(cmd, apr_psprintf(cmd->pool,
-                                                "'%s' is not a variable name",
-                                                a));
+                return sl_err(
+                    cmd,
+                    apr_psprintf(cmd->pool, "'%s' is not a variable name", a));
             }
         }
         else if (!strncasecmp(a, "expr:", 5) && a[5]) {
@@ -319,9 +317,9 @@ static const char *sl_cmd_fail_mode(cmd_parms *cmd, void *dconf,
         dc->fail_mode = SL_FAIL_CLOSED;
     }
     else {
-        return sl_err(cmd, apr_psprintf(cmd->pool,
-                                        "'%s' is neither open nor closed",
-                                        arg));
+        return sl_err(
+            cmd,
+            apr_psprintf(cmd->pool, "'%s' is neither open nor closed", arg));
     }
     return NULL;
 }
@@ -335,14 +333,13 @@ static const char *sl_onoff(cmd_parms *cmd, const char *arg, int *out)
         *out = 0;
     }
     else {
-        return sl_err(cmd,
-                      apr_psprintf(cmd->pool, "'%s' is neither on nor off", arg));
+        return sl_err(
+            cmd, apr_psprintf(cmd->pool, "'%s' is neither on nor off", arg));
     }
     return NULL;
 }
 
-static const char *sl_cmd_fallback(cmd_parms *cmd, void *dconf,
-                                   const char *arg)
+static const char *sl_cmd_fallback(cmd_parms *cmd, void *dconf, const char *arg)
 {
     return sl_onoff(cmd, arg, &((sl_dir_conf_t *) dconf)->local_fallback);
 }
@@ -409,10 +406,10 @@ static const char *sl_cmd_store(cmd_parms *cmd, void *dconf, const char *arg)
 
     if (err) {
         /* Name the whole URL when the message names only a part of it. */
-        return sl_err(cmd, strstr(err, arg) ? err
-                                            : apr_psprintf(cmd->pool,
-                                                           "%s (in '%s')",
-                                                           err, arg));
+        return sl_err(cmd,
+                      strstr(err, arg)
+                          ? err
+                          : apr_psprintf(cmd->pool, "%s (in '%s')", err, arg));
     }
     sc->store = u;
     return NULL;
@@ -454,8 +451,8 @@ static const char *sl_cmd_prefix(cmd_parms *cmd, void *dconf, const char *arg)
     (void) dconf;
 
     if (!*arg || strlen(arg) > 64) {
-        return sl_err(cmd, apr_psprintf(cmd->pool,
-                                        "'%s' must be 1-64 characters", arg));
+        return sl_err(
+            cmd, apr_psprintf(cmd->pool, "'%s' must be 1-64 characters", arg));
     }
     for (s = arg; *s; s++) {
         /* Braces would move the cluster hash tag. */
@@ -470,8 +467,7 @@ static const char *sl_cmd_prefix(cmd_parms *cmd, void *dconf, const char *arg)
     return NULL;
 }
 
-static const char *sl_cmd_shm_size(cmd_parms *cmd, void *dconf,
-                                   const char *arg)
+static const char *sl_cmd_shm_size(cmd_parms *cmd, void *dconf, const char *arg)
 {
     sl_server_conf_t *sc =
         ap_get_module_config(cmd->server->module_config, &slidinglimit_module);
@@ -498,9 +494,9 @@ static const char *sl_cmd_shm_size(cmd_parms *cmd, void *dconf,
     }
     v *= mult;
     if (v < 64 * 1024 || v > APR_INT64_C(4096) * 1024 * 1024) {
-        return sl_err(cmd, apr_psprintf(cmd->pool,
-                                        "'%s' must be between 64K and 4096M",
-                                        arg));
+        return sl_err(
+            cmd,
+            apr_psprintf(cmd->pool, "'%s' must be between 64K and 4096M", arg));
     }
     sc->shm_size = v;
     return NULL;
@@ -512,8 +508,8 @@ const command_rec sl_cmds[] = {
     AP_INIT_TAKE1("SlidingLimitStore", sl_cmd_store, NULL, RSRC_CONF,
                   "redis://[user:password@]host[:port][/db], "
                   "unix:/path[?db=N], cluster://host:port[,...] or shm"),
-    AP_INIT_TAKE12("SlidingLimitStoreTimeout", sl_cmd_timeout, NULL,
-                   RSRC_CONF, "connect and command timeouts, e.g. 100ms 50ms"),
+    AP_INIT_TAKE12("SlidingLimitStoreTimeout", sl_cmd_timeout, NULL, RSRC_CONF,
+                   "connect and command timeouts, e.g. 100ms 50ms"),
     AP_INIT_TAKE1("SlidingLimitKeyPrefix", sl_cmd_prefix, NULL, RSRC_CONF,
                   "prefix of every store key (default sl)"),
     AP_INIT_TAKE1("SlidingLimitShmSize", sl_cmd_shm_size, NULL, RSRC_CONF,
@@ -527,15 +523,15 @@ const command_rec sl_cmds[] = {
     AP_INIT_TAKE1("SlidingLimitIPv6Prefix", sl_cmd_ipv6, NULL, SL_DIR_CONF,
                   "IPv6 clients share a budget per prefix of this many bits "
                   "(default 64)"),
-    AP_INIT_TAKE1("SlidingLimitAlgorithm", sl_cmd_algorithm, NULL,
-                  SL_DIR_CONF, "log, counter or gcra (default log)"),
+    AP_INIT_TAKE1("SlidingLimitAlgorithm", sl_cmd_algorithm, NULL, SL_DIR_CONF,
+                  "log, counter or gcra (default log)"),
     AP_INIT_TAKE1("SlidingLimitFailMode", sl_cmd_fail_mode, NULL, SL_DIR_CONF,
                   "open or closed: when the store does not answer"),
     AP_INIT_TAKE1("SlidingLimitLocalFallback", sl_cmd_fallback, NULL,
                   SL_DIR_CONF,
                   "on or off: enforce limits locally while the store is down"),
-    AP_INIT_TAKE_ARGV("SlidingLimitHeaders", sl_cmd_headers, NULL,
-                      SL_DIR_CONF, "ietf, draft03, x-ratelimit, or off"),
+    AP_INIT_TAKE_ARGV("SlidingLimitHeaders", sl_cmd_headers, NULL, SL_DIR_CONF,
+                      "ietf, draft03, x-ratelimit, or off"),
     AP_INIT_TAKE1("SlidingLimitStatus", sl_cmd_status, NULL, SL_DIR_CONF,
                   "status of a denied request, 400-599 (default 429)"),
     AP_INIT_TAKE1("SlidingLimitDryRun", sl_cmd_dry_run, NULL, SL_DIR_CONF,

@@ -10,7 +10,7 @@ use Apache::TestUtil;
 use SL::Test;
 use SL::Keys;
 
-plan tests => 28;
+plan tests => 30;
 
 sub get { local $_; req('GET', @_) }
 
@@ -47,6 +47,22 @@ sub get { local $_; req('GET', @_) }
     get('/keys/unnamed-c/', 'X-Forwarded-For' => $ip);
     is(redis('ZCARD', key_of(identity => $id, policy_id => $idc)), 1,
         'unnamed-c: <IfModule> around the section does not change the key');
+}
+
+# An unnamed line inside <If> inside <Location>: both sections, outermost
+# first, as written.
+{
+    my $ip = fresh_ip();
+    my $id = sl_identity('ip', $ip);
+    my $loc = policy_unnamed("<Location /keys/unnamed-if>\n", 3, 60_000_000);
+    my $if = policy_unnamed("<Location /keys/unnamed-if>\n<If \"%{QUERY_STRING} == 'x'\">\n",
+        3, 60_000_000);
+    get('/keys/unnamed-if/', 'X-Forwarded-For' => $ip);
+    get('/keys/unnamed-if/?x', 'X-Forwarded-For' => $ip) for 1 .. 2;
+    is(redis('ZCARD', key_of(identity => $id, policy_id => $loc)), 1,
+        'unnamed in <Location>: its key');
+    is(redis('ZCARD', key_of(identity => $id, policy_id => $if)), 2,
+        'unnamed in <If> in <Location>: a budget of its own, keyed by both sections');
 }
 
 # Nested: /keys/nest sets headers draft03, status 451, key header:X-Keys-Nest
