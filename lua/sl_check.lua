@@ -92,12 +92,14 @@ local function counter_until(x, idx, cur, prev, win)
     if prev * (win - (now - start)) / win + cur <= x then
         return 0
     end
+    -- Relative to now: absolute times near 1.8e15 us are only 0.25 us
+    -- apart as doubles, which could round the answer a microsecond early.
     if cur <= x then
         -- Within this window: prev * (1 - f) + cur <= x.
-        return ceil(start + win - win * (x - cur) / prev) - now
+        return ceil((start - now) + win - win * (x - cur) / prev)
     end
     -- In the next window the current count becomes the weighted one.
-    return ceil(start + 2 * win - win * x / cur) - now
+    return ceil((start - now) + 2 * win - win * x / cur)
 end
 
 local function counter_limit(key, limit, win)

@@ -10,8 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Longest window and largest quota: keeps every product in the scripts and
- * in the shm store far below 2^53, where doubles stop being exact. */
+/* Longest window and largest quota. Times stay below 2^53 us, where doubles
+ * stop being exact; the few products beyond it (prev * window in the
+ * counter) are divided back down before they are compared or rounded. */
 #define SL_MAX_WINDOW (apr_int64_t)(366 * 86400) * APR_USEC_PER_SEC
 #define SL_MAX_REQUESTS 100000000
 
