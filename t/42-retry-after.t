@@ -13,22 +13,22 @@ use SL::Wire;
 
 plan tests => 31;
 
-# --- a 2500ms window: w rounds up to 3, Retry-After to whole seconds
+# --- a 4500ms window: w rounds up to 5, Retry-After to whole seconds
 my $ip = fresh_ip();
 my $key = sl_key(ip => $ip, policy => 'wire-frac');
 my $res = http_get('/wire/frac.html', 'X-Forwarded-For' => $ip);
 ok t_cmp($res->{status}, 200, 'first request admitted');
 my $pol = sf_parse('list', $res->{headers}{'ratelimit-policy'});
-ok t_cmp($pol->{members}[0]{params}{w}{value}, 3,
-    'w of a 2500ms window is 3 (whole seconds, rounded up)');
+ok t_cmp($pol->{members}[0]{params}{w}{value}, 5,
+    'w of a 4500ms window is 5 (whole seconds, rounded up)');
 my @seen;
 for my $i (1 .. 3) {
     $res = http_get('/wire/frac.html', 'X-Forwarded-For' => $ip);
-    my $wait = true_wait_log($key, 2.5);
+    my $wait = true_wait_log($key, 4.5);
     ok t_cmp($res->{status}, 429, "refused ($i)");
     my $ra = $res->{headers}{'retry-after'};
     ok(defined $ra && $ra =~ /^[0-9]+$/, "Retry-After '$ra' is whole seconds");
-    ok($ra >= $wait && $ra >= 1 && $ra < $wait + 1.5,
+    ok($ra >= $wait && $ra >= 1 && $ra < $wait + 3,
         "Retry-After $ra is never earlier than the true wait $wait, and its ceiling");
     my $rl = sf_parse('list', $res->{headers}{ratelimit});
     ok($ra >= $rl->{members}[0]{params}{t}{value},
@@ -37,7 +37,7 @@ for my $i (1 .. 3) {
     ok t_cmp($body->{error}{retry_after_seconds}, $ra,
         'the JSON body names the same wait');
     push @seen, $ra;
-    select(undef, undef, undef, 0.6);
+    select(undef, undef, undef, 0.4);
 }
 ok($seen[0] >= $seen[1] && $seen[1] >= $seen[2],
     "the wait shrinks as time passes (@seen)");

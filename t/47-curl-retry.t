@@ -1,6 +1,6 @@
 # A real client honours the headers: curl --retry waits out a 429 for the
 # Retry-After it was given (longer than curl's own first back-off of one
-# second), and its retry is admitted. The location allows 1 request per 2s.
+# second), and its retry is admitted. The location allows 1 request per 3s.
 use strict;
 use warnings;
 
