@@ -68,7 +68,21 @@ sub test_id { sprintf('%s-%d-%d-%d', $_[0] // 'wire', $$, time, ++$seq) }
 
 # Lines of the wire access log (t/conf/sl.d/wire.conf) for one test id, as
 # hashes: id status method uri result policy remaining.
+# httpd writes a request's log line after the client has its response, so
+# the file is read until it holds the id and stops growing (3 s at most).
 sub wire_log {
+    my ($id) = @_;
+    my ($last, $lines) = (-1, []);
+    for (1 .. 30) {
+        $lines = _wire_log_once($id);
+        last if @$lines && @$lines == $last;
+        $last = @$lines;
+        select(undef, undef, undef, 0.1);
+    }
+    return $lines;
+}
+
+sub _wire_log_once {
     my ($id) = @_;
     require Apache::Test;
     my $file = Apache::Test::vars('t_logs') . '/wire_access.log';
