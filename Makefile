@@ -21,7 +21,7 @@ DEPS_BUILD = apache2 apache2-dev libhiredis-dev
 DEPS_TEST  = redis-server redis-tools libapache2-mod-perl2 libwww-perl curl faketime
 DEPS_BENCH = wrk gnuplot-nox libapache2-mod-evasive libapache2-mod-qos libpcre3
 
-.PHONY: all install clean deps deps-bench test unit demo demo-stop bench format \
+.PHONY: all install clean deps deps-bench test unit sf demo demo-stop bench format \
         accuracy memory
 
 all: $(MODULE)
@@ -45,9 +45,21 @@ deps-bench:
 unit: src/sl_scripts.h
 	$(MAKE) -C tests/unit
 
+# The suite reads RateLimit-Policy/RateLimit with a real structured-field
+# parser (npm "structured-headers", pinned by t/sf/package-lock.json), never
+# vendored: installed into t/sf/node_modules, which git ignores.
+sf: t/sf/node_modules/.installed
+
+t/sf/node_modules/.installed: t/sf/package.json t/sf/package-lock.json
+	@command -v node >/dev/null && command -v npm >/dev/null || \
+	    sh tools/deps.sh nodejs npm
+	cd t/sf && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
 test: deps
 	$(MAKE) all
 	$(MAKE) unit
+	$(MAKE) sf
 	bash t/run
 
 demo: deps
@@ -66,7 +78,7 @@ format:
 
 clean:
 	rm -rf .libs src/.libs *.la *.lo *.slo *.o src/*.lo src/*.slo src/*.o \
-	    src/sl_scripts.h
+	    src/sl_scripts.h t/sf/node_modules
 	-$(MAKE) -C tests/unit clean
 
 # Algorithm measurements (docs/ALGORITHMS.md); not part of `make test`.
