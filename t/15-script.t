@@ -20,6 +20,13 @@ my $script = do {
 };
 my $p = 'sltest:{script-' . $$ . '}';
 
+# Other tests check that every key in the store has the module's shape:
+# the keys made here directly go again, also when a test fails.
+END {
+    my $keys = eval { redis('KEYS', "sltest:{script-$$}*") } || [];
+    eval { redis('DEL', $_) } for @$keys;
+}
+
 sub check { redis('EVAL', $script, @_) }
 
 sub err_of {
