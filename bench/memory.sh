@@ -26,7 +26,7 @@ cleanup() {
 trap cleanup EXIT
 
 for _ in $(seq 1 50); do
-    p=$((20000 + RANDOM % 20000))
+    p=$((10000 + RANDOM % 10000))
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then PORT=$p; break; fi
 done
 [ -n "$PORT" ] || { echo "no free port" >&2; exit 1; }
