@@ -103,7 +103,7 @@ int main(void)
                 b->has_counter = 1;
             }
             else {
-                sl_gcra_apply(now, limit, win, &b->gcra);
+                sl_gcra_apply(now, limit, win, burst, &b->gcra);
             }
         }
     }

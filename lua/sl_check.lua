@@ -210,11 +210,13 @@ local function gcra_limit(key, limit, win, burst)
     local tat = tonumber(v)
     -- Only finite values count ("nan" or "inf" would refuse the key for
     -- ever). A TAT beyond what an admission can leave (the store's clock
-    -- stepped back) is capped there: a full bucket.
+    -- stepped back) counts as one request left: capping it at a full
+    -- bucket (now + tau) without writing it would refuse the key until the
+    -- clock caught up, since a refusal writes nothing.
     if not tat or tat ~= tat or tat == math.huge or tat < now then
         tat = now
-    elseif tat > now + tau then
-        tat = now + tau
+    elseif tat > now + tau + 1 then
+        tat = now + tau - T
     end
     local function rem_reset(tt)
         local r = floor((tau - (tt - now)) / T + 0.5 / T)

@@ -224,7 +224,7 @@ static void sl_gcra_rem_reset(double now, double T, double tau, double tt,
         r = 0;
     }
     *rem = (apr_int64_t) r;
-    if (tt <= now) {
+    if (tt <= now || r * T >= tau) {
         *reset = 0;
         return;
     }
@@ -240,8 +240,14 @@ void sl_gcra_evaluate(apr_int64_t now, apr_int64_t limit, apr_int64_t win,
     double tat = st ? st->tat : 0;
     double new_tat;
 
+    /* As in the script: a TAT beyond what an admission can leave (this
+     * host's clock stepped back) counts as one request left, not as a full
+     * bucket that a refusal, which writes nothing, would keep for ever. */
     if (tat < dnow) {
         tat = dnow;
+    }
+    else if (tat > dnow + tau + 1) {
+        tat = dnow + tau - T;
     }
     sl_gcra_rem_reset(dnow, T, tau, tat, &ev->remaining0, &ev->reset0);
     new_tat = tat + T;
@@ -256,14 +262,18 @@ void sl_gcra_evaluate(apr_int64_t now, apr_int64_t limit, apr_int64_t win,
 }
 
 apr_int64_t sl_gcra_apply(apr_int64_t now, apr_int64_t limit, apr_int64_t win,
-                          sl_gcra_t *st)
+                          apr_int64_t burst, sl_gcra_t *st)
 {
     double dnow = (double) now;
     double T = (double) win / (double) limit;
+    double tau = (double) burst * T;
     double tat = st->tat;
 
     if (tat < dnow) {
         tat = dnow;
+    }
+    else if (tat > dnow + tau + 1) {
+        tat = dnow + tau - T;
     }
     st->tat = tat + T;
     return sl_px_deadline(now, st->tat - dnow);

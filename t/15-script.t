@@ -10,7 +10,7 @@ use Apache::Test qw(-withtestmore);
 use Apache::TestUtil;
 use SL::Test;
 
-plan tests => 14 + 3 * 3 + 6 + 4 + 3;
+plan tests => 14 + 3 * 3 + 6 + 4 + 4;
 
 my $script = do {
     my $f = Apache::Test::vars('serverroot') . '/../lua/sl_check.lua';
@@ -80,8 +80,10 @@ for my $v ('nan', 'inf', '-inf', 'garbage', '1e400') {
     my $t = redis('TIME');
     redis('SET', $key, ($t->[0] + 86400) * 1e6);    # a TAT a day ahead
     my $r = check(1, $key, 'm', 'g', 3, 60e6, 3);
-    ok($r->[2] == 0 && $r->[5] > 0 && $r->[5] <= 20e6 + 1,
-        "gcra: a TAT beyond any admission is capped at a full bucket (wait $r->[5] us, one interval)");
+    ok($r->[2] == 1 && $r->[4] == 0 && $r->[5] > 0 && $r->[5] <= 20e6 + 1,
+        "gcra: a TAT beyond any admission leaves one request (then wait $r->[5] us, one interval)");
+    $r = check(1, $key, 'm2', 'g', 3, 60e6, 3);
+    ok($r->[2] == 0, 'gcra: ... after which the bucket is full for one interval');
 }
 
 # Log members: the same member twice is still two entries.
