@@ -83,7 +83,8 @@ MaxSpareThreads 16
 EOT
 }
 
-# start(conf => [files in t/conf/sl.d], faketime => '+37m', name => 'x')
+# start(conf => [files in t/conf/sl.d], faketime => '+37m', name => 'x',
+#       store => 'cluster://127.0.0.1:7000' (default: the suite's Redis))
 sub start {
     my ($class, %a) = @_;
     my $t    = _tdir();
@@ -132,7 +133,7 @@ Header always set X-SL-Httpd "$name"
 RemoteIPHeader X-Forwarded-For
 RemoteIPInternalProxy 127.0.0.1 ::1
 
-SlidingLimitStore redis://127.0.0.1:$redis
+SlidingLimitStore ${\ ($a{store} || "redis://127.0.0.1:$redis")}
 SlidingLimitStoreTimeout 500ms 500ms
 SlidingLimitKeyPrefix sltest
 $includes
