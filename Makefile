@@ -23,7 +23,8 @@ DEPS_BUILD = apache2 apache2-dev libhiredis-dev
 DEPS_TEST  = redis-server redis-tools libapache2-mod-perl2 libwww-perl curl faketime
 DEPS_BENCH = wrk gnuplot-nox libapache2-mod-evasive libapache2-mod-qos libpcre3
 
-.PHONY: all install clean deps deps-bench test unit demo demo-stop bench soak format
+.PHONY: all install clean deps deps-bench test unit sf demo demo-stop bench soak format \
+        accuracy memory
 
 all: $(MODULE)
 
@@ -46,9 +47,21 @@ deps-bench:
 unit: src/sl_scripts.h
 	$(MAKE) -C tests/unit
 
+# The suite reads RateLimit-Policy/RateLimit with a real structured-field
+# parser (npm "structured-headers", pinned by t/sf/package-lock.json), never
+# vendored: installed into t/sf/node_modules, which git ignores.
+sf: t/sf/node_modules/.installed
+
+t/sf/node_modules/.installed: t/sf/package.json t/sf/package-lock.json
+	@command -v node >/dev/null && command -v npm >/dev/null || \
+	    sh tools/deps.sh nodejs npm
+	cd t/sf && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
 test: deps
 	$(MAKE) all
 	$(MAKE) unit
+	$(MAKE) sf
 	bash t/run
 
 demo: deps
@@ -72,5 +85,28 @@ format:
 
 clean:
 	rm -rf .libs src/.libs *.la *.lo *.slo *.o src/*.lo src/*.slo src/*.o \
-	    src/sl_scripts.h
+	    src/sl_scripts.h t/sf/node_modules
 	-$(MAKE) -C tests/unit clean
+
+# Algorithm measurements (docs/ALGORITHMS.md); not part of `make test`.
+#   make accuracy [SEED=n]   counter vs exact log on synthetic traces
+#   make memory [IDS=n]      bytes per identity / per log entry in Redis
+SEED      ?= 1
+IDS       ?= 10000
+APR_CFLAGS = $(shell apr-1-config --includes 2>/dev/null || echo -I/usr/include/apr-1.0)
+
+bench/results/accuracy: bench/accuracy.c src/sl_algo.c src/sl_algo.h src/sl_core.h
+	@mkdir -p bench/results
+	$(CC) -std=gnu99 -O2 -Wall -Wextra $(APR_CFLAGS) -Isrc -o $@ \
+	    bench/accuracy.c src/sl_algo.c -lm
+
+bench/results/accuracy-replay: bench/accuracy_replay.c src/sl_algo.c src/sl_algo.h src/sl_core.h
+	@mkdir -p bench/results
+	$(CC) -std=gnu99 -O2 -Wall -Wextra $(APR_CFLAGS) -Isrc -o $@ \
+	    bench/accuracy_replay.c src/sl_algo.c -lm
+
+accuracy: bench/results/accuracy bench/results/accuracy-replay
+	bench/results/accuracy $(SEED)
+
+memory:
+	bash bench/memory.sh $(IDS)

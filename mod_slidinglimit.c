@@ -248,7 +248,15 @@ static int sl_refuse(request_rec *r, int status, int unavailable,
     }
     ap_discard_request_body(r);
     r->status = status;
+    /* As ap_send_error_response does for httpd's own error pages: what the
+     * mapping phases chose for the resource (mod_mime's Content-Encoding
+     * and Content-Language, headers_out) does not describe this body, and
+     * the error filters ("Header always ...") apply to it. */
+    apr_table_clear(r->headers_out);
+    r->content_encoding = NULL;
+    r->content_languages = NULL;
     ap_set_content_type(r, "application/json");
+    ap_run_insert_error_filter(r);
     ap_rputs(sl_json_body(r->pool, unavailable, retry), r);
     return DONE;
 }

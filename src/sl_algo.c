@@ -1,6 +1,11 @@
 /* The decision math of lua/sl_check.lua, line for line. The script's numbers
  * are doubles, so every formula below computes in doubles in the script's
  * order: rounding is part of the contract, both stores must round alike. */
+/* What apr-1-config --cppflags gives the real build: apr.h needs it for
+ * PATH_MAX under a strict -std=c99. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include "sl_algo.h"
 
 #include <math.h>
@@ -54,9 +59,9 @@ void sl_log_evaluate(apr_int64_t now, apr_int64_t limit, apr_int64_t win,
          * log before the insertion, as the script's deferred write does. */
         ev->remaining = limit - count - 1;
         ev->remaining0 = ev->remaining + 1;
-        ev->reset = count == 0 ? win
-                               : sl_log_reset(now, limit, win, count + 1, at,
-                                              ctx);
+        ev->reset = count == 0
+                        ? win
+                        : sl_log_reset(now, limit, win, count + 1, at, ctx);
         ev->reset0 = sl_log_reset(now, limit, win, count, at, ctx);
         return;
     }
@@ -140,12 +145,14 @@ static double sl_counter_until(double now, double x, double idx, double cur,
     if (prev * (win - (now - start)) / win + cur <= x) {
         return 0;
     }
+    /* Relative to now: absolute times near 1.8e15 us are only 0.25 us apart
+     * as doubles, which could round the answer a microsecond early. */
     if (cur <= x) {
         /* Within this window: prev * (1 - f) + cur <= x. */
-        return ceil(start + win - win * (x - cur) / prev) - now;
+        return ceil((start - now) + win - win * (x - cur) / prev);
     }
     /* In the next window the current count becomes the weighted one. */
-    return ceil(start + 2 * win - win * x / cur) - now;
+    return ceil((start - now) + 2 * win - win * x / cur);
 }
 
 static void sl_counter_rem_reset(double now, double limit, double win,
@@ -191,8 +198,7 @@ void sl_counter_evaluate(apr_int64_t now, apr_int64_t limit, apr_int64_t win,
     }
 }
 
-apr_int64_t sl_counter_apply(apr_int64_t now, apr_int64_t win,
-                             sl_counter_t *st)
+apr_int64_t sl_counter_apply(apr_int64_t now, apr_int64_t win, sl_counter_t *st)
 {
     sl_counter_t loaded;
 
@@ -218,7 +224,7 @@ static void sl_gcra_rem_reset(double now, double T, double tau, double tt,
         r = 0;
     }
     *rem = (apr_int64_t) r;
-    if (tt <= now) {
+    if (tt <= now || r * T >= tau) {
         *reset = 0;
         return;
     }
@@ -234,8 +240,14 @@ void sl_gcra_evaluate(apr_int64_t now, apr_int64_t limit, apr_int64_t win,
     double tat = st ? st->tat : 0;
     double new_tat;
 
+    /* As in the script: a TAT beyond what an admission can leave (this
+     * host's clock stepped back) counts as one request left, not as a full
+     * bucket that a refusal, which writes nothing, would keep for ever. */
     if (tat < dnow) {
         tat = dnow;
+    }
+    else if (tat > dnow + tau + 1) {
+        tat = dnow + tau - T;
     }
     sl_gcra_rem_reset(dnow, T, tau, tat, &ev->remaining0, &ev->reset0);
     new_tat = tat + T;
@@ -250,14 +262,18 @@ void sl_gcra_evaluate(apr_int64_t now, apr_int64_t limit, apr_int64_t win,
 }
 
 apr_int64_t sl_gcra_apply(apr_int64_t now, apr_int64_t limit, apr_int64_t win,
-                          sl_gcra_t *st)
+                          apr_int64_t burst, sl_gcra_t *st)
 {
     double dnow = (double) now;
     double T = (double) win / (double) limit;
+    double tau = (double) burst * T;
     double tat = st->tat;
 
     if (tat < dnow) {
         tat = dnow;
+    }
+    else if (tat > dnow + tau + 1) {
+        tat = dnow + tau - T;
     }
     st->tat = tat + T;
     return sl_px_deadline(now, st->tat - dnow);

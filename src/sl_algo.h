@@ -87,6 +87,6 @@ void sl_gcra_evaluate(apr_int64_t now, apr_int64_t limit, apr_int64_t win,
 
 /* Admission: st becomes the new stored state; returns its expiry time. */
 apr_int64_t sl_gcra_apply(apr_int64_t now, apr_int64_t limit, apr_int64_t win,
-                          sl_gcra_t *st);
+                          apr_int64_t burst, sl_gcra_t *st);
 
 #endif

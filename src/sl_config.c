@@ -3,6 +3,7 @@
 #include "http_log.h"
 #include "apr_strings.h"
 #include "apr_lib.h"
+#include "apr_hash.h"
 
 #include <string.h>
 
@@ -91,12 +92,57 @@ static const char *sl_section(cmd_parms *cmd)
     const ap_directive_t *d;
     const char *path = "";
 
-    for (d = cmd->directive ? cmd->directive->parent : NULL; d;
-         d = d->parent) {
+    for (d = cmd->directive ? cmd->directive->parent : NULL; d; d = d->parent) {
         path = apr_pstrcat(cmd->pool, d->directive, " ", d->args, "\n", path,
                            NULL);
     }
     return path;
+}
+
+static const char *sl_args(apr_pool_t *p, int argc, char *const argv[])
+{
+    const char *s = "";
+    int i;
+
+    for (i = 0; i < argc; i++) {
+        s = apr_pstrcat(p, s, i ? " " : "", argv[i], NULL);
+    }
+    return s;
+}
+
+/* A name is one budget wherever it is used, so every use must define the
+ * same limit: otherwise two sections would read one store key with
+ * different quotas, and whichever ran last would decide. The table lives in
+ * the configuration pool, so each read of the configuration starts empty. */
+static const char *sl_check_named(cmd_parms *cmd, const sl_limit_t *l)
+{
+    static const char key[] = "slidinglimit-named-policies";
+    apr_hash_t *seen = NULL;
+    const sl_limit_t *o;
+
+    apr_pool_userdata_get((void **) &seen, key, cmd->pool);
+    if (!seen) {
+        seen = apr_hash_make(cmd->pool);
+        apr_pool_userdata_set(seen, key, apr_pool_cleanup_null, cmd->pool);
+    }
+    o = apr_hash_get(seen, l->name, APR_HASH_KEY_STRING);
+    if (!o) {
+        apr_hash_set(seen, l->name, APR_HASH_KEY_STRING, l);
+        return NULL;
+    }
+    if (o->requests != l->requests || o->window != l->window ||
+        o->burst != l->burst || o->algorithm != l->algorithm) {
+        return apr_psprintf(
+            cmd->pool,
+            "name '%s' is already a different limit (%" APR_INT64_T_FMT
+            " per %s%s%s); every use of a name must be the "
+            "same limit",
+            l->name, o->requests, sl_format_duration(cmd->pool, o->window),
+            o->algorithm == SL_ALG_UNSET ? "" : ", algorithm=",
+            o->algorithm == SL_ALG_UNSET ? ""
+                                         : sl_algorithm_name(o->algorithm));
+    }
+    return NULL;
 }
 
 static const char *sl_cmd_limit(cmd_parms *cmd, void *dconf, int argc,
@@ -117,11 +163,28 @@ static const char *sl_cmd_limit(cmd_parms *cmd, void *dconf, int argc,
         return NULL;
     }
     if (dc->limits_off) {
-        return sl_err(cmd, "a limit cannot follow 'SlidingLimit off' in the "
-                           "same section");
+        return sl_err(cmd, apr_psprintf(cmd->pool,
+                                        "'%s' cannot follow 'SlidingLimit "
+                                        "off' in the same section",
+                                        sl_args(cmd->pool, argc, argv)));
+    }
+    if (argc < 2) {
+        return sl_err(cmd, apr_psprintf(cmd->pool,
+                                        "'%s': needs REQUESTS WINDOW (or "
+                                        "'off')",
+                                        sl_args(cmd->pool, argc, argv)));
     }
     if ((err = sl_parse_limit(cmd->pool, argc, argv, sl_section(cmd), &l))) {
         return sl_err(cmd, err);
+    }
+    /* The section's SlidingLimitAlgorithm may come later or be inherited,
+     * so a burst= that would silently do nothing is refused here. */
+    if (l->burst && l->algorithm != SL_ALG_GCRA) {
+        return sl_err(cmd, apr_psprintf(cmd->pool,
+                                        "'burst=%" APR_INT64_T_FMT
+                                        "' needs algorithm=gcra on the "
+                                        "same line",
+                                        l->burst));
     }
     if (!dc->limits) {
         dc->limits = apr_array_make(cmd->pool, 2, sizeof(sl_limit_t *));
@@ -135,8 +198,25 @@ static const char *sl_cmd_limit(cmd_parms *cmd, void *dconf, int argc,
                                             l->name));
         }
     }
+    if (l->named && (err = sl_check_named(cmd, l))) {
+        return sl_err(cmd, err);
+    }
     APR_ARRAY_PUSH(dc->limits, sl_limit_t *) = l;
     return NULL;
+}
+
+/* RFC 9110 token: what a header field name may be. */
+static int sl_is_token(const char *s)
+{
+    if (!*s) {
+        return 0;
+    }
+    for (; *s; s++) {
+        if (!apr_isalnum(*s) && !strchr("!#$%&'*+-.^_`|~", *s)) {
+            return 0;
+        }
+    }
+    return 1;
 }
 
 static const char *sl_cmd_key(cmd_parms *cmd, void *dconf, int argc,
@@ -163,15 +243,21 @@ static const char *sl_cmd_key(cmd_parms *cmd, void *dconf, int argc,
         else if (!strncasecmp(a, "header:", 7) && a[7]) {
             k->type = SL_KEY_HEADER;
             k->name = a + 7;
-            if (strpbrk(k->name, " \t:\r\n")) {
+            if (!sl_is_token(k->name)) {
                 return sl_err(cmd, apr_psprintf(cmd->pool,
-                                                "'%s' is not a header name",
+                                                "'%s' is not a header name "
+                                                "(an RFC 9110 token)",
                                                 a));
             }
         }
         else if (!strncasecmp(a, "env:", 4) && a[4]) {
             k->type = SL_KEY_ENV;
             k->name = a + 4;
+            if (strpbrk(k->name, " \t\r\n")) {
+                return sl_err(
+                    cmd,
+                    apr_psprintf(cmd->pool, "'%s' is not a variable name", a));
+            }
         }
         else if (!strncasecmp(a, "expr:", 5) && a[5]) {
             const char *err = NULL;
@@ -231,9 +317,9 @@ static const char *sl_cmd_fail_mode(cmd_parms *cmd, void *dconf,
         dc->fail_mode = SL_FAIL_CLOSED;
     }
     else {
-        return sl_err(cmd, apr_psprintf(cmd->pool,
-                                        "'%s' is neither open nor closed",
-                                        arg));
+        return sl_err(
+            cmd,
+            apr_psprintf(cmd->pool, "'%s' is neither open nor closed", arg));
     }
     return NULL;
 }
@@ -247,14 +333,13 @@ static const char *sl_onoff(cmd_parms *cmd, const char *arg, int *out)
         *out = 0;
     }
     else {
-        return sl_err(cmd,
-                      apr_psprintf(cmd->pool, "'%s' is neither on nor off", arg));
+        return sl_err(
+            cmd, apr_psprintf(cmd->pool, "'%s' is neither on nor off", arg));
     }
     return NULL;
 }
 
-static const char *sl_cmd_fallback(cmd_parms *cmd, void *dconf,
-                                   const char *arg)
+static const char *sl_cmd_fallback(cmd_parms *cmd, void *dconf, const char *arg)
 {
     return sl_onoff(cmd, arg, &((sl_dir_conf_t *) dconf)->local_fallback);
 }
@@ -320,7 +405,11 @@ static const char *sl_cmd_store(cmd_parms *cmd, void *dconf, const char *arg)
     (void) dconf;
 
     if (err) {
-        return sl_err(cmd, err);
+        /* Name the whole URL when the message names only a part of it. */
+        return sl_err(cmd,
+                      strstr(err, arg)
+                          ? err
+                          : apr_psprintf(cmd->pool, "%s (in '%s')", err, arg));
     }
     sc->store = u;
     return NULL;
@@ -342,8 +431,10 @@ static const char *sl_cmd_timeout(cmd_parms *cmd, void *dconf, const char *a1,
         return sl_err(cmd, apr_pstrcat(cmd->pool, "COMMAND ", err, NULL));
     }
     if (c > apr_time_from_sec(60) || (a2 && k > apr_time_from_sec(60))) {
-        return sl_err(cmd, "a store timeout above 60s would hold requests "
-                           "hostage");
+        return sl_err(cmd, apr_psprintf(cmd->pool,
+                                        "'%s': a store timeout above 60s "
+                                        "would hold requests hostage",
+                                        c > apr_time_from_sec(60) ? a1 : a2));
     }
     sc->connect_timeout = c;
     if (a2) {
@@ -360,8 +451,8 @@ static const char *sl_cmd_prefix(cmd_parms *cmd, void *dconf, const char *arg)
     (void) dconf;
 
     if (!*arg || strlen(arg) > 64) {
-        return sl_err(cmd, apr_psprintf(cmd->pool,
-                                        "'%s' must be 1-64 characters", arg));
+        return sl_err(
+            cmd, apr_psprintf(cmd->pool, "'%s' must be 1-64 characters", arg));
     }
     for (s = arg; *s; s++) {
         /* Braces would move the cluster hash tag. */
@@ -376,8 +467,7 @@ static const char *sl_cmd_prefix(cmd_parms *cmd, void *dconf, const char *arg)
     return NULL;
 }
 
-static const char *sl_cmd_shm_size(cmd_parms *cmd, void *dconf,
-                                   const char *arg)
+static const char *sl_cmd_shm_size(cmd_parms *cmd, void *dconf, const char *arg)
 {
     sl_server_conf_t *sc =
         ap_get_module_config(cmd->server->module_config, &slidinglimit_module);
@@ -404,9 +494,9 @@ static const char *sl_cmd_shm_size(cmd_parms *cmd, void *dconf,
     }
     v *= mult;
     if (v < 64 * 1024 || v > APR_INT64_C(4096) * 1024 * 1024) {
-        return sl_err(cmd, apr_psprintf(cmd->pool,
-                                        "'%s' must be between 64K and 4096M",
-                                        arg));
+        return sl_err(
+            cmd,
+            apr_psprintf(cmd->pool, "'%s' must be between 64K and 4096M", arg));
     }
     sc->shm_size = v;
     return NULL;
@@ -418,8 +508,8 @@ const command_rec sl_cmds[] = {
     AP_INIT_TAKE1("SlidingLimitStore", sl_cmd_store, NULL, RSRC_CONF,
                   "redis://[user:password@]host[:port][/db], "
                   "unix:/path[?db=N], cluster://host:port[,...] or shm"),
-    AP_INIT_TAKE12("SlidingLimitStoreTimeout", sl_cmd_timeout, NULL,
-                   RSRC_CONF, "connect and command timeouts, e.g. 100ms 50ms"),
+    AP_INIT_TAKE12("SlidingLimitStoreTimeout", sl_cmd_timeout, NULL, RSRC_CONF,
+                   "connect and command timeouts, e.g. 100ms 50ms"),
     AP_INIT_TAKE1("SlidingLimitKeyPrefix", sl_cmd_prefix, NULL, RSRC_CONF,
                   "prefix of every store key (default sl)"),
     AP_INIT_TAKE1("SlidingLimitShmSize", sl_cmd_shm_size, NULL, RSRC_CONF,
@@ -433,15 +523,15 @@ const command_rec sl_cmds[] = {
     AP_INIT_TAKE1("SlidingLimitIPv6Prefix", sl_cmd_ipv6, NULL, SL_DIR_CONF,
                   "IPv6 clients share a budget per prefix of this many bits "
                   "(default 64)"),
-    AP_INIT_TAKE1("SlidingLimitAlgorithm", sl_cmd_algorithm, NULL,
-                  SL_DIR_CONF, "log, counter or gcra (default log)"),
+    AP_INIT_TAKE1("SlidingLimitAlgorithm", sl_cmd_algorithm, NULL, SL_DIR_CONF,
+                  "log, counter or gcra (default log)"),
     AP_INIT_TAKE1("SlidingLimitFailMode", sl_cmd_fail_mode, NULL, SL_DIR_CONF,
                   "open or closed: when the store does not answer"),
     AP_INIT_TAKE1("SlidingLimitLocalFallback", sl_cmd_fallback, NULL,
                   SL_DIR_CONF,
                   "on or off: enforce limits locally while the store is down"),
-    AP_INIT_TAKE_ARGV("SlidingLimitHeaders", sl_cmd_headers, NULL,
-                      SL_DIR_CONF, "ietf, draft03, x-ratelimit, or off"),
+    AP_INIT_TAKE_ARGV("SlidingLimitHeaders", sl_cmd_headers, NULL, SL_DIR_CONF,
+                      "ietf, draft03, x-ratelimit, or off"),
     AP_INIT_TAKE1("SlidingLimitStatus", sl_cmd_status, NULL, SL_DIR_CONF,
                   "status of a denied request, 400-599 (default 429)"),
     AP_INIT_TAKE1("SlidingLimitDryRun", sl_cmd_dry_run, NULL, SL_DIR_CONF,

@@ -12,23 +12,23 @@
 struct sl_redis;
 struct sl_proc;
 
-#define SL_KEY_IP 0
-#define SL_KEY_USER 1
+#define SL_KEY_IP     0
+#define SL_KEY_USER   1
 #define SL_KEY_HEADER 2
-#define SL_KEY_ENV 3
-#define SL_KEY_EXPR 4
+#define SL_KEY_ENV    3
+#define SL_KEY_EXPR   4
 
-#define SL_FAIL_OPEN 0
+#define SL_FAIL_OPEN   0
 #define SL_FAIL_CLOSED 1
 
 /* Defaults, applied where a value is read (never in merge). */
 #define SL_DEFAULT_CONNECT_TIMEOUT apr_time_from_msec(100)
 #define SL_DEFAULT_COMMAND_TIMEOUT apr_time_from_msec(50)
-#define SL_DEFAULT_PREFIX "sl"
-#define SL_DEFAULT_IPV6_PREFIX 64
-#define SL_DEFAULT_HEADERS (SL_HDR_IETF | SL_HDR_XRL)
-#define SL_DEFAULT_STATUS 429
-#define SL_DEFAULT_SHM_SIZE (8 * 1024 * 1024)
+#define SL_DEFAULT_PREFIX          "sl"
+#define SL_DEFAULT_IPV6_PREFIX     64
+#define SL_DEFAULT_HEADERS         (SL_HDR_IETF | SL_HDR_XRL)
+#define SL_DEFAULT_STATUS          429
+#define SL_DEFAULT_SHM_SIZE        (8 * 1024 * 1024)
 
 typedef struct sl_key_source {
     int type;

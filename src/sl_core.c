@@ -10,8 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Longest window and largest quota: keeps every product in the scripts and
- * in the shm store far below 2^53, where doubles stop being exact. */
+/* Longest window and largest quota. Times stay below 2^53 us, where doubles
+ * stop being exact; the few products beyond it (prev * window in the
+ * counter) are divided back down before they are compared or rounded. */
 #define SL_MAX_WINDOW (apr_int64_t)(366 * 86400) * APR_USEC_PER_SEC
 #define SL_MAX_REQUESTS 100000000
 
@@ -245,6 +246,10 @@ const char *sl_ip_key(apr_pool_t *p, const char *ip, int v6bits)
     if (!ip) {
         return NULL;
     }
+    /* A link-local address may carry its zone ("fe80::1%eth0"). */
+    if (strchr(ip, '%')) {
+        ip = apr_pstrmemdup(p, ip, strchr(ip, '%') - ip);
+    }
     if (inet_pton(AF_INET, ip, a) == 1) {
         return inet_ntop(AF_INET, a, buf, sizeof(buf)) ? apr_pstrdup(p, buf)
                                                        : NULL;
@@ -275,18 +280,21 @@ const char *sl_ip_key(apr_pool_t *p, const char *ip, int v6bits)
 const char *sl_identity(apr_pool_t *p, const char *source, const char *value,
                         apr_size_t len)
 {
-    apr_size_t slen = strlen(source);
-    char *buf;
+    unsigned char digest[APR_SHA1_DIGESTSIZE];
+    apr_sha1_ctx_t ctx;
+    char *out = apr_palloc(p, apr_base64_encode_len(12));
 
-    if (len > SL_MAX_KEY_VALUE) {
-        len = SL_MAX_KEY_VALUE;
-    }
-    /* The source tag keeps "user bob" and "header bob" apart. */
-    buf = apr_palloc(p, slen + 1 + len);
-    memcpy(buf, source, slen);
-    buf[slen] = '\0';
-    memcpy(buf + slen + 1, value, len);
-    return sl_hash(p, buf, slen + 1 + len, 12);
+    /* The whole value is hashed, never a prefix: values that differ only
+     * after some cut would share a budget. Its length is already bounded by
+     * httpd (LimitRequestFieldSize, LimitRequestFields). The source tag and
+     * a NUL keep "user bob" and "header bob" apart. */
+    apr_sha1_init(&ctx);
+    apr_sha1_update_binary(&ctx, (const unsigned char *) source,
+                           strlen(source) + 1);
+    apr_sha1_update_binary(&ctx, (const unsigned char *) value, len);
+    apr_sha1_final(digest, &ctx);
+    apr_base64_encode_binary(out, digest, 12);
+    return out;
 }
 
 const char *sl_store_key(apr_pool_t *p, const char *prefix,

@@ -18,10 +18,6 @@
 #define SL_HDR_DRAFT03 2
 #define SL_HDR_XRL 4
 
-/* Longest key value that is hashed; longer values are cut first, so a huge
- * header costs no more than this to hash. */
-#define SL_MAX_KEY_VALUE 1024
-
 typedef struct sl_limit {
     const char *name;      /* policy name in headers, logs and metrics */
     const char *id;        /* short, stable policy id (part of store keys) */
@@ -74,8 +70,9 @@ const char *sl_parse_limit(apr_pool_t *p, int argc, char *const argv[],
  * as plain IPv4. Returns NULL when ip is not an address. */
 const char *sl_ip_key(apr_pool_t *p, const char *ip, int v6bits);
 
-/* Hash of a key value (source tag + value): no raw value reaches the store,
- * and no byte of the value can change the key's shape or hash slot. */
+/* Hash of a key value (source tag + the whole value): no raw value reaches
+ * the store, and no byte of the value can change the key's shape or hash
+ * slot. 16 characters of base64 (96 bits of SHA-1). */
 const char *sl_identity(apr_pool_t *p, const char *source, const char *value,
                         apr_size_t len);
 

@@ -11,8 +11,8 @@ APLOG_USE_MODULE(slidinglimit);
 const char *sl_key_identity(request_rec *r, const sl_dir_conf_t *dc)
 {
     static const sl_key_source_t ip = {SL_KEY_IP, NULL, NULL};
-    const sl_key_source_t *src = dc->keys ? (sl_key_source_t *) dc->keys->elts
-                                          : &ip;
+    const sl_key_source_t *src =
+        dc->keys ? (sl_key_source_t *) dc->keys->elts : &ip;
     int n = dc->keys ? dc->keys->nelts : 1, i;
 
     for (i = 0; i < n; i++) {
@@ -21,6 +21,11 @@ const char *sl_key_identity(request_rec *r, const sl_dir_conf_t *dc)
         case SL_KEY_IP:
             v = sl_ip_key(r->pool, r->useragent_ip,
                           SL_OR(dc->ipv6_prefix, SL_DEFAULT_IPV6_PREFIX));
+            /* An address that does not parse still keeps its own budget
+             * rather than joining the shared one. */
+            if (!v) {
+                v = r->useragent_ip;
+            }
             tag = "ip";
             break;
         case SL_KEY_USER:

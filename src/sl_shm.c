@@ -1,7 +1,7 @@
 /* The embedded store: "SlidingLimitStore shm" and the local fallback. It
- * gives the answers of lua/sl_check.lua (the math is sl_algo.c, shared
- * with nothing else) from one anonymous shared memory segment, under one
- * global mutex, for all children of this httpd.
+ * gives the answers of lua/sl_check.lua (the math is in sl_algo.c) from one
+ * anonymous shared memory segment, under one global mutex, for all children
+ * of this httpd.
  *
  * Layout. Every link inside the segment is a 32-bit slot index, never a
  * pointer, so the segment means the same wherever it is mapped:
@@ -22,7 +22,7 @@
  * and last chunk, count and offset into the first), the chain link and the
  * two LRU links. A log's admission times live in chunks of 7 int64 (one
  * slot each, linked by index, oldest first), so a log of N live times
- * takes 1 + ceil(N / 7) slots: 64 bytes per key plus ~9.2 bytes per
+ * takes 1 + ceil(N / 7) slots: 64 bytes per key plus ~9.1 bytes per
  * timestamp, plus 1-2 bytes of bucket per slot. Entries and chunks share
  * one pool of slots, so no ratio between algorithms has to be guessed.
  *
@@ -41,6 +41,12 @@
  * applies after a restart. Children of an older generation still running
  * after a graceful restart hold the old mutex, not the new one: the
  * generation number in the header tells them to keep their hands off. */
+
+/* What apr-1-config --cppflags gives the real build: apr.h needs it for
+ * PATH_MAX under a strict -std=c99. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include "sl_shm.h"
 #include "sl_algo.h"
 
@@ -59,17 +65,17 @@
 
 APLOG_USE_MODULE(slidinglimit);
 
-#define SL_SHM_MAGIC 0x4d534c53U /* "SLSM" */
-#define SL_SHM_LAYOUT 1
+#define SL_SHM_MAGIC    0x4d534c53U /* "SLSM" */
+#define SL_SHM_LAYOUT   1
 #define SL_SHM_RETAINED "mod_slidinglimit-shm"
-#define SL_NIL 0xffffffffU
-#define SL_MIN_SLOTS 64
-#define SL_MAX_SLOTS (1U << 28)
+#define SL_NIL          0xffffffffU
+#define SL_MIN_SLOTS    64
+#define SL_MAX_SLOTS    (1U << 28)
 /* Entries looked at, from the LRU end, for an expired one to reuse before
  * a live one is evicted: bounded, because it runs under the lock. */
 #define SL_SCAN 16
 
-#define SL_KIND_FREE 0
+#define SL_KIND_FREE  0
 #define SL_KIND_ENTRY 1
 #define SL_KIND_CHUNK 2
 
@@ -130,10 +136,8 @@ typedef union sl_slot {
 typedef char sl_assert_slot[sizeof(sl_slot_t) == SL_SHM_SLOT_BYTES ? 1 : -1];
 typedef char sl_assert_entry[sizeof(sl_entry_t) == SL_SHM_SLOT_BYTES ? 1 : -1];
 typedef char sl_assert_chunk[sizeof(sl_chunk_t) == SL_SHM_SLOT_BYTES ? 1 : -1];
-typedef char sl_assert_kind[offsetof(sl_entry_t, kind) ==
-                                    offsetof(sl_chunk_t, kind)
-                                ? 1
-                                : -1];
+typedef char sl_assert_kind
+    [offsetof(sl_entry_t, kind) == offsetof(sl_chunk_t, kind) ? 1 : -1];
 typedef char sl_assert_ts[SL_CHUNK_TS == SL_SHM_LOG_PER_SLOT ? 1 : -1];
 
 typedef struct sl_shm_retained {
@@ -195,8 +199,7 @@ static int sl_layout(apr_size_t size, apr_uint32_t *nbuckets,
     while (nb * 2 <= slots / 2) {
         nb *= 2;
     }
-    slots = (avail - sl_align64(nb * sizeof(apr_uint32_t))) /
-            SL_SHM_SLOT_BYTES;
+    slots = (avail - sl_align64(nb * sizeof(apr_uint32_t))) / SL_SHM_SLOT_BYTES;
     if (slots > SL_MAX_SLOTS) {
         slots = SL_MAX_SLOTS;
     }
@@ -215,9 +218,9 @@ static void sl_map(sl_shm_t *shm, void *base)
 
     shm->hdr = base;
     shm->buckets = (apr_uint32_t *) (b + hdr);
-    shm->slots = (sl_slot_t *) (b + hdr +
-                                sl_align64(shm->hdr->nbuckets *
-                                           sizeof(apr_uint32_t)));
+    shm->slots =
+        (sl_slot_t *) (b + hdr +
+                       sl_align64(shm->hdr->nbuckets * sizeof(apr_uint32_t)));
 }
 
 /* Empties the store; the secret and the generation stay. */
@@ -356,8 +359,7 @@ static void sl_log_clear(sl_txn_t *t, sl_entry_t *e)
     sl_chunk_t *ch;
 
     /* Bounded by the slot count even if a link loops. */
-    while (c != SL_NIL && n++ < t->shm->hdr->nslots &&
-           (ch = sl_chunk(t, c))) {
+    while (c != SL_NIL && n++ < t->shm->hdr->nslots && (ch = sl_chunk(t, c))) {
         apr_uint32_t next = ch->next;
         sl_slot_give(t, c);
         c = next;
@@ -496,8 +498,9 @@ static int sl_log_needs_chunk(const sl_entry_t *e)
  * lock, so one may arrive a little after a later one: insert, not append. */
 static void sl_log_insert(sl_txn_t *t, sl_entry_t *e, apr_int64_t now)
 {
-    apr_uint32_t end = e->st.log.off + e->st.log.count, pos, ci, k;
+    apr_uint32_t end = e->st.log.off + e->st.log.count, pos, ci, k, first;
     apr_int64_t last = 0, carry;
+    int placing = 0;
     sl_chunk_t *c;
 
     if (e->st.log.count > 0) {
@@ -530,24 +533,36 @@ static void sl_log_insert(sl_txn_t *t, sl_entry_t *e, apr_int64_t now)
     if (e->st.log.count == 1 || last <= now) {
         return;
     }
-    /* Rotate now into place: from the first later time to the end. */
-    carry = now;
+    /* Rotate now into place, from the first later time to the end. A time
+     * is late by a wait for the lock at most, so its place is usually in
+     * the last chunk: start there when that chunk begins earlier. */
     ci = e->st.log.head;
     pos = e->st.log.off;
+    first = e->st.log.tail == e->st.log.head ? e->st.log.off : 0;
+    if (end % SL_CHUNK_TS != first && c->ts[first] <= now) {
+        ci = e->st.log.tail;
+        pos = first;
+    }
+    carry = now;
     for (k = 0; k < e->st.log.count; k++) {
         if (!(c = sl_chunk(t, ci))) {
             return;
         }
-        if (c->ts[pos] > now || carry != now) {
+        if (placing || c->ts[pos] > now) {
             apr_int64_t tmp = c->ts[pos];
             c->ts[pos] = carry;
             carry = tmp;
+            placing = 1;
+        }
+        if (ci == e->st.log.tail && pos == end % SL_CHUNK_TS) {
+            return;
         }
         if (++pos == SL_CHUNK_TS) {
             pos = 0;
             ci = c->next;
         }
     }
+    t->corrupt = 1;
 }
 
 /* ---- room ---- */
@@ -586,8 +601,8 @@ static apr_uint32_t sl_victim(sl_txn_t *t, const sl_req_t *q, int n)
     return fallback;
 }
 
-static int sl_reserve(sl_txn_t *t, const sl_req_t *q, int n,
-                      apr_uint32_t need, int *evicted)
+static int sl_reserve(sl_txn_t *t, const sl_req_t *q, int n, apr_uint32_t need,
+                      int *evicted)
 {
     while (t->shm->hdr->nfree < need && !t->corrupt) {
         apr_uint32_t v = sl_victim(t, q, n);
@@ -634,8 +649,8 @@ static void sl_evaluate(sl_txn_t *t, sl_req_t *q)
         break;
     }
     case SL_ALG_COUNTER:
-        sl_counter_evaluate(t->now, q->limit, q->win,
-                            e ? &e->st.counter : NULL, &q->ev);
+        sl_counter_evaluate(t->now, q->limit, q->win, e ? &e->st.counter : NULL,
+                            &q->ev);
         break;
     default:
         sl_gcra_evaluate(t->now, q->limit, q->win, q->burst,
@@ -664,7 +679,8 @@ static void sl_apply(sl_txn_t *t, sl_req_t *q)
         expires = sl_counter_apply(t->now, q->win, &e->st.counter);
         break;
     default:
-        expires = sl_gcra_apply(t->now, q->limit, q->win, &e->st.gcra);
+        expires = sl_gcra_apply(t->now, q->limit, q->win, q->burst,
+                                &e->st.gcra);
         break;
     }
     /* Never earlier than before: times handed in slightly out of order
@@ -699,8 +715,8 @@ static apr_uint32_t sl_need(sl_txn_t *t, const sl_req_t *q, int n)
     return need;
 }
 
-static void sl_key_hash(const sl_shm_hdr_t *h, const char *key,
-                        apr_size_t len, unsigned char out[16])
+static void sl_key_hash(const sl_shm_hdr_t *h, const char *key, apr_size_t len,
+                        unsigned char out[16])
 {
     apr_siphash24_auth(out, key, len, h->secret);
     apr_siphash24_auth(out + APR_SIPHASH_DSIZE, key, len,
@@ -801,8 +817,7 @@ apr_status_t sl_shm_check(sl_shm_t *shm, apr_pool_t *p,
                      evicted);
     }
     if (full != was_full) {
-        ap_log_error(APLOG_MARK, full ? APLOG_WARNING : APLOG_INFO, 0,
-                     shm->s,
+        ap_log_error(APLOG_MARK, full ? APLOG_WARNING : APLOG_INFO, 0, shm->s,
                      full ? "mod_slidinglimit: the shm store cannot hold "
                             "the state of a request (a sliding log longer "
                             "than the whole store?): such requests fail "
@@ -913,28 +928,26 @@ apr_status_t sl_shm_create(apr_pool_t *pconf, server_rec *s, apr_size_t size,
     }
     shm->generation = shm->hdr->generation;
 
-    rv = ap_global_mutex_create(&shm->mutex, NULL, SL_SHM_MUTEX, NULL, s,
-                                pconf, 0);
+    rv = ap_global_mutex_create(&shm->mutex, NULL, SL_SHM_MUTEX, NULL, s, pconf,
+                                0);
     if (rv != APR_SUCCESS) {
         return rv;
     }
     ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
                  "mod_slidinglimit: shm store %s: %" APR_SIZE_T_FMT
                  " bytes, %u slots of %d bytes, %u buckets",
-                 fresh ? "created" : "kept", size, nslots,
-                 SL_SHM_SLOT_BYTES, nbuckets);
+                 fresh ? "created" : "kept", size, nslots, SL_SHM_SLOT_BYTES,
+                 nbuckets);
     *out = shm;
     return APR_SUCCESS;
 }
 
-apr_status_t sl_shm_child_init(sl_shm_t *shm, apr_pool_t *pchild,
-                               server_rec *s)
+apr_status_t sl_shm_child_init(sl_shm_t *shm, apr_pool_t *pchild, server_rec *s)
 {
     apr_status_t rv;
 
-    rv = apr_global_mutex_child_init(&shm->mutex,
-                                     apr_global_mutex_lockfile(shm->mutex),
-                                     pchild);
+    rv = apr_global_mutex_child_init(
+        &shm->mutex, apr_global_mutex_lockfile(shm->mutex), pchild);
     if (rv != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_CRIT, rv, s,
                      "mod_slidinglimit: cannot reattach the shm store's "

@@ -35,7 +35,7 @@ apr_status_t sl_shm_check(sl_shm_t *shm, apr_pool_t *p,
 /* Sizing, for the documentation and the size directive: every store key
  * takes one slot, and a sliding log also one slot per SL_SHM_LOG_PER_SLOT
  * live timestamps. */
-#define SL_SHM_SLOT_BYTES 64
+#define SL_SHM_SLOT_BYTES   64
 #define SL_SHM_LOG_PER_SLOT 7
 
 /* How many slots the segment has: the number of keys it holds when none is

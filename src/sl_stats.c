@@ -25,6 +25,12 @@ static const apr_int64_t sl_buckets[] = {250,   500,    1000,   2500,
                                          100000, 250000, 1000000};
 #define SL_NBUCKETS (sizeof(sl_buckets) / sizeof(sl_buckets[0]))
 
+/* The same bounds as "le" labels, written out: APR's %g drops the leading
+ * zero (".00025"), which not every scraper's float parser accepts. */
+static const char *const sl_bucket_labels[SL_NBUCKETS] = {
+    "0.00025", "0.0005", "0.001", "0.0025", "0.005", "0.01",
+    "0.025",   "0.05",   "0.1",   "0.25",   "1"};
+
 typedef struct sl_policy_slot {
     volatile apr_uint32_t state; /* 0 free, 1 being named, 2 ready */
     char name[SL_STATS_NAME];
@@ -271,9 +277,9 @@ void sl_stats_write(sl_stats_t *st, request_rec *r)
         cum += apr_atomic_read64(&g->latency[b]);
         if (b < SL_NBUCKETS) {
             ap_rprintf(r,
-                       "slidinglimit_store_latency_seconds_bucket{le=\"%g\"} "
+                       "slidinglimit_store_latency_seconds_bucket{le=\"%s\"} "
                        "%" APR_UINT64_T_FMT "\n",
-                       (double) sl_buckets[b] / 1e6, cum);
+                       sl_bucket_labels[b], cum);
         }
         else {
             ap_rprintf(r,

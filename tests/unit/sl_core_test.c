@@ -128,7 +128,13 @@ static void test_keys(apr_pool_t *p)
         memset(big, 'a', sizeof(big));
         CHECK(strlen(sl_identity(p, "header:x", big, sizeof(big))) == 16,
               "bounded identity");
+        k2 = sl_identity(p, "header:x", big, sizeof(big));
+        big[sizeof(big) - 1] = 'b';
+        CHECK(strcmp(k2, sl_identity(p, "header:x", big, sizeof(big))),
+              "the whole value is hashed, not a prefix");
     }
+    CHECK(!strcmp(sl_ip_key(p, "fe80::1:2:3:4%eth0", 64), "fe80::/64"),
+          "zone id dropped");
     l = limit(p, "10 1m name=api", "", &err);
     key = sl_store_key(p, "sl", k1, l, SL_ALG_COUNTER);
     CHECK(!strncmp(key, "sl:{", 4) && key[strlen(key) - 1] == 'c',

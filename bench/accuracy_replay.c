@@ -1,0 +1,112 @@
+/* Replays decisions that lua/sl_check.lua took in Redis through
+ * src/sl_algo.c (the shm store's math) at the same store times, and
+ * reports every answer that differs: both stores must agree to the
+ * microsecond, rounding included.
+ *
+ * Input, one script call per line (t/17-script-vs-c.t writes it):
+ *   KEY ALG LIMIT WINDOW BURST NOW OK REMAINING RESET
+ * KEY is any token naming an independent budget; ALG is l, c or g; NOW is
+ * the store time the script returned; OK, REMAINING and RESET its reply
+ * for the (single) limit. Prints "N calls, M mismatches"; exit status 1 on
+ * any mismatch or bad line. */
+#include "sl_algo.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_KEYS 64
+#define LOG_CAP 100000
+
+typedef struct {
+    char name[64];
+    sl_counter_t counter;
+    int has_counter;
+    sl_gcra_t gcra;
+    sl_log_t log;
+} sl_budget_t;
+
+static sl_budget_t *budget(sl_budget_t *b, int *n, const char *name)
+{
+    int i;
+
+    for (i = 0; i < *n; i++) {
+        if (!strcmp(b[i].name, name)) {
+            return &b[i];
+        }
+    }
+    if (*n == MAX_KEYS) {
+        return NULL;
+    }
+    memset(&b[*n], 0, sizeof(b[*n]));
+    snprintf(b[*n].name, sizeof(b[*n].name), "%s", name);
+    b[*n].log.ts = malloc(sizeof(apr_int64_t) * LOG_CAP);
+    return &b[(*n)++];
+}
+
+int main(void)
+{
+    static sl_budget_t budgets[MAX_KEYS];
+    int nb = 0;
+    char line[512];
+    long calls = 0, bad = 0, lineno = 0;
+
+    while (fgets(line, sizeof(line), stdin)) {
+        char key[64], alg;
+        long long limit, win, burst, now, ok, rem, reset;
+        sl_budget_t *b;
+        sl_eval_t ev;
+        sl_result_t res;
+
+        lineno++;
+        if (sscanf(line, "%63s %c %lld %lld %lld %lld %lld %lld %lld", key,
+                   &alg, &limit, &win, &burst, &now, &ok, &rem,
+                   &reset) != 9 ||
+            !(b = budget(budgets, &nb, key))) {
+            printf("line %ld: cannot read '%s'\n", lineno, line);
+            return 1;
+        }
+        calls++;
+        if (alg == 'l') {
+            sl_log_expire(&b->log, now, win);
+            sl_log_evaluate(now, limit, win, b->log.count, sl_log_array_at,
+                            &b->log, &ev);
+        }
+        else if (alg == 'c') {
+            sl_counter_evaluate(now, limit, win,
+                                b->has_counter ? &b->counter : NULL, &ev);
+        }
+        else {
+            sl_gcra_evaluate(now, limit, win, burst, &b->gcra, &ev);
+        }
+        /* One limit per call: the call admits exactly when it has room. */
+        sl_eval_result(&ev, ev.ok, &res);
+        if (res.ok != ok || res.remaining != rem || res.reset != reset) {
+            if (bad++ < 20) {
+                printf("line %ld (%s %c %lld/%lld burst %lld at %lld): "
+                       "script %lld %lld %lld, C %d %" APR_INT64_T_FMT
+                       " %" APR_INT64_T_FMT "\n",
+                       lineno, key, alg, limit, win, burst, now, ok, rem,
+                       reset, res.ok, res.remaining, res.reset);
+            }
+        }
+        /* Follow the script's decision, so that one difference does not
+         * cascade into the lines after it. */
+        if (ok) {
+            if (alg == 'l') {
+                if (b->log.count < LOG_CAP) {
+                    sl_log_apply(&b->log, now, win);
+                }
+            }
+            else if (alg == 'c') {
+                sl_counter_apply(now, win, &b->counter);
+                b->has_counter = 1;
+            }
+            else {
+                sl_gcra_apply(now, limit, win, burst, &b->gcra);
+            }
+        }
+    }
+    printf("%ld calls, %ld mismatches\n", calls, bad);
+    return bad || !calls ? 1 : 0;
+}

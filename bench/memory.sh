@@ -1,0 +1,106 @@
+#!/bin/bash
+# Bytes per identity (counter, gcra) and per admitted request (log) in
+# Redis, measured with INFO memory (used_memory before and after) on a
+# private redis-server, with the real script (lua/sl_check.lua) where the
+# layout is the one in use, and with the same state written directly for
+# the counter layouts compared against it (the same state: the current
+# window's count and the previous one's, with the same TTL).
+#
+#   bash bench/memory.sh [IDENTITIES]     (default 10000)
+#
+# Keys have the module's shape: sltest:{16 base64 chars}8 base64 chars.X
+# (prefix sltest, a 12-byte identity hash, a 6-byte policy id). Log members
+# are 12 random bytes, as the module sends them. Deterministic (seeded);
+# bounded: at most 2 x IDENTITIES script calls per scenario, maxmemory 1 GB.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+IDS=${1:-10000}
+DIR=$(mktemp -d "${TMPDIR:-/tmp}/sl-memory.XXXXXX")
+PORT=
+PID=
+cleanup() {
+    [ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
+    rm -rf "$DIR"
+}
+trap cleanup EXIT
+
+for _ in $(seq 1 50); do
+    p=$((10000 + RANDOM % 10000))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then PORT=$p; break; fi
+done
+[ -n "$PORT" ] || { echo "no free port" >&2; exit 1; }
+redis-server --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no \
+    --dir "$DIR" --logfile "$DIR/redis.log" --maxmemory 1gb \
+    --maxmemory-policy noeviction &
+PID=$!
+R="redis-cli -p $PORT"
+for _ in $(seq 1 50); do $R ping >/dev/null 2>&1 && break; sleep 0.1; done
+SHA=$($R script load "$(cat "$ROOT/lua/sl_check.lua")")
+
+used() { $R info memory | sed -n 's/^used_memory:\([0-9]*\).*/\1/p'; }
+
+# gen MODE N PER: RESP commands on stdout (perl, seeded).
+gen() {
+    perl -e '
+        use strict; use MIME::Base64;
+        my ($mode, $n, $per, $sha) = @ARGV;
+        srand(42);
+        sub rb { join "", map { chr(int(rand(256))) } 1 .. $_[0] }
+        sub b64 { my $s = encode_base64($_[0], ""); $s }
+        sub cmd { my $c = "*" . @_ . "\r\n"; $c .= "\$" . length($_) . "\r\n$_\r\n" for @_; print $c }
+        my $pol = b64(rb(6));
+        my $idx = int(time() / 60);
+        for my $i (1 .. $n) {
+            my $k = "sltest:{" . b64(rb(12)) . "}" . $pol;
+            for my $j (1 .. $per) {
+                if ($mode eq "log") {
+                    cmd("EVALSHA", $sha, 1, "$k.l", rb(12), "l", 1000000, 3600000000, 1000000);
+                } elsif ($mode eq "counter") {
+                    cmd("EVALSHA", $sha, 1, "$k.c", rb(12), "c", 100, 60000000, 100);
+                } elsif ($mode eq "gcra") {
+                    cmd("EVALSHA", $sha, 1, "$k.g", rb(12), "g", 100, 60000000, 100);
+                } elsif ($mode eq "gcra-frac") {
+                    cmd("EVALSHA", $sha, 1, "$k.g", rb(12), "g", 7, 1000000, 7);
+                } elsif ($mode eq "counter-hash") {
+                    cmd("HSET", "$k.c", "i", $idx, "c", 1, "p", 0);
+                    cmd("PEXPIRE", "$k.c", 120000);
+                } elsif ($mode eq "counter-2keys") {
+                    cmd("SET", "$k.c:" . $idx, 1, "PX", 120000);
+                    cmd("SET", "$k.c:" . ($idx - 1), 7, "PX", 60000);
+                } elsif ($mode eq "counter-string") {
+                    cmd("SET", "$k.c", "$idx:1:7", "PX", 120000);
+                }
+            }
+        }' "$1" "$2" "$3" "$SHA"
+}
+
+measure() {
+    local label=$1 mode=$2 n=$3 per=$4 unit=$5
+    $R flushall >/dev/null
+    local before after
+    before=$(used)
+    gen "$mode" "$n" "$per" | $R --pipe >/dev/null
+    after=$(used)
+    awk -v l="$label" -v d=$((after - before)) -v n="$n" -v per="$per" -v u="$unit" \
+        'BEGIN { c = (u == "request") ? n * per : n;
+                 printf "%-56s %7d %-10s %7.1f bytes/%s\n", l, c, (u == "identity" ? "identities" : u "s"), d / c, u }'
+}
+
+echo "redis $($R info server | sed -n 's/^redis_version:\(.*\)\r$/\1/p'), $IDS identities"
+# A first round that is not reported: one-off allocations (the script's
+# first run, dictionary growth) stay out of the figures.
+measure "warm-up" counter "$IDS" 1 identity >/dev/null
+echo "--- counter (one admitted request per identity)"
+measure "counter: integer TPPPPPPPPPCCCCCCCCC (sl_check.lua)" counter "$IDS" 1 identity
+measure "counter: string idx:cur:prev" counter-string "$IDS" 1 identity
+measure "counter: hash {i,c,p}" counter-hash "$IDS" 1 identity
+measure "counter: one key per window (cur + prev)" counter-2keys "$IDS" 1 identity
+echo "--- gcra"
+measure "gcra: 100/60s, whole-microsecond TAT (sl_check.lua)" gcra "$IDS" 1 identity
+measure "gcra: 7/1s, fractional TAT (sl_check.lua)" gcra-frac "$IDS" 1 identity
+echo "--- sliding log (sl_check.lua)"
+measure "log: 1 entry per identity" log "$IDS" 1 identity
+measure "log: 10 entries per identity" log $((IDS / 10)) 10 request
+measure "log: 100 entries per identity" log $((IDS / 100)) 100 request
+measure "log: 1000 entries (skiplist)" log $((IDS / 200 > 0 ? IDS / 200 : 1)) 1000 request

@@ -1,0 +1,68 @@
+# The Redis script and the shm store's C (src/sl_algo.c) decide alike, to
+# the microsecond: random call sequences run through lua/sl_check.lua in the
+# suite's Redis (real TIME), then bench/accuracy_replay feeds the same store
+# times through sl_algo.c and compares every (ok, remaining, reset).
+use strict;
+use warnings;
+
+use Apache::Test qw(-withtestmore);
+use Apache::TestUtil;
+use SL::Test;
+use Time::HiRes qw(sleep);
+
+my $root = Apache::Test::vars('serverroot') . '/..';
+my $bin  = "$root/bench/results/accuracy-replay";
+system("make -s -C '$root' bench/results/accuracy-replay >/dev/null 2>&1") == 0
+  or plan skip_all => 'cannot build bench/accuracy_replay.c (cc, APR headers)';
+
+# alg, limit, window (us), burst: windows short enough that many expire or
+# roll over during the run, and intervals that are not whole microseconds
+# (gcra 7 per 50 ms, 3 per 10 ms).
+my @cases = (
+    [ 'l', 5, 50_000, 5 ],
+    [ 'l', 3, 10_000, 3 ],
+    [ 'c', 5, 50_000, 5 ],
+    [ 'c', 7, 20_000, 7 ],
+    [ 'c', 1, 5_000,  1 ],
+    [ 'g', 5, 50_000, 3 ],
+    [ 'g', 7, 50_000, 7 ],
+    [ 'g', 3, 10_000, 9 ],
+);
+my $CALLS = 150;
+plan tests => 2;
+
+my $script = do {
+    open my $fh, '<', "$root/lua/sl_check.lua" or die $!;
+    local $/;
+    <$fh>;
+};
+my $sha = redis('SCRIPT', 'LOAD', $script);
+srand(17);
+my @lines;
+my ($allowed, $refused) = (0, 0);
+for my $i (0 .. $#cases) {
+    my ($alg, $n, $w, $b) = @{ $cases[$i] };
+    my $key = "sltest:{xcheck-$$-$i}.$alg";
+    redis('DEL', $key);
+    for my $j (1 .. $CALLS) {
+        my $r = redis('EVALSHA', $sha, 1, $key, "m$j", $alg, $n, $w, $b);
+        my $now = $r->[0] * 1_000_000 + $r->[1];
+        push @lines, join(' ', "k$i", $alg, $n, $w, $b, $now, @$r[ 3 .. 5 ]);
+        $r->[2] ? $allowed++ : $refused++;
+        # Bursts and pauses of up to two emission intervals.
+        sleep(rand(2 * $w / $n) / 1e6) if rand() < 0.5;
+    }
+    # Not of the module's key shape, which other tests check for.
+    redis('DEL', $key);
+}
+t_debug("$allowed admitted, $refused refused");
+ok($allowed > 200 && $refused > 200, "the sequences admit ($allowed) and refuse ($refused)");
+
+my $trace = "$root/t/xcheck-$$.txt";
+open my $fh, '>', $trace or die "$trace: $!";
+print $fh "$_\n" for @lines;
+close $fh;
+my $out = `'$bin' < '$trace' 2>&1`;
+t_debug($out);
+ok t_cmp($out, qr/^\d+ calls, 0 mismatches$/m, 'sl_algo.c gives the script\'s answers on every call');
+unlink $trace;

@@ -1,0 +1,95 @@
+# IPv6 clients through mod_remoteip: addresses in one /64 share a budget,
+# another /64 does not; SlidingLimitIPv6Prefix 48 widens it; IPv4-mapped
+# addresses count as IPv4.
+use strict;
+use warnings;
+
+use Apache::Test qw(-withtestmore);
+use Apache::TestUtil;
+use SL::Test;
+use SL::Keys;
+
+plan tests => 17;
+
+sub get { local $_; req('GET', @_) }
+
+# A fresh 2001:db8:XXXX:YYYY::/64 for this run.
+my ($h1, $h2) = (sprintf('%x', ($$ % 0xfff0) + 1), sprintf('%x', int(rand(0xffff))));
+my $net64 = "2001:db8:$h1:$h2";
+
+# /64 (default)
+{
+    my @s = (
+        get('/keys/v6/', 'X-Forwarded-For' => "${net64}::1")->{status},
+        get('/keys/v6/', 'X-Forwarded-For' => "$net64:dead:beef:0:2")->{status},
+        get('/keys/v6/', 'X-Forwarded-For' => "$net64:ffff:ffff:ffff:ffff")->{status},
+        get('/keys/v6/', 'X-Forwarded-For' => "${net64}:1234::99")->{status},
+    );
+    is("@s", '200 200 200 429', 'v6: four addresses of one /64 share 3');
+    my $key = key_of(identity => sl_identity('ip', "$net64\::/64"), policy => 'keys-v6');
+    is(redis('ZCARD', $key), 3, 'v6: the budget is the hashed /64');
+    my $other = sprintf('2001:db8:%s:%x::1', $h1, (hex($h2) + 1) % 0x10000);
+    is(get('/keys/v6/', 'X-Forwarded-For' => $other)->{status}, 200,
+        'v6: the neighbouring /64 has its own budget');
+    is(get('/keys/v6/', 'X-Forwarded-For' => uc("${net64}::abcd"))->{status}, 429,
+        'v6: upper-case spelling of the same /64 is the same budget');
+    my $long = join(':', '2001', '0db8', sprintf('%04s', $h1), sprintf('%04s', $h2),
+        0, 0, 0, 7);
+    is(get('/keys/v6/', 'X-Forwarded-For' => $long)->{status}, 429,
+        'v6: the uncompressed spelling too');
+}
+
+# /48 in another location
+{
+    my $a = "2001:db8:$h1:1::1";
+    my $b = "2001:db8:$h1:ffff::2";
+    my $c = "2001:db8:$h1:42:1:2:3:4";
+    my @s = map { get('/keys/v6-48/', 'X-Forwarded-For' => $_)->{status} } $a, $b, $c,
+        "2001:db8:$h1:abc::5";
+    is("@s", '200 200 200 429', 'v6 /48: four /64s of one /48 share 3');
+    my $key = key_of(identity => sl_identity('ip', "2001:db8:$h1\::/48"),
+        policy => 'keys-v6-48');
+    is(redis('ZCARD', $key), 3, 'v6 /48: the budget is the hashed /48');
+    my $other48 = sprintf('2001:db8:%x::1', (hex($h1) + 1) % 0x10000);
+    is(get('/keys/v6-48/', 'X-Forwarded-For' => $other48)->{status}, 200,
+        'v6 /48: another /48 has its own budget');
+    # The /64 location is not affected by the /48 one.
+    is(get('/keys/v6/', 'X-Forwarded-For' => $a)->{status}, 200,
+        'v6: the prefix is per location');
+}
+
+# IPv4-mapped
+{
+    my $ip = fresh_ip();
+    my $key = key_of(identity => sl_identity('ip', $ip), policy => 'keys-v6');
+    my @s = (
+        get('/keys/v6/', 'X-Forwarded-For' => $ip)->{status},
+        get('/keys/v6/', 'X-Forwarded-For' => "::ffff:$ip")->{status},
+        get('/keys/v6/', 'X-Forwarded-For' => "::FFFF:$ip")->{status},
+        get('/keys/v6/', 'X-Forwarded-For' => $ip)->{status},
+    );
+    is("@s", '200 200 200 429', 'v4-mapped: the same budget as plain IPv4');
+    is(redis('ZCARD', $key), 3, 'v4-mapped: keyed as the IPv4 address');
+    # Not masked to /64 with the mapped prefix: another IPv4 address stays apart.
+    my $ip2 = fresh_ip();
+    is(get('/keys/v6/', 'X-Forwarded-For' => "::ffff:$ip2")->{status}, 200,
+        'v4-mapped: another IPv4 address has its own budget');
+}
+
+# No raw address reaches the store.
+{
+    my $keys = redis('KEYS', 'sltest:*');
+    ok(scalar(@$keys) > 0, 'store has keys');
+    ok(!grep({ /2001|db8|::|10\.\d/ } @$keys), 'no address in any store key');
+    ok(!grep({ !shape_ok($_) } @$keys), 'every key has the fixed shape')
+        or diag(join "\n", grep { !shape_ok($_) } @$keys);
+}
+
+# Garbage in X-Forwarded-For is mod_remoteip's business: the peer address
+# stays the client.
+{
+    my $res = get('/keys/v6/', 'X-Forwarded-For' => 'not-an-address');
+    ok($res->{status} == 200 || $res->{status} == 429 || $res->{status} == 400,
+        "garbage X-Forwarded-For answered sanely ($res->{status})");
+    isnt($res->{status}, 500, '... never 500');
+}

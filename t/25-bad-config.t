@@ -1,0 +1,190 @@
+# Every bad value is refused at start-up: "httpd -t" on a minimal generated
+# configuration fails with a message naming the directive and the bad token.
+use strict;
+use warnings;
+
+use Apache::Test qw(-withtestmore);
+use SL::Keys;
+
+# [ configuration, directive named, token named (undef: none to name) ]
+my @bad = (
+    # SlidingLimit
+    [ 'SlidingLimit 10 1m colour=red',            'SlidingLimit', 'colour=red' ],
+    [ 'SlidingLimit 10 1m name=a colour',         'SlidingLimit', 'colour' ],
+    [ 'SlidingLimit 0 1m',                        'SlidingLimit', "'0'" ],
+    [ 'SlidingLimit -5 1m',                       'SlidingLimit', "'-5'" ],
+    [ 'SlidingLimit ten 1m',                      'SlidingLimit', "'ten'" ],
+    [ 'SlidingLimit 10.5 1m',                     'SlidingLimit', "'10.5'" ],
+    [ 'SlidingLimit 100000001 1m',                'SlidingLimit', "'100000001'" ],
+    [ 'SlidingLimit 10',                          'SlidingLimit', "'10'" ],
+    [ 'SlidingLimit',                             'SlidingLimit', undef ],
+    [ 'SlidingLimit 10 0s',                       'SlidingLimit', "'0s'" ],
+    [ 'SlidingLimit 10 -1m',                      'SlidingLimit', "'-1m'" ],
+    [ 'SlidingLimit 10 1w',                       'SlidingLimit', "'1w'" ],
+    [ 'SlidingLimit 10 1.5m',                     'SlidingLimit', "'1.5m'" ],
+    [ 'SlidingLimit 10 m',                        'SlidingLimit', "'m'" ],
+    [ 'SlidingLimit 10 400d',                     'SlidingLimit', "'400d'" ],
+    [ 'SlidingLimit 10 1m algorithm=fast',        'SlidingLimit', "'fast'" ],
+    [ 'SlidingLimit 10 1m algorithm=',            'SlidingLimit', "''" ],
+    [ 'SlidingLimit 10 1m burst=5',               'SlidingLimit', 'burst=5' ],
+    [ 'SlidingLimit 10 1m algorithm=log burst=5', 'SlidingLimit', 'burst=5' ],
+    [ "SlidingLimitAlgorithm gcra\nSlidingLimit 10 1m burst=5",
+                                                  'SlidingLimit', 'burst=5' ],
+    [ 'SlidingLimit 10 1m algorithm=gcra burst=0', 'SlidingLimit', "'0'" ],
+    [ 'SlidingLimit 10 1m algorithm=gcra burst=x', 'SlidingLimit', "'x'" ],
+    [ 'SlidingLimit 10 1m name=',                 'SlidingLimit', 'name=' ],
+    [ 'SlidingLimit 10 1m name=a{b}',             'SlidingLimit', 'name=a{b}' ],
+    [ 'SlidingLimit 10 1m "name=a b"',            'SlidingLimit', 'name=a b' ],
+    [ "SlidingLimit 10 1m name=x\nSlidingLimit 20 1h name=x",
+                                                  'SlidingLimit', "'x'" ],
+    [ "SlidingLimit 10 1m\nSlidingLimit 10 1m",   'SlidingLimit', "'10-per-1m'" ],
+    [ "<Location /x>\nSlidingLimit 10 1m\nSlidingLimit off\n</Location>",
+                                                  'SlidingLimit', "'off'" ],
+    [ "<Location /x>\nSlidingLimit off\nSlidingLimit 10 1m\n</Location>",
+                                                  'SlidingLimit', "'10 1m'" ],
+    [ "<Location /a>\nSlidingLimit 10 1m name=k\n</Location>\n"
+          . "<Location /b>\nSlidingLimit 20 1m name=k\n</Location>",
+                                                  'SlidingLimit', "'k'" ],
+    [ "<Location /a>\nSlidingLimit 10 1m name=k\n</Location>\n"
+          . "<VirtualHost 127.0.0.1:1>\nSlidingLimit 10 1m name=k algorithm=gcra\n</VirtualHost>",
+                                                  'SlidingLimit', "'k'" ],
+    [ 'SlidingLimit of',                          'SlidingLimit', "'of'" ],
+    [ 'SlidingLimit offf',                        'SlidingLimit', "'offf'" ],
+    [ 'SlidingLimit off 10',                      'SlidingLimit', "'off'" ],
+
+    # SlidingLimitKey
+    [ 'SlidingLimitKey ip cookie',                'SlidingLimitKey', "'cookie'" ],
+    [ 'SlidingLimitKey IP4',                      'SlidingLimitKey', "'IP4'" ],
+    [ 'SlidingLimitKey header:',                  'SlidingLimitKey', "'header:'" ],
+    [ 'SlidingLimitKey header:X(Y)',              'SlidingLimitKey', "'header:X(Y)'" ],
+    [ 'SlidingLimitKey "header:X Y"',             'SlidingLimitKey', "'header:X Y'" ],
+    [ 'SlidingLimitKey header:X:Y',               'SlidingLimitKey', "'header:X:Y'" ],
+    [ 'SlidingLimitKey header:{X}',               'SlidingLimitKey', "'header:{X}'" ],
+    [ 'SlidingLimitKey env:',                     'SlidingLimitKey', "'env:'" ],
+    [ 'SlidingLimitKey "env:A B"',                'SlidingLimitKey', "'env:A B'" ],
+    [ 'SlidingLimitKey expr:',                    'SlidingLimitKey', "'expr:'" ],
+    [ 'SlidingLimitKey "expr:%{HTTP:X"',          'SlidingLimitKey', "'expr:%{HTTP:X'" ],
+    [ 'SlidingLimitKey "expr:%{nosuchfunc:x}"',   'SlidingLimitKey', "'expr:%{nosuchfunc:x}'" ],
+    [ 'SlidingLimitKey',                          'SlidingLimitKey', undef ],
+
+    # SlidingLimitAlgorithm, FailMode, on/off directives, Headers, Status
+    [ 'SlidingLimitAlgorithm fast',               'SlidingLimitAlgorithm', "'fast'" ],
+    [ 'SlidingLimitAlgorithm sliding-log',        'SlidingLimitAlgorithm', "'sliding-log'" ],
+    [ 'SlidingLimitFailMode opened',              'SlidingLimitFailMode', "'opened'" ],
+    [ 'SlidingLimitFailMode close',               'SlidingLimitFailMode', "'close'" ],
+    [ 'SlidingLimitLocalFallback yes',            'SlidingLimitLocalFallback', "'yes'" ],
+    [ 'SlidingLimitLocalFallback onn',            'SlidingLimitLocalFallback', "'onn'" ],
+    [ 'SlidingLimitDryRun 1',                     'SlidingLimitDryRun', "'1'" ],
+    [ 'SlidingLimitDryRun of',                    'SlidingLimitDryRun', "'of'" ],
+    [ 'SlidingLimitHeaders ietf xratelimit',      'SlidingLimitHeaders', "'xratelimit'" ],
+    [ 'SlidingLimitHeaders off ietf',             'SlidingLimitHeaders', "'off'" ],
+    [ 'SlidingLimitHeaders draft3',               'SlidingLimitHeaders', "'draft3'" ],
+    [ 'SlidingLimitStatus 200',                   'SlidingLimitStatus', "'200'" ],
+    [ 'SlidingLimitStatus 399',                   'SlidingLimitStatus', "'399'" ],
+    [ 'SlidingLimitStatus 600',                   'SlidingLimitStatus', "'600'" ],
+    [ 'SlidingLimitStatus 429x',                  'SlidingLimitStatus', "'429x'" ],
+    [ 'SlidingLimitStatus Too-Many',              'SlidingLimitStatus', "'Too-Many'" ],
+
+    # SlidingLimitIPv6Prefix
+    [ 'SlidingLimitIPv6Prefix 0',                 'SlidingLimitIPv6Prefix', "'0'" ],
+    [ 'SlidingLimitIPv6Prefix 129',               'SlidingLimitIPv6Prefix', "'129'" ],
+    [ 'SlidingLimitIPv6Prefix /64',               'SlidingLimitIPv6Prefix', "'/64'" ],
+    [ 'SlidingLimitIPv6Prefix -1',                'SlidingLimitIPv6Prefix', "'-1'" ],
+
+    # SlidingLimitStore
+    [ 'SlidingLimitStore http://127.0.0.1:6379',  'SlidingLimitStore', "'http://127.0.0.1:6379'" ],
+    [ 'SlidingLimitStore redis://',               'SlidingLimitStore', "'redis://'" ],
+    [ 'SlidingLimitStore redis://host:99999',     'SlidingLimitStore', "'99999'" ],
+    [ 'SlidingLimitStore redis://host:0',         'SlidingLimitStore', "'0'" ],
+    [ 'SlidingLimitStore redis://host:abc',       'SlidingLimitStore', "'abc'" ],
+    [ 'SlidingLimitStore redis://host/x',         'SlidingLimitStore', "'x'" ],
+    [ 'SlidingLimitStore redis://host/0/1',       'SlidingLimitStore', "'0/1'" ],
+    [ 'SlidingLimitStore redis://[::1',           'SlidingLimitStore', "'[::1'" ],
+    [ 'SlidingLimitStore unix:redis.sock',        'SlidingLimitStore', "'unix:redis.sock'" ],
+    [ 'SlidingLimitStore unix:/run/r.sock?database=1', 'SlidingLimitStore', "'?database=1'" ],
+    [ 'SlidingLimitStore unix:/run/r.sock?db=x',  'SlidingLimitStore', "'x'" ],
+    [ 'SlidingLimitStore cluster://',             'SlidingLimitStore', "'cluster://'" ],
+    [ 'SlidingLimitStore cluster://a:1,b:x',      'SlidingLimitStore', "'x'" ],
+    [ 'SlidingLimitStore shared',                 'SlidingLimitStore', "'shared'" ],
+
+    # SlidingLimitStoreTimeout
+    [ 'SlidingLimitStoreTimeout 0ms',             'SlidingLimitStoreTimeout', "'0ms'" ],
+    [ 'SlidingLimitStoreTimeout fast',            'SlidingLimitStoreTimeout', "'fast'" ],
+    [ 'SlidingLimitStoreTimeout 100ms 0',         'SlidingLimitStoreTimeout', "'0'" ],
+    [ 'SlidingLimitStoreTimeout 100ms -5ms',      'SlidingLimitStoreTimeout', "'-5ms'" ],
+    [ 'SlidingLimitStoreTimeout 100ms 5x',        'SlidingLimitStoreTimeout', "'5x'" ],
+    [ 'SlidingLimitStoreTimeout 2m',              'SlidingLimitStoreTimeout', "'2m'" ],
+    [ 'SlidingLimitStoreTimeout 100ms 61s',       'SlidingLimitStoreTimeout', "'61s'" ],
+    [ 'SlidingLimitStoreTimeout 1s 1s 1s',        'SlidingLimitStoreTimeout', undef ],
+
+    # SlidingLimitKeyPrefix
+    [ 'SlidingLimitKeyPrefix a{b',                'SlidingLimitKeyPrefix', "'a{b'" ],
+    [ 'SlidingLimitKeyPrefix a}b',                'SlidingLimitKeyPrefix', "'a}b'" ],
+    [ 'SlidingLimitKeyPrefix "a b"',              'SlidingLimitKeyPrefix', "'a b'" ],
+    [ 'SlidingLimitKeyPrefix ""',                 'SlidingLimitKeyPrefix', undef ],
+    [ 'SlidingLimitKeyPrefix ' . ('p' x 65),      'SlidingLimitKeyPrefix', "'" . ('p' x 65) . "'" ],
+
+    # SlidingLimitShmSize
+    [ 'SlidingLimitShmSize 10K',                  'SlidingLimitShmSize', "'10K'" ],
+    [ 'SlidingLimitShmSize lots',                 'SlidingLimitShmSize', "'lots'" ],
+    [ 'SlidingLimitShmSize 5G',                   'SlidingLimitShmSize', "'5G'" ],
+
+    # Server-only directives in a directory context
+    [ "<Location /x>\nSlidingLimitStore shm\n</Location>",          'SlidingLimitStore', undef ],
+    [ "<Location /x>\nSlidingLimitStoreTimeout 1s\n</Location>",    'SlidingLimitStoreTimeout', undef ],
+    [ "<Location /x>\nSlidingLimitKeyPrefix x\n</Location>",        'SlidingLimitKeyPrefix', undef ],
+    [ "<Directory /tmp>\nSlidingLimitShmSize 8M\n</Directory>",     'SlidingLimitShmSize', undef ],
+    [ "<If \"true\">\nSlidingLimitStore shm\n</If>",                'SlidingLimitStore', undef ],
+    [ "<VirtualHost 127.0.0.1:1>\nSlidingLimitShmSize 8M\n</VirtualHost>",
+                                                  'SlidingLimitShmSize', undef ],
+);
+
+# A configuration using every directive with good values must pass, or the
+# refusals above would prove nothing.
+my $good = <<'CONF';
+SlidingLimitStore redis://user:p%40ss@127.0.0.1:6379/2
+SlidingLimitStoreTimeout 100ms 50ms
+SlidingLimitKeyPrefix sl-prod
+SlidingLimitShmSize 16M
+SlidingLimitAlgorithm counter
+<Location /api>
+    SlidingLimit 100 1m name=api
+    SlidingLimit 1000 1h algorithm=gcra burst=50
+    SlidingLimitKey header:X-Api-Key user "expr:%{HTTP:X-Tenant}-%{REQUEST_METHOD}" env:TENANT ip
+    SlidingLimitIPv6Prefix 56
+    SlidingLimitFailMode closed
+    SlidingLimitLocalFallback off
+    SlidingLimitHeaders ietf draft03 x-ratelimit
+    SlidingLimitStatus 503
+    SlidingLimitDryRun on
+    <If "-R '10.0.0.0/8'">
+        SlidingLimit off
+    </If>
+</Location>
+<Location /api/v2>
+    SlidingLimit 100 1m name=api
+</Location>
+<Location /none>
+    SlidingLimitHeaders off
+    SlidingLimit 1 500ms algorithm=log
+    SlidingLimit 2 30 algorithm=counter
+</Location>
+CONF
+
+plan tests => 2 + @bad;
+
+my ($rc, $out) = httpd_check($good);
+is($rc, 0, 'every directive with good values passes httpd -t') or diag($out);
+like($out, qr/Syntax OK/, '... Syntax OK');
+
+for my $case (@bad) {
+    my ($conf, $directive, $token) = @$case;
+    my ($rc, $out) = httpd_check($conf);
+    (my $one = $conf) =~ s/\n/ | /g;
+    my $named_d = $out =~ /\Q$directive\E/;
+    my $named_t = !defined $token || $out =~ /\Q$token\E/;
+    ok($rc != 0 && $named_d && $named_t && $out !~ /Syntax OK/,
+        "refused: $one" . (defined $token ? "  [$token]" : ''))
+        or diag("rc=$rc\n$out");
+    note($out) if $ENV{SL_TEST_SHOW};
+}

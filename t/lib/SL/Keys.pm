@@ -1,0 +1,101 @@
+package SL::Keys;
+
+# Helpers of the key and configuration tests (t/20-*.t .. t/29-*.t): Basic
+# credentials, raw requests (for bytes HTTP::Tiny refuses to send), store
+# keys of a section's unnamed limit, and "apache2 -t" on a generated config.
+
+use strict;
+use warnings;
+
+use Digest::SHA qw(sha1);
+use Exporter qw(import);
+use File::Temp qw(tempdir);
+use HTTP::Tiny;
+use IO::Socket::INET;
+use MIME::Base64 qw(encode_base64);
+use SL::Test;
+
+our @EXPORT = qw(basic tag req raw_request policy_unnamed key_of
+  httpd_bin httpd_check top_dir shape_ok);
+
+my $tags = 0;
+
+# A string no other run of the suite has used.
+sub tag { $tags++; return sprintf('%d-%d-%d', $$, time, $tags) }
+
+sub basic { return 'Basic ' . encode_base64("$_[0]:$_[1]", '') }
+
+# req($method, $path, %headers) -> HTTP::Tiny response
+sub req {
+    my ($method, $path, %h) = @_;
+    my $ua = HTTP::Tiny->new(timeout => 10, max_redirect => 0);
+    return $ua->request($method, server_url() . $path, { headers => \%h });
+}
+
+# Sends $bytes as they are; returns the status code (0 when the server
+# closed without an answer).
+sub raw_request {
+    my ($bytes) = @_;
+    my ($host, $port) = server_url() =~ m{^http://([^:/]+):(\d+)};
+    my $s = IO::Socket::INET->new(PeerAddr => $host, PeerPort => $port,
+        Timeout => 10) or die "connect: $!";
+    binmode $s;
+    print $s $bytes;
+    my $line = <$s> // '';
+    close $s;
+    return $line =~ m{^HTTP/1\.\d (\d{3})} ? $1 : 0;
+}
+
+# The policy id of an unnamed "SlidingLimit REQUESTS WINDOW" line: its
+# enclosing sections (outermost first, as written) and its own values.
+sub policy_unnamed {
+    my ($section, $requests, $window_us, $burst) = @_;
+    my $basis = "s\n$section\n$requests\n$window_us\n" . ($burst // 0);
+    return encode_base64(substr(sha1($basis), 0, 6), '');
+}
+
+# key_of(identity => ..., policy_id => ... | policy => NAME, alg => 'l')
+sub key_of {
+    my %a = @_;
+    my $pol = $a{policy_id} // sl_policy_named($a{policy});
+    return 'sltest:{' . $a{identity} . '}' . $pol . '.' . ($a{alg} // 'l');
+}
+
+# The fixed shape of every store key: prefix, a 16-character hash tag, an
+# 8-character policy id and the algorithm.
+sub shape_ok { return $_[0] =~ m{\Asltest:\{[A-Za-z0-9+/]{16}\}[A-Za-z0-9+/]{8}\.[lcg]\z} }
+
+sub top_dir {
+    require Apache::Test;
+    my $t = Apache::Test::vars('serverroot');
+    return "$t/..";
+}
+
+sub httpd_bin {
+    require Apache::Test;
+    return Apache::Test::vars('httpd');
+}
+
+# Runs "httpd -t" on a minimal config: the suite's LoadModule lines, our
+# module, and $body. Returns (exit code, output).
+sub httpd_check {
+    my ($body) = @_;
+    my $top = top_dir();
+    my $dir = tempdir(CLEANUP => 1, TMPDIR => 1);
+    my $mpm = $ENV{SL_TEST_MPM} || 'event';
+    open my $in, '<', "$top/t/setup/httpd-$mpm.conf" or die "setup: $!";
+    my @load = grep {/^\s*LoadModule\s/} <$in>;
+    close $in;
+    open my $out, '>', "$dir/httpd.conf" or die "conf: $!";
+    print $out "ServerRoot $dir\nServerName localhost\n",
+      "DefaultRuntimeDir $dir\nPidFile $dir/httpd.pid\n",
+      "ErrorLog $dir/error_log\nListen 127.0.0.1:1\n", @load,
+      "LoadModule slidinglimit_module $top/.libs/mod_slidinglimit.so\n",
+      $body, "\n";
+    close $out;
+    my $bin = httpd_bin();
+    my $output = `'$bin' -t -d '$dir' -f '$dir/httpd.conf' 2>&1`;
+    return ($? >> 8, $output);
+}
+
+1;

@@ -1,0 +1,73 @@
+#!/usr/bin/env node
+// Parses HTTP structured field values with the structured-headers package
+// and prints them as JSON, so that the Perl suite reads RateLimit-Policy and
+// RateLimit with a real RFC 8941/9651 parser instead of a regular expression.
+//
+//   node parse.js list|item|dictionary FIELD-LINE [FIELD-LINE...]
+//
+// Several field lines are one field, combined as RFC 9110 5.3 says (joined
+// with ", "). Output on success (exit 0):
+//   {"canonical": "<the value serialized again>", "members": [MEMBER...]}
+// where MEMBER is {"type": T, "value": V, "params": {KEY: {"type", "value"}}}
+// (dictionary members also carry "key"), T is one of integer, decimal,
+// string, token, binary (value in base64), boolean, date, displaystring,
+// innerlist (value: an array of MEMBER). A value that does not parse exits 1
+// with the parser's message on stderr.
+import * as sf from 'structured-headers';
+
+function bare(v) {
+  if (typeof v === 'number') {
+    return { type: Number.isInteger(v) ? 'integer' : 'decimal', value: v };
+  }
+  if (typeof v === 'string') return { type: 'string', value: v };
+  if (typeof v === 'boolean') return { type: 'boolean', value: v };
+  if (v instanceof sf.Token) return { type: 'token', value: v.toString() };
+  if (v instanceof sf.DisplayString) {
+    return { type: 'displaystring', value: v.toString() };
+  }
+  if (v instanceof Date) return { type: 'date', value: v.getTime() / 1000 };
+  if (ArrayBuffer.isView(v) || v instanceof ArrayBuffer) {
+    return { type: 'binary', value: sf.arrayBufferToBase64(v) };
+  }
+  throw new Error(`unexpected bare item ${String(v)}`);
+}
+
+function params(p) {
+  const out = {};
+  for (const [k, v] of p) out[k] = bare(v);
+  return out;
+}
+
+function member(m) {
+  if (sf.isInnerList(m)) {
+    return { type: 'innerlist', value: m[0].map(member), params: params(m[1]) };
+  }
+  return { ...bare(m[0]), params: params(m[1]) };
+}
+
+const [kind, ...lines] = process.argv.slice(2);
+if (!['list', 'item', 'dictionary'].includes(kind) || lines.length === 0) {
+  process.stderr.write('usage: parse.js list|item|dictionary FIELD-LINE...\n');
+  process.exit(2);
+}
+const input = lines.join(', ');
+try {
+  let out;
+  if (kind === 'list') {
+    const v = sf.parseList(input);
+    out = { canonical: sf.serializeList(v), members: v.map(member) };
+  } else if (kind === 'item') {
+    const v = sf.parseItem(input);
+    out = { canonical: sf.serializeItem(v), members: [member(v)] };
+  } else {
+    const v = sf.parseDictionary(input);
+    out = {
+      canonical: sf.serializeDictionary(v),
+      members: [...v].map(([key, m]) => ({ key, ...member(m) })),
+    };
+  }
+  process.stdout.write(JSON.stringify(out) + '\n');
+} catch (e) {
+  process.stderr.write(`parse.js: ${kind} ${JSON.stringify(input)}: ${e.message}\n`);
+  process.exit(1);
+}
