@@ -1,8 +1,6 @@
 /* Unit tests of the circuit breaker (src/sl_breaker.c): transitions, the
  * probe schedule, and answers that arrive after a transition. No server
- * needed:
- *   cc -Isrc $(apr-1-config --includes --cppflags) tests/unit/sl_breaker_test.c \
- *      src/sl_breaker.c $(apr-1-config --link-ld) $(apu-1-config --link-ld) */
+ * needed (make unit). */
 #include "sl_breaker.h"
 
 #include <apr_general.h>
