@@ -36,11 +36,11 @@
  * is APR_ENOSPC and nothing changes: never a crash, never a silent pass.
  *
  * Lifecycle. The segment lives in the process pool and is kept across
- * graceful restarts (retained data, recreated only when its size changes);
- * the mutex belongs to each generation (pconf), so that the Mutex directive
- * applies after a restart. Children of an older generation still running
- * after a graceful restart hold the old mutex, not the new one: the
- * generation number in the header tells them to keep their hands off. */
+ * graceful restarts (retained data, recreated only when its size changes),
+ * and so is its mutex: children of the old generation that are still
+ * finishing requests after a graceful restart take the same lock as the new
+ * ones, so two generations never write the segment at once. The price: a
+ * changed "Mutex slidinglimit-shm" takes effect at the next full restart. */
 
 /* What apr-1-config --cppflags gives the real build: apr.h needs it for
  * PATH_MAX under a strict -std=c99. */
@@ -143,6 +143,7 @@ typedef char sl_assert_ts[SL_CHUNK_TS == SL_SHM_LOG_PER_SLOT ? 1 : -1];
 typedef struct sl_shm_retained {
     apr_shm_t *shm;
     apr_size_t size;
+    apr_global_mutex_t *mutex;
 } sl_shm_retained_t;
 
 struct sl_shm {
@@ -153,7 +154,6 @@ struct sl_shm {
     apr_uint32_t *buckets;
     sl_slot_t *slots;
     apr_uint32_t generation;
-    apr_uint32_t superseded; /* logged that a newer generation took over */
 };
 
 /* One limit of the request being decided. */
@@ -771,16 +771,6 @@ apr_status_t sl_shm_check(sl_shm_t *shm, apr_pool_t *p,
                      "mod_slidinglimit: cannot lock the shm store");
         return rv;
     }
-    if (shm->hdr->generation != shm->generation) {
-        apr_global_mutex_unlock(shm->mutex);
-        if (!apr_atomic_xchg32(&shm->superseded, 1)) {
-            ap_log_error(APLOG_MARK, APLOG_INFO, 0, shm->s,
-                         "mod_slidinglimit: the shm store belongs to a "
-                         "newer generation after a restart; this exiting "
-                         "child no longer uses it");
-        }
-        return APR_EGENERAL;
-    }
     for (i = 0; i < n && !t.corrupt; i++) {
         sl_evaluate(&t, &q[i]);
         admitted = admitted && q[i].ev.ok;
@@ -920,19 +910,21 @@ apr_status_t sl_shm_create(apr_pool_t *pconf, server_rec *s, apr_size_t size,
         sl_format(shm);
     }
     else {
-        /* Kept across a graceful restart: every budget survives. Children
-         * of the previous generation lock another mutex; the new number
-         * keeps them out. */
+        /* Kept across a graceful restart: every budget survives. */
         sl_map(shm, shm->hdr);
         shm->hdr->generation++;
     }
     shm->generation = shm->hdr->generation;
 
-    rv = ap_global_mutex_create(&shm->mutex, NULL, SL_SHM_MUTEX, NULL, s, pconf,
-                                0);
-    if (rv != APR_SUCCESS) {
-        return rv;
+    if (!rd->mutex) {
+        rv = ap_global_mutex_create(&rd->mutex, NULL, SL_SHM_MUTEX, NULL, s,
+                                    s->process->pool, 0);
+        if (rv != APR_SUCCESS) {
+            rd->mutex = NULL;
+            return rv;
+        }
     }
+    shm->mutex = rd->mutex;
     ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
                  "mod_slidinglimit: shm store %s: %" APR_SIZE_T_FMT
                  " bytes, %u slots of %d bytes, %u buckets",
