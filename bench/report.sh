@@ -210,12 +210,13 @@ awk -F'\t' '$6 != "FAILED" {printf "%d \"%s\" %s %s\n", NR - 1, $1, $6, $8}' "$R
 gnuplot <<GP
 set terminal pngcairo size 1400,900 font "DejaVu Sans,10"
 set output "$PNG"
-set multiplot layout 2,1 title "mod_slidinglimit: $(nproc) cores shared by wrk, httpd and redis-server; wrk -t${SL_BENCH_THREADS:-2} -c${SL_BENCH_CONNS:-32} (rows ending in c4: -c${SL_BENCH_LOWCONNS:-4})"
+set multiplot layout 2,1 title noenhanced "mod_slidinglimit: $(nproc) cores shared by wrk, httpd and redis-server; wrk -t${SL_BENCH_THREADS:-2} -c${SL_BENCH_CONNS:-32} (rows ending in c4: -c${SL_BENCH_LOWCONNS:-4})"
 set style fill solid 0.8 border -1
 set boxwidth 0.7
 set grid ytics
 set xtics rotate by -35 left nomirror font ",9"
 set lmargin 10
+set rmargin 6
 set bmargin 8
 set yrange [0:*]
 set ylabel "requests/s"
