@@ -21,7 +21,8 @@ MODULE     = .libs/mod_slidinglimit.so
 # Packages the build, the suite and the demo need (Debian names).
 DEPS_BUILD = apache2 apache2-dev libhiredis-dev
 DEPS_TEST  = redis-server redis-tools libapache2-mod-perl2 libwww-perl curl faketime
-DEPS_BENCH = wrk gnuplot-nox libapache2-mod-evasive libapache2-mod-qos libpcre3
+DEPS_BENCH = wrk gnuplot-nox libapache2-mod-evasive libapache2-mod-qos libpcre3 \
+             libapache2-mod-security2 linux-perf valgrind
 
 .PHONY: all install clean deps deps-bench test unit sf demo demo-stop bench soak format \
         accuracy memory

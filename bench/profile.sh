@@ -1,0 +1,136 @@
+#!/bin/bash
+# Instructions per request in httpd with the module, counted by callgrind on
+# one httpd process (-X), against a private redis-server, all on 127.0.0.1.
+#
+#   bash bench/profile.sh [STORE] [ALGORITHM] [REQUESTS]
+#     STORE      redis (default), shm or none (httpd without the module)
+#     ALGORITHM  log, counter (default) or gcra
+#     REQUESTS   requests sent after a warm-up (default 2000)
+#
+# Run it without timeout(1): httpd -X under timeout's process group ends the
+# whole run. Prints the callgrind summary by function (inclusive) and the total per
+# request; the raw output stays in the printed directory.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+STORE=${1:-redis}
+ALG=${2:-counter}
+N=${3:-2000}
+MODS=/usr/lib/apache2/modules
+HTTPD=$(command -v apache2 || echo /usr/sbin/apache2)
+command -v valgrind >/dev/null || { echo "profile: valgrind is missing"; exit 1; }
+
+STAGE=$(mktemp -d "${TMPDIR:-/tmp}/slidinglimit-profile.XXXXXX")
+chmod 755 "$STAGE"
+mkdir -p "$STAGE/htdocs/r" "$STAGE/logs" "$STAGE/run" "$STAGE/redis" "$STAGE/cg"
+cp "$ROOT/.libs/mod_slidinglimit.so" "$STAGE/"
+cp "$ROOT/bench/clients.lua" "$STAGE/"
+head -c 256 /dev/zero | tr '\0' 'x' >"$STAGE/htdocs/r/index.html"
+chmod -R a+rX "$STAGE"
+# As root, the single process runs as "nobody" from the start: callgrind
+# writes its output after httpd has given up root.
+AS=""
+if [ "$(id -u)" -eq 0 ]; then
+    AS="runuser -u nobody --"
+    chown -R nobody:nogroup "$STAGE/logs" "$STAGE/run" "$STAGE/cg"
+fi
+
+free_port() {
+    local p
+    for _ in $(seq 1 50); do
+        p=$((20000 + RANDOM % 20000))
+        if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+            echo "$p"
+            return 0
+        fi
+    done
+    return 1
+}
+
+HTTPD_PID=
+REDIS_PID=
+cleanup() {
+    [ -n "$HTTPD_PID" ] && kill "$HTTPD_PID" 2>/dev/null && wait "$HTTPD_PID" 2>/dev/null
+    [ -n "$REDIS_PID" ] && kill "$REDIS_PID" 2>/dev/null && wait "$REDIS_PID" 2>/dev/null
+}
+trap cleanup EXIT
+
+REDIS_PORT=$(free_port)
+HTTP_PORT=$(free_port)
+redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
+    --dir "$STAGE/redis" --logfile "$STAGE/redis/redis.log" &
+REDIS_PID=$!
+for _ in $(seq 1 50); do
+    redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break
+    sleep 0.1
+done
+
+case $STORE in
+redis) SLSTORE="redis://127.0.0.1:$REDIS_PORT" ;;
+shm) SLSTORE=shm ;;
+none) SLSTORE= ;;
+*) echo "profile: store is redis, shm or none"; exit 1 ;;
+esac
+MODCONF=""
+if [ -n "$SLSTORE" ]; then
+    MODCONF="LoadModule slidinglimit_module $STAGE/mod_slidinglimit.so
+SlidingLimitStore $SLSTORE
+SlidingLimitStoreTimeout 1s 1s
+<Location /r>
+    SlidingLimit 1000000 1m name=bench algorithm=$ALG
+</Location>"
+fi
+cat >"$STAGE/httpd.conf" <<CONF
+ServerRoot $STAGE
+ServerName 127.0.0.1
+Listen 127.0.0.1:$HTTP_PORT
+PidFile $STAGE/run/httpd.pid
+DefaultRuntimeDir $STAGE/run
+ErrorLog $STAGE/logs/error.log
+LogLevel warn
+LoadModule mpm_event_module $MODS/mod_mpm_event.so
+LoadModule authz_core_module $MODS/mod_authz_core.so
+LoadModule mime_module $MODS/mod_mime.so
+LoadModule remoteip_module $MODS/mod_remoteip.so
+TypesConfig /etc/mime.types
+DocumentRoot $STAGE/htdocs
+<Directory $STAGE/htdocs>
+    Require all granted
+</Directory>
+KeepAlive On
+MaxKeepAliveRequests 0
+RemoteIPHeader X-Forwarded-For
+RemoteIPInternalProxy 127.0.0.1
+$MODCONF
+CONF
+
+# Only sl_fixups (and what it calls) is counted: the module's whole request
+# path, nothing of httpd's own work.
+TOGGLE=sl_fixups
+[ -z "$SLSTORE" ] && TOGGLE=ap_process_request
+setsid $AS valgrind --tool=callgrind --callgrind-out-file="$STAGE/cg/callgrind.out" \
+    --collect-atstart=no --toggle-collect="$TOGGLE" \
+    "$HTTPD" -X -f "$STAGE/httpd.conf" >"$STAGE/valgrind.log" 2>&1 &
+HTTPD_PID=$!
+URL=http://127.0.0.1:$HTTP_PORT/r/index.html
+for _ in $(seq 1 300); do
+    curl -s -o /dev/null "$URL" && break
+    sleep 0.1
+done
+cat >"$STAGE/n.lua" <<LUA
+local left = $N
+$(sed -n '/^local reqs/,$p' "$STAGE/clients.lua")
+function response() left = left - 1; if left <= 0 then wrk.thread:stop() end end
+LUA
+wrk -t1 -c1 -d300s -s "$STAGE/n.lua" "$URL" -- 4096 >"$STAGE/wrk.out" 2>&1
+kill "$HTTPD_PID" 2>/dev/null
+wait "$HTTPD_PID" 2>/dev/null
+HTTPD_PID=
+sent=$(sed -n 's/^ *\([0-9]*\) requests in.*/\1/p' "$STAGE/wrk.out")
+sent=$((${sent:-0} + 1))
+out=$STAGE/cg/callgrind.out
+total=$(callgrind_annotate "$out" 2>/dev/null | sed -n 's/^ *\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,)
+echo "profile: store=$STORE algorithm=$ALG requests=$sent in $TOGGLE:" \
+    "$((${total:-0} / sent)) instructions per request"
+callgrind_annotate --inclusive=yes "$out" 2>/dev/null | sed -n '/^ *Ir/,$p' | head -40
+echo "profile: output in $STAGE"

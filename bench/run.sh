@@ -1,0 +1,456 @@
+#!/bin/bash
+# make bench: throughput and latency of httpd without the module, with the
+# module on each store and algorithm, under a single-key flood, and with the
+# peers an operator would pick instead (mod_evasive, mod_qos, ModSecurity IP
+# collections), all on the same httpd, in one run.
+#
+# Everything runs on 127.0.0.1: a private redis-server and one httpd per
+# configuration, each on a port found free, started and stopped here (by
+# pid). The tree is staged in a world-readable temporary directory, because
+# httpd started as root serves as "nobody". The table goes to
+# docs/BENCHMARKS.md and the plot to docs/benchmarks.png.
+#
+# Knobs (environment):
+#   SL_BENCH_DURATION  seconds per measured run (10)
+#   SL_BENCH_WARMUP    seconds of warm-up before each run (2)
+#   SL_BENCH_ONLY      only these cases (space separated), for quick looks;
+#                      the documents are then left alone unless
+#                      SL_BENCH_WRITE=1
+#   SL_BENCH_KEEP=1    keep the staging directory (configs, logs, outputs)
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+DURATION=${SL_BENCH_DURATION:-10}
+WARMUP=${SL_BENCH_WARMUP:-2}
+THREADS=2
+CONNS=32
+LOWCONNS=4
+POOL=4096
+ONLY=${SL_BENCH_ONLY:-}
+WRITE=${SL_BENCH_WRITE:-$([ -z "$ONLY" ] && echo 1 || echo 0)}
+MODS=/usr/lib/apache2/modules
+HTTPD=$(command -v apache2 || command -v httpd || echo /usr/sbin/apache2)
+[ -x "$HTTPD" ] || HTTPD=/usr/sbin/apache2
+SO=$ROOT/.libs/mod_slidinglimit.so
+
+for tool in wrk redis-server redis-cli curl gnuplot; do
+    command -v "$tool" >/dev/null || { echo "bench: $tool is missing (make deps-bench)"; exit 1; }
+done
+[ -f "$SO" ] || { echo "bench: $SO is missing (make)"; exit 1; }
+
+STAGE=$(mktemp -d "${TMPDIR:-/tmp}/slidinglimit-bench.XXXXXX")
+chmod 755 "$STAGE"
+mkdir -p "$STAGE/htdocs/r" "$STAGE/logs" "$STAGE/run" "$STAGE/data/modsec" \
+    "$STAGE/data/evasive" "$STAGE/conf" "$STAGE/out" "$STAGE/redis"
+cp "$SO" "$STAGE/mod_slidinglimit.so"
+cp "$ROOT/bench/clients.lua" "$STAGE/clients.lua"
+# A small static file: the cheapest thing httpd serves, so the limiter's
+# share of the work shows. 256 bytes, about the size of the JSON refusal.
+head -c 256 /dev/zero | tr '\0' 'x' >"$STAGE/htdocs/r/index.html"
+chmod -R a+rX "$STAGE"
+USERCONF=""
+if [ "$(id -u)" -eq 0 ]; then
+    USERCONF="User nobody
+Group nogroup"
+    chown -R nobody:nogroup "$STAGE/logs" "$STAGE/data" "$STAGE/run"
+fi
+
+HTTPD_PID=
+REDIS_PID=
+cleanup() {
+    stop_httpd
+    if [ -n "$REDIS_PID" ]; then
+        kill "$REDIS_PID" 2>/dev/null
+        wait "$REDIS_PID" 2>/dev/null
+    fi
+    if [ "${SL_BENCH_KEEP:-0}" = 1 ]; then
+        echo "bench: kept $STAGE"
+    else
+        rm -rf "$STAGE"
+    fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+free_port() {
+    local p
+    for _ in $(seq 1 50); do
+        p=$((20000 + RANDOM % 20000))
+        if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+            echo "$p"
+            return 0
+        fi
+    done
+    return 1
+}
+
+REDIS_PORT=$(free_port) || { echo "bench: no free port"; exit 1; }
+redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
+    --dir "$STAGE/redis" --logfile "$STAGE/redis/redis.log" &
+REDIS_PID=$!
+rcli() { redis-cli -p "$REDIS_PORT" "$@"; }
+for _ in $(seq 1 50); do
+    rcli ping >/dev/null 2>&1 && break
+    sleep 0.1
+done
+rcli ping >/dev/null || { echo "bench: redis-server did not start"; exit 1; }
+HTTP_PORT=$(free_port) || { echo "bench: no free port"; exit 1; }
+URL=http://127.0.0.1:$HTTP_PORT/r/index.html
+
+# libpcre.so.3 for Debian's mod_qos, which needs its symbols loaded first.
+PCRE3=$(dpkg -L libpcre3 2>/dev/null | grep -E '/libpcre\.so\.3$' | head -1)
+
+# ---------------------------------------------------------------- configs
+
+conf_head() { # mpm name
+    local mpm=$1 name=$2
+    cat <<CONF
+ServerRoot $STAGE
+ServerName 127.0.0.1
+Listen 127.0.0.1:$HTTP_PORT
+PidFile $STAGE/run/httpd.pid
+DefaultRuntimeDir $STAGE/run
+ErrorLog $STAGE/logs/error-$name.log
+LogLevel warn
+$USERCONF
+LoadModule mpm_${mpm}_module $MODS/mod_mpm_${mpm}.so
+LoadModule authz_core_module $MODS/mod_authz_core.so
+LoadModule mime_module $MODS/mod_mime.so
+LoadModule remoteip_module $MODS/mod_remoteip.so
+LoadModule setenvif_module $MODS/mod_setenvif.so
+TypesConfig /etc/mime.types
+DocumentRoot $STAGE/htdocs
+<Directory $STAGE/htdocs>
+    Require all granted
+</Directory>
+KeepAlive On
+MaxKeepAliveRequests 0
+KeepAliveTimeout 30
+# The clients are told apart by X-Forwarded-For from a trusted proxy.
+RemoteIPHeader X-Forwarded-For
+RemoteIPInternalProxy 127.0.0.1
+CONF
+    if [ "$mpm" = event ]; then
+        cat <<CONF
+StartServers 2
+ServerLimit 4
+ThreadsPerChild 25
+MinSpareThreads 25
+MaxSpareThreads 100
+MaxRequestWorkers 100
+MaxConnectionsPerChild 0
+CONF
+    else
+        cat <<CONF
+StartServers 40
+ServerLimit 80
+MinSpareServers 40
+MaxSpareServers 80
+MaxRequestWorkers 80
+MaxConnectionsPerChild 0
+CONF
+    fi
+}
+
+# The module with a limit that the allowed-path runs never reach, or (flood)
+# one that a single client passes within the warm-up.
+sl_conf() { # store algorithm requests window
+    cat <<CONF
+LoadModule slidinglimit_module $STAGE/mod_slidinglimit.so
+SlidingLimitStore $1
+SlidingLimitStoreTimeout 500ms 500ms
+SlidingLimitKeyPrefix slbench
+<Location /r>
+    SlidingLimit $3 $4 name=bench algorithm=$2
+</Location>
+<Location /slidinglimit-status>
+    SetHandler slidinglimit-status
+</Location>
+CONF
+}
+
+# mod_evasive: per (address, page) and per address counts in a hash table
+# of each child; answers 429 while an address is blocked.
+evasive_conf() { # page-count site-count
+    cat <<CONF
+LoadModule evasive20_module $MODS/mod_evasive20.so
+<IfModule mod_evasive20.c>
+    DOSHashTableSize 65536
+    DOSPageCount $1
+    DOSPageInterval 60
+    DOSSiteCount $2
+    DOSSiteInterval 60
+    DOSBlockingPeriod 60
+    DOSHTTPResponseCode 429
+    DOSLogDir $STAGE/data/evasive
+</IfModule>
+CONF
+}
+
+# mod_qos: QS_ClientEventLimitCount counts the requests that carry QS_Limit
+# per client address (in its shared-memory client table) and refuses the
+# address once the count within the period is reached.
+qos_conf() { # count seconds [client-entries]
+    cat <<CONF
+LoadFile $PCRE3
+LoadModule qos_module $MODS/mod_qos.so
+QS_ClientEntries ${3:-8192}
+# mod_qos reads the client address from the header itself, and only if
+# mod_remoteip has not consumed it first.
+RemoteIPHeader X-Bench-Unused
+QS_ClientIpFromHeader X-Forwarded-For
+SetEnvIf Request_URI ^/r/ QS_Limit=yes
+QS_ClientEventLimitCount $1 $2
+QS_ErrorResponseCode 429
+CONF
+}
+
+# ModSecurity 2: a persistent IP collection (initcol) counting requests per
+# address with an expiring variable; over the count, deny with 429.
+modsec_conf() { # count seconds
+    cat <<CONF
+LoadModule unique_id_module $MODS/mod_unique_id.so
+LoadModule security2_module $MODS/mod_security2.so
+SecRuleEngine On
+SecRequestBodyAccess Off
+SecResponseBodyAccess Off
+SecAuditEngine Off
+SecDebugLogLevel 0
+SecDataDir $STAGE/data/modsec
+SecTmpDir $STAGE/data/modsec
+SecAction "id:900001,phase:1,nolog,pass,initcol:ip=%{REMOTE_ADDR},setvar:ip.requests=+1,expirevar:ip.requests=$2"
+SecRule IP:REQUESTS "@gt $1" "id:900002,phase:1,deny,status:429,nolog"
+CONF
+}
+
+# ---------------------------------------------------------------- running
+
+stop_httpd() {
+    local pid=$HTTPD_PID
+    [ -n "$pid" ] || return 0
+    kill -TERM "$pid" 2>/dev/null
+    for _ in $(seq 1 100); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -KILL "$pid" 2>/dev/null
+    HTTPD_PID=
+    # The children leave with the parent; give the port a moment.
+    sleep 0.3
+}
+
+start_httpd() { # conf name
+    local conf=$1 name=$2 code
+    rm -f "$STAGE/run/httpd.pid"
+    if ! "$HTTPD" -f "$conf" -k start 2>"$STAGE/out/$name.start"; then
+        echo "bench: httpd did not start for $name:" >&2
+        cat "$STAGE/out/$name.start" >&2
+        return 1
+    fi
+    for _ in $(seq 1 100); do
+        [ -s "$STAGE/run/httpd.pid" ] && break
+        sleep 0.05
+    done
+    HTTPD_PID=$(cat "$STAGE/run/httpd.pid" 2>/dev/null)
+    for _ in $(seq 1 100); do
+        code=$(curl -s -o /dev/null -w '%{http_code}' "$URL" 2>/dev/null)
+        [ "$code" != 000 ] && return 0
+        sleep 0.05
+    done
+    echo "bench: httpd for $name does not answer" >&2
+    return 1
+}
+
+# wrk's latency as milliseconds.
+to_ms() {
+    awk -v v="$1" 'BEGIN {
+        n = v + 0; u = v; sub(/^[0-9.]+/, "", u)
+        if (u == "us") n /= 1000; else if (u == "s") n *= 1000
+        else if (u == "m") n *= 60000
+        printf "%.3f", n }'
+}
+
+cmdstat() { # file command -> calls
+    sed -n "s/^cmdstat_$2:calls=\([0-9]*\),.*/\1/p" "$1" | tr -d '\r' | head -1
+}
+
+# Commands that the script itself runs inside EVALSHA: counted by INFO
+# commandstats, but they are no round trips.
+SCRIPT_CMDS='time|get|set|zadd|zcard|zrange|zremrangebyscore|pexpire'
+# Commands this harness sends to read the figures.
+OWN_CMDS='info|config|dbsize|memory|randomkey|flushall|ping'
+
+RESULTS=$STAGE/out/results.tsv
+: >"$RESULTS"
+
+# run_case NAME BASE MPM CONNS POOL DESCRIPTION CONFIG
+#   BASE: the case its ratio is taken against; POOL: identities or "flood".
+run_case() {
+    local name=$1 base=$2 mpm=$3 conns=$4 pool=$5 desc=$6 block=$7
+    local conf=$STAGE/conf/$name.conf wout=$STAGE/out/$name.wrk
+    local mem0 mem1 keys rps p50 p99 total non2xx evalsha other newconn
+    local status calls hits errors
+    if [ -n "$ONLY" ] && ! grep -qw -- "$name" <<<"$ONLY"; then
+        return 0
+    fi
+    { conf_head "$mpm" "$name"; printf '%s\n' "$block"; } >"$conf"
+    printf '%-22s ' "$name"
+    rcli flushall >/dev/null
+    if ! start_httpd "$conf" "$name"; then
+        printf '%s\t%s\t%s\t%s\t%s\tFAILED\n' "$name" "$base" "$mpm" \
+            "$conns" "$desc" >>"$RESULTS"
+        stop_httpd
+        return 0
+    fi
+    mem0=$(rcli info memory | sed -n 's/^used_memory:\([0-9]*\).*/\1/p')
+    wrk -t"$THREADS" -c"$conns" -d"${WARMUP}s" -s "$STAGE/clients.lua" \
+        "$URL" -- "$pool" >"$STAGE/out/$name.warmup" 2>&1
+    rcli config resetstat >/dev/null
+    if [ "${SL_BENCH_PERF:-0}" = 1 ]; then
+        # Where the CPU goes, whole machine (root only): bench/profile.sh.
+        perf record -q -a -g -F 499 -o "$STAGE/out/$name.perf" -- \
+            wrk -t"$THREADS" -c"$conns" -d"${DURATION}s" --latency \
+            -s "$STAGE/clients.lua" "$URL" -- "$pool" >"$wout" 2>/dev/null
+    else
+        wrk -t"$THREADS" -c"$conns" -d"${DURATION}s" --latency \
+            -s "$STAGE/clients.lua" "$URL" -- "$pool" >"$wout" 2>&1
+    fi
+    rcli info commandstats >"$STAGE/out/$name.cmdstats"
+    rcli info stats >"$STAGE/out/$name.stats"
+    mem1=$(rcli info memory | sed -n 's/^used_memory:\([0-9]*\).*/\1/p')
+    keys=$(rcli dbsize | tr -d '\r')
+    status=$(curl -s "http://127.0.0.1:$HTTP_PORT/slidinglimit-status")
+    printf '%s\n' "$status" >"$STAGE/out/$name.status"
+    stop_httpd
+
+    rps=$(sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p' "$wout")
+    p50=$(to_ms "$(awk '$1 == "50%" {print $2}' "$wout")")
+    p99=$(to_ms "$(awk '$1 == "99%" {print $2}' "$wout")")
+    total=$(sed -n 's/^ *\([0-9]*\) requests in.*/\1/p' "$wout")
+    non2xx=$(sed -n 's/^ *Non-2xx or 3xx responses: *\([0-9]*\).*/\1/p' "$wout")
+    non2xx=${non2xx:-0}
+    evalsha=$(cmdstat "$STAGE/out/$name.cmdstats" evalsha)
+    evalsha=${evalsha:-0}
+    other=$(tr -d '\r' <"$STAGE/out/$name.cmdstats" |
+        sed -n 's/^cmdstat_\([^:]*\):calls=\([0-9]*\),.*/\1 \2/p' |
+        grep -Ev "^($SCRIPT_CMDS|$OWN_CMDS|evalsha) " |
+        awk '{s += $2} END {print s + 0}')
+    newconn=$(sed -n 's/^total_connections_received:\([0-9]*\).*/\1/p' \
+        "$STAGE/out/$name.stats" | tr -d '\r')
+    # Our own redis-cli calls after the reset count as connections too.
+    newconn=$((${newconn:-2} - 2))
+    calls=$(sed -n 's/^slidinglimit_store_calls_total \([0-9]*\).*/\1/p' <<<"$status")
+    hits=$(sed -n 's/^slidinglimit_deny_cache_hits_total \([0-9]*\).*/\1/p' <<<"$status")
+    errors=$(sed -n 's/^slidinglimit_store_errors_total \([0-9]*\).*/\1/p' <<<"$status")
+    if [ -z "$rps" ] || [ -z "$total" ] || [ "$total" -eq 0 ]; then
+        echo "no result (see $wout)"
+        printf '%s\t%s\t%s\t%s\t%s\tFAILED\n' "$name" "$base" "$mpm" \
+            "$conns" "$desc" >>"$RESULTS"
+        return 0
+    fi
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
+        "$name" "$base" "$mpm" "$conns" "$desc" "$rps" "$p50" "$p99" \
+        "$total" "$non2xx" "$evalsha" "$other" "$newconn" \
+        "$((mem1 - mem0))" "$keys" "${errors:--}" "${hits:--}" >>"$RESULTS"
+    printf '%10.0f req/s  p50 %7.3f ms  p99 %7.3f ms  non-2xx %6.2f%%  EVALSHA/req %.4f\n' \
+        "$rps" "$p50" "$p99" "$(awk -v a="$non2xx" -v b="$total" 'BEGIN {print 100 * a / b}')" \
+        "$(awk -v a="$evalsha" -v b="$total" 'BEGIN {print a / b}')"
+}
+
+REDIS=redis://127.0.0.1:$REDIS_PORT
+HIGH=1000000
+FLOOD=100
+
+START=$(date +%s)
+echo "bench: httpd $("$HTTPD" -v | sed -n 's/^Server version: //p'), redis on $REDIS_PORT, httpd on $HTTP_PORT"
+echo "bench: wrk -t$THREADS -c$CONNS -d${DURATION}s --latency after ${WARMUP}s of warm-up; $POOL client addresses"
+
+run_case baseline baseline event $CONNS $POOL \
+    "no module (static file)" ""
+run_case log-redis baseline event $CONNS $POOL \
+    "SlidingLimit $HIGH 1m algorithm=log, Redis" \
+    "$(sl_conf "$REDIS" log $HIGH 1m)"
+run_case counter-redis baseline event $CONNS $POOL \
+    "SlidingLimit $HIGH 1m algorithm=counter, Redis" \
+    "$(sl_conf "$REDIS" counter $HIGH 1m)"
+run_case gcra-redis baseline event $CONNS $POOL \
+    "SlidingLimit $HIGH 1m algorithm=gcra, Redis" \
+    "$(sl_conf "$REDIS" gcra $HIGH 1m)"
+run_case counter-shm baseline event $CONNS $POOL \
+    "SlidingLimit $HIGH 1m algorithm=counter, shm" \
+    "$(sl_conf shm counter $HIGH 1m)"
+run_case log-shm baseline event $CONNS $POOL \
+    "SlidingLimit $HIGH 1m algorithm=log, shm" \
+    "$(sl_conf shm log $HIGH 1m)"
+run_case evasive baseline event $CONNS $POOL \
+    "mod_evasive, 10^8/60s per page and address (it sees one address)" \
+    "$(evasive_conf 100000000 100000000)"
+run_case qos baseline event $CONNS $POOL \
+    "mod_qos QS_ClientEventLimitCount 30000 60" \
+    "$(qos_conf 30000 60 8192)"
+run_case qos-default-entries baseline event $CONNS $POOL \
+    "mod_qos as above, QS_ClientEntries at its default (50000)" \
+    "$(qos_conf 30000 60 50000)"
+run_case modsec baseline event $CONNS $POOL \
+    "ModSecurity ip collection, > $HIGH/60s denied" \
+    "$(modsec_conf $HIGH 60)"
+
+run_case flood-counter-redis baseline event $CONNS flood \
+    "one address, SlidingLimit $FLOOD 1m algorithm=counter, Redis" \
+    "$(sl_conf "$REDIS" counter $FLOOD 1m)"
+run_case flood-gcra-redis baseline event $CONNS flood \
+    "one address, SlidingLimit $FLOOD 1s algorithm=gcra, Redis" \
+    "$(sl_conf "$REDIS" gcra $FLOOD 1s)"
+run_case flood-counter-shm baseline event $CONNS flood \
+    "one address, SlidingLimit $FLOOD 1m algorithm=counter, shm" \
+    "$(sl_conf shm counter $FLOOD 1m)"
+run_case flood-evasive baseline event $CONNS flood \
+    "one address, mod_evasive $FLOOD/60s per page" \
+    "$(evasive_conf $FLOOD $((2 * FLOOD)))"
+run_case flood-qos baseline event $CONNS flood \
+    "one address, mod_qos QS_ClientEventLimitCount $FLOOD 1" \
+    "$(qos_conf $FLOOD 1)"
+run_case flood-modsec baseline event $CONNS flood \
+    "one address, ModSecurity > $FLOOD/60s denied" \
+    "$(modsec_conf $FLOOD 60)"
+
+run_case baseline-prefork baseline-prefork prefork $CONNS $POOL \
+    "no module (static file)" ""
+run_case counter-redis-prefork baseline-prefork prefork $CONNS $POOL \
+    "SlidingLimit $HIGH 1m algorithm=counter, Redis" \
+    "$(sl_conf "$REDIS" counter $HIGH 1m)"
+run_case flood-counter-redis-prefork baseline-prefork prefork $CONNS flood \
+    "one address, SlidingLimit $FLOOD 1m algorithm=counter, Redis" \
+    "$(sl_conf "$REDIS" counter $FLOOD 1m)"
+run_case flood-gcra-redis-prefork baseline-prefork prefork $CONNS flood \
+    "one address, SlidingLimit $FLOOD 1s algorithm=gcra, Redis" \
+    "$(sl_conf "$REDIS" gcra $FLOOD 1s)"
+
+run_case baseline-c4 baseline-c4 event $LOWCONNS $POOL \
+    "no module (static file)" ""
+run_case counter-redis-c4 baseline-c4 event $LOWCONNS $POOL \
+    "SlidingLimit $HIGH 1m algorithm=counter, Redis" \
+    "$(sl_conf "$REDIS" counter $HIGH 1m)"
+run_case log-redis-c4 baseline-c4 event $LOWCONNS $POOL \
+    "SlidingLimit $HIGH 1m algorithm=log, Redis" \
+    "$(sl_conf "$REDIS" log $HIGH 1m)"
+run_case counter-shm-c4 baseline-c4 event $LOWCONNS $POOL \
+    "SlidingLimit $HIGH 1m algorithm=counter, shm" \
+    "$(sl_conf shm counter $HIGH 1m)"
+
+# The machine drifts (other load, CPU frequency): the baseline once more at
+# the end shows by how much.
+run_case baseline-again baseline event $CONNS $POOL \
+    "no module (static file), again at the end" ""
+
+echo "bench: $(($(date +%s) - START)) s"
+cp "$RESULTS" "$STAGE/out/keep.tsv"
+if [ "$WRITE" = 1 ]; then
+    SL_BENCH_STAGE=$STAGE SL_BENCH_DURATION=$DURATION SL_BENCH_WARMUP=$WARMUP \
+        SL_BENCH_THREADS=$THREADS SL_BENCH_CONNS=$CONNS \
+        SL_BENCH_LOWCONNS=$LOWCONNS SL_BENCH_POOL=$POOL \
+        SL_BENCH_HTTPD=$HTTPD SL_BENCH_PCRE3=$PCRE3 \
+        bash "$ROOT/bench/report.sh" "$RESULTS" "$ROOT/docs"
+else
+    bash "$ROOT/bench/report.sh" --table "$RESULTS"
+fi
