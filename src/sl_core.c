@@ -250,9 +250,11 @@ const char *sl_ip_key(apr_pool_t *p, const char *ip, int v6bits)
     if (strchr(ip, '%')) {
         ip = apr_pstrmemdup(p, ip, strchr(ip, '%') - ip);
     }
+    /* glibc's inet_pton takes IPv4 only in its one canonical dotted form,
+     * so an address it accepts is already its own key: no reformatting on
+     * the busiest path. */
     if (inet_pton(AF_INET, ip, a) == 1) {
-        return inet_ntop(AF_INET, a, buf, sizeof(buf)) ? apr_pstrdup(p, buf)
-                                                       : NULL;
+        return ip;
     }
     if (inet_pton(AF_INET6, ip, a) != 1) {
         return NULL;
