@@ -72,17 +72,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-free_port() {
-    local p
-    for _ in $(seq 1 50); do
-        p=$((20000 + RANDOM % 20000))
-        if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-            echo "$p"
-            return 0
-        fi
-    done
-    return 1
-}
+. "$(dirname "${BASH_SOURCE[0]}")/../tools/free-port.sh"
 
 REDIS_PORT=$(free_port) || { echo "bench: no free port"; exit 1; }
 redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \

@@ -49,20 +49,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() {
-    local p
-    for _ in $(seq 1 50); do
-        # Below the kernel's ephemeral range (32768-60999 by default), so
-        # that no client socket takes the port between this check and its
-        # use.
-        p=$((20000 + RANDOM % 12000))
-        if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-            echo "$p"
-            return 0
-        fi
-    done
-    return 1
-}
+. "$(dirname "${BASH_SOURCE[0]}")/../tools/free-port.sh"
 
 REDIS_PORT=$(free_port) || exit 1
 HTTP_PORT=$(free_port) || exit 1

@@ -24,17 +24,7 @@ stop() {
     rm -rf "$DEMO"
 }
 
-free_port() {
-    local p
-    for _ in $(seq 1 50); do
-        p=$((20000 + RANDOM % 20000))
-        if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-            echo "$p"
-            return 0
-        fi
-    done
-    return 1
-}
+. "$(dirname "${BASH_SOURCE[0]}")/../tools/free-port.sh"
 
 if [ "${1:-start}" = stop ]; then
     stop
