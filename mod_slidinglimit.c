@@ -352,7 +352,7 @@ static int sl_fixups(request_rec *r)
     apr_status_t rv;
     int i, result, pick, status, cached;
     const sl_limit_t *decider;
-    apr_time_t until = 0, sent;
+    apr_time_t retry_at = 0, sent;
 
     if (r->prev) {
         sl_copy_env(r);
@@ -394,22 +394,26 @@ static int sl_fixups(request_rec *r)
      * frees quota earlier), so it is answered here without a store call. */
     sent = apr_time_now();
     cached = q.sc->redis ? sl_denycache_find(q.proc->denycache, q.checks, q.n,
-                                             sent, &until)
+                                             sent, &retry_at)
                          : -1;
     if (cached >= 0) {
         sl_stats_deny_cached(q.proc->stats);
-        sl_decision_cached(r->pool, &q, cached, until - sent, sent, &d);
+        sl_decision_cached(r->pool, &q, cached, retry_at - sent, sent, &d);
         result = SL_RESULT_DENIED;
     }
     else if ((rv = sl_decide_store(r, &q, &d)) == APR_SUCCESS) {
         result = d.admitted ? SL_RESULT_ALLOWED : SL_RESULT_DENIED;
         if (!d.admitted && q.sc->redis) {
-            /* The store ran after "sent", so sent + reset is never later
-             * than the store's own end of the refusal. */
+            /* The store ran after "sent" and before now: sent + reset is
+             * never later than the store's own end of the refusal (when the
+             * cache stops answering), now + reset never earlier (what the
+             * client is told to wait for). */
+            apr_time_t got = apr_time_now();
             for (i = 0; i < q.n; i++) {
                 if (!d.res[i].ok) {
                     sl_denycache_put(q.proc->denycache, &q.checks[i],
-                                     sent + d.res[i].reset);
+                                     sent + d.res[i].reset,
+                                     got + d.res[i].reset);
                 }
             }
         }

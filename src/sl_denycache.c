@@ -16,6 +16,7 @@ typedef struct sl_dc_entry {
     apr_int64_t burst;
     int algorithm;
     apr_time_t until;
+    apr_time_t retry_at;
 } sl_dc_entry_t;
 
 struct sl_denycache {
@@ -57,7 +58,7 @@ static int sl_dc_match(const sl_dc_entry_t *e, const sl_check_t *c)
 }
 
 int sl_denycache_find(sl_denycache_t *dc, const sl_check_t *checks, int n,
-                      apr_time_t now, apr_time_t *until)
+                      apr_time_t now, apr_time_t *retry_at)
 {
     int i, found = -1;
 
@@ -68,7 +69,7 @@ int sl_denycache_find(sl_denycache_t *dc, const sl_check_t *checks, int n,
     for (i = 0; i < n && found < 0; i++) {
         const sl_dc_entry_t *e = &dc->slots[sl_dc_slot(&checks[i])];
         if (e->until > now && sl_dc_match(e, &checks[i])) {
-            *until = e->until;
+            *retry_at = e->retry_at;
             found = i;
         }
     }
@@ -77,7 +78,7 @@ int sl_denycache_find(sl_denycache_t *dc, const sl_check_t *checks, int n,
 }
 
 void sl_denycache_put(sl_denycache_t *dc, const sl_check_t *c,
-                      apr_time_t until)
+                      apr_time_t until, apr_time_t retry_at)
 {
     sl_dc_entry_t *e;
 
@@ -93,5 +94,6 @@ void sl_denycache_put(sl_denycache_t *dc, const sl_check_t *c,
     e->burst = c->burst;
     e->algorithm = c->algorithm;
     e->until = until;
+    e->retry_at = retry_at;
     apr_thread_mutex_unlock(dc->mutex);
 }
