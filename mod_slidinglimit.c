@@ -59,12 +59,12 @@ static sl_proc_t *sl_proc_of(server_rec *s)
         ->proc;
 }
 
-static int sl_pre_config(apr_pool_t *pconf, apr_pool_t *plog,
-                         apr_pool_t *ptemp)
+static int sl_pre_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp)
 {
     (void) plog;
     (void) ptemp;
-    return sl_shm_pre_config(pconf) == APR_SUCCESS ? OK : HTTP_INTERNAL_SERVER_ERROR;
+    return sl_shm_pre_config(pconf) == APR_SUCCESS ? OK
+                                                   : HTTP_INTERNAL_SERVER_ERROR;
 }
 
 static int sl_post_config(apr_pool_t *pconf, apr_pool_t *plog,
@@ -177,19 +177,18 @@ static void sl_child_init(apr_pool_t *pchild, server_rec *s)
             }
         }
         if (!sc->redis &&
-            sl_redis_create(pchild, sc->store,
-                            SL_OR(sc->connect_timeout,
-                                  SL_DEFAULT_CONNECT_TIMEOUT),
-                            SL_OR(sc->command_timeout,
-                                  SL_DEFAULT_COMMAND_TIMEOUT),
-                            threads, &sc->redis) != APR_SUCCESS) {
+            sl_redis_create(
+                pchild, sc->store,
+                SL_OR(sc->connect_timeout, SL_DEFAULT_CONNECT_TIMEOUT),
+                SL_OR(sc->command_timeout, SL_DEFAULT_COMMAND_TIMEOUT), threads,
+                &sc->redis) != APR_SUCCESS) {
             ap_log_error(APLOG_MARK, APLOG_CRIT, 0, vs,
                          "mod_slidinglimit: cannot set up the client for %s",
                          sc->store->display);
         }
         else if (!sl_redis_breaker(sc->redis)) {
-            sl_redis_breaker_set(sc->redis, sl_store_breaker(pchild, proc, s,
-                                                             vs, sc->store));
+            sl_redis_breaker_set(
+                sc->redis, sl_store_breaker(pchild, proc, s, vs, sc->store));
         }
     }
 }
@@ -366,8 +365,7 @@ static int sl_fixups(request_rec *r)
     if (!q.dc->limits || !q.dc->limits->nelts) {
         return DECLINED;
     }
-    q.sc = ap_get_module_config(r->server->module_config,
-                                &slidinglimit_module);
+    q.sc = ap_get_module_config(r->server->module_config, &slidinglimit_module);
     q.proc = q.sc->proc;
     if (!q.proc) {
         return DECLINED;
@@ -424,13 +422,12 @@ static int sl_fixups(request_rec *r)
         if (SL_OR(q.dc->fail_mode, SL_FAIL_OPEN) == SL_FAIL_CLOSED) {
             sl_stats_decision(q.proc->stats, "-", SL_RESULT_FAILED_CLOSED);
             sl_set_env(r, SL_RESULT_FAILED_CLOSED, NULL, NULL);
-            return sl_refuse(r, HTTP_SERVICE_UNAVAILABLE, 1,
-                             sl_ceil_seconds(
-                                 q.sc->redis
-                                     ? sl_breaker_wait(
-                                           sl_redis_breaker(q.sc->redis),
-                                           apr_time_now())
-                                     : 0));
+            return sl_refuse(
+                r, HTTP_SERVICE_UNAVAILABLE, 1,
+                sl_ceil_seconds(
+                    q.sc->redis ? sl_breaker_wait(sl_redis_breaker(q.sc->redis),
+                                                  apr_time_now())
+                                : 0));
         }
         if (!q.sc->redis || !SL_OR(q.dc->local_fallback, 1) ||
             sl_shm_check(q.proc->shm, r->pool, q.checks, q.n, apr_time_now(),
@@ -497,12 +494,8 @@ static void sl_register_hooks(apr_pool_t *p)
 }
 
 module AP_MODULE_DECLARE_DATA slidinglimit_module = {
-    STANDARD20_MODULE_STUFF,
-    sl_create_dir_conf,
-    sl_merge_dir_conf,
-    sl_create_server_conf,
-    sl_merge_server_conf,
-    sl_cmds,
+    STANDARD20_MODULE_STUFF,    sl_create_dir_conf,   sl_merge_dir_conf,
+    sl_create_server_conf,      sl_merge_server_conf, sl_cmds,
     sl_register_hooks,
 #if defined(AP_MODULE_FLAG_ALWAYS_MERGE)
     AP_MODULE_FLAG_ALWAYS_MERGE

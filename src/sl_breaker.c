@@ -66,12 +66,14 @@ int sl_breaker_failure(sl_breaker_t *b, apr_time_t started, apr_time_t now)
         return 0;
     }
 
-    next = ms ? ms * 2 : (apr_uint32_t) apr_time_as_msec(SL_BREAKER_MIN_BACKOFF);
+    next =
+        ms ? ms * 2 : (apr_uint32_t) apr_time_as_msec(SL_BREAKER_MIN_BACKOFF);
     if (next > apr_time_as_msec(SL_BREAKER_MAX_BACKOFF)) {
         next = (apr_uint32_t) apr_time_as_msec(SL_BREAKER_MAX_BACKOFF);
     }
     apr_atomic_set32(&b->backoff_ms, next);
-    apr_atomic_set64(&b->retry_at, (apr_uint64_t) now + apr_time_from_msec(next));
+    apr_atomic_set64(&b->retry_at,
+                     (apr_uint64_t) now + apr_time_from_msec(next));
     if (apr_atomic_cas32(&b->open, 1, 0) != 0) {
         return 0;
     }
@@ -83,7 +85,7 @@ apr_interval_time_t sl_breaker_wait(const sl_breaker_t *b, apr_time_t now)
 {
     apr_uint64_t at = apr_atomic_read64((volatile apr_uint64_t *) &b->retry_at);
 
-    return at > (apr_uint64_t) now ? (apr_interval_time_t)(at - now) : 0;
+    return at > (apr_uint64_t) now ? (apr_interval_time_t) (at - now) : 0;
 }
 
 typedef struct sl_breaker_slot {
@@ -102,8 +104,7 @@ struct sl_breakers {
  * restarts reuse it instead of mapping a new segment each time. */
 #define SL_BREAKERS_KEY "mod_slidinglimit-breakers"
 
-apr_status_t sl_breakers_create(apr_pool_t *process_pool,
-                                sl_breakers_t **out)
+apr_status_t sl_breakers_create(apr_pool_t *process_pool, sl_breakers_t **out)
 {
     sl_breakers_t *t = NULL;
     apr_status_t rv;

@@ -51,8 +51,7 @@ apr_interval_time_t sl_breaker_wait(const sl_breaker_t *b, apr_time_t now);
 typedef struct sl_breakers sl_breakers_t;
 
 /* post_config, in the parent: s->process->pool owns the segment. */
-apr_status_t sl_breakers_create(apr_pool_t *process_pool,
-                                sl_breakers_t **out);
+apr_status_t sl_breakers_create(apr_pool_t *process_pool, sl_breakers_t **out);
 
 /* The store's breaker, claimed on first use by any process; NULL when every
  * slot belongs to another store. */

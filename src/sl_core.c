@@ -13,7 +13,7 @@
 /* Longest window and largest quota. Times stay below 2^53 us, where doubles
  * stop being exact; the few products beyond it (prev * window in the
  * counter) are divided back down before they are compared or rounded. */
-#define SL_MAX_WINDOW (apr_int64_t)(366 * 86400) * APR_USEC_PER_SEC
+#define SL_MAX_WINDOW   (apr_int64_t)(366 * 86400) * APR_USEC_PER_SEC
 #define SL_MAX_REQUESTS 100000000
 
 const char *sl_parse_int(apr_pool_t *p, const char *s, apr_int64_t min,
@@ -45,12 +45,9 @@ const char *sl_parse_duration(apr_pool_t *p, const char *s, apr_int64_t *us)
     static const struct {
         const char *unit;
         apr_int64_t us;
-    } units[] = {{"", APR_USEC_PER_SEC},
-                 {"ms", 1000},
-                 {"s", APR_USEC_PER_SEC},
-                 {"m", 60 * APR_USEC_PER_SEC},
-                 {"min", 60 * APR_USEC_PER_SEC},
-                 {"h", 3600 * APR_USEC_PER_SEC},
+    } units[] = {{"", APR_USEC_PER_SEC},         {"ms", 1000},
+                 {"s", APR_USEC_PER_SEC},        {"m", 60 * APR_USEC_PER_SEC},
+                 {"min", 60 * APR_USEC_PER_SEC}, {"h", 3600 * APR_USEC_PER_SEC},
                  {"d", 86400 * APR_USEC_PER_SEC}};
     char *end;
     apr_int64_t v;
@@ -180,7 +177,7 @@ const char *sl_parse_limit(apr_pool_t *p, int argc, char *const argv[],
     for (i = 2; i < argc; i++) {
         const char *eq = strchr(argv[i], '=');
         const char *val = eq ? eq + 1 : "";
-        apr_size_t klen = eq ? (apr_size_t)(eq - argv[i]) : 0;
+        apr_size_t klen = eq ? (apr_size_t) (eq - argv[i]) : 0;
 
         if (klen == 4 && !strncasecmp(argv[i], "name", 4)) {
             if (!sl_valid_name(val)) {
@@ -211,9 +208,9 @@ const char *sl_parse_limit(apr_pool_t *p, int argc, char *const argv[],
     }
     if (l->burst && l->algorithm != SL_ALG_GCRA &&
         l->algorithm != SL_ALG_UNSET) {
-        return apr_psprintf(p, "'burst=%" APR_INT64_T_FMT
-                               "' only applies to algorithm=gcra",
-                            l->burst);
+        return apr_psprintf(
+            p, "'burst=%" APR_INT64_T_FMT "' only applies to algorithm=gcra",
+            l->burst);
     }
     if (!l->name) {
         l->name = apr_psprintf(p, "%" APR_INT64_T_FMT "-per-%s", l->requests,
@@ -400,8 +397,8 @@ static apr_int64_t sl_reset_seconds(apr_int64_t us)
 }
 
 void sl_quota_headers(apr_pool_t *p, int flags,
-                      const apr_array_header_t *limits,
-                      const sl_decision_t *d, sl_header_fn *add, void *ctx)
+                      const apr_array_header_t *limits, const sl_decision_t *d,
+                      sl_header_fn *add, void *ctx)
 {
     const sl_limit_t *const *l = (const sl_limit_t *const *) limits->elts;
     int pick = sl_decision_pick(d);
@@ -412,16 +409,15 @@ void sl_quota_headers(apr_pool_t *p, int flags,
     if (flags & SL_HDR_IETF) {
         char *policy = NULL;
         for (i = 0; i < d->n; i++) {
-            char *one = apr_psprintf(
-                p, "%s;q=%" APR_INT64_T_FMT ";w=%" APR_INT64_T_FMT,
-                sl_sf_string(p, l[i]->name), l[i]->requests,
-                sl_ceil_seconds(l[i]->window));
+            char *one =
+                apr_psprintf(p, "%s;q=%" APR_INT64_T_FMT ";w=%" APR_INT64_T_FMT,
+                             sl_sf_string(p, l[i]->name), l[i]->requests,
+                             sl_ceil_seconds(l[i]->window));
             policy = policy ? apr_pstrcat(p, policy, ", ", one, NULL) : one;
         }
         add(ctx, "RateLimit-Policy", policy);
         add(ctx, "RateLimit",
-            apr_psprintf(p,
-                         "%s;r=%" APR_INT64_T_FMT ";t=%" APR_INT64_T_FMT,
+            apr_psprintf(p, "%s;r=%" APR_INT64_T_FMT ";t=%" APR_INT64_T_FMT,
                          sl_sf_string(p, l[pick]->name), r->remaining, t));
     }
     if (flags & SL_HDR_DRAFT03) {
@@ -542,8 +538,8 @@ const char *sl_parse_store_url(apr_pool_t *p, const char *url,
         if (at) {
             const char *colon = memchr(rest, ':', at - rest);
             if (colon) {
-                out->user = colon > rest ? apr_pstrmemdup(p, rest, colon - rest)
-                                         : NULL;
+                out->user =
+                    colon > rest ? apr_pstrmemdup(p, rest, colon - rest) : NULL;
                 out->password = apr_pstrmemdup(p, colon + 1, at - colon - 1);
             }
             else {
@@ -562,9 +558,9 @@ const char *sl_parse_store_url(apr_pool_t *p, const char *url,
             return apr_pstrcat(p, "db ", err, NULL);
         }
         out->db = (int) db;
-        out->display = apr_psprintf(p, "redis://%s%s:%d/%d",
-                                    out->password ? "***@" : "", hp->host,
-                                    hp->port, out->db);
+        out->display =
+            apr_psprintf(p, "redis://%s%s:%d/%d", out->password ? "***@" : "",
+                         hp->host, hp->port, out->db);
         return NULL;
     }
     if (!strncasecmp(url, "cluster://", 10)) {
@@ -597,10 +593,10 @@ unsigned int sl_key_slot(const char *key, apr_size_t len)
 
     if (open) {
         const char *close =
-            memchr(open + 1, '}', len - (apr_size_t)(open + 1 - key));
+            memchr(open + 1, '}', len - (apr_size_t) (open + 1 - key));
         if (close && close > open + 1) {
             key = open + 1;
-            len = (apr_size_t)(close - open - 1);
+            len = (apr_size_t) (close - open - 1);
         }
     }
     for (i = 0; i < len; i++) {

@@ -8,24 +8,24 @@
 #include <apr_tables.h>
 #include <apr_time.h>
 
-#define SL_ALG_UNSET -1
-#define SL_ALG_LOG 0
+#define SL_ALG_UNSET   -1
+#define SL_ALG_LOG     0
 #define SL_ALG_COUNTER 1
-#define SL_ALG_GCRA 2
+#define SL_ALG_GCRA    2
 
 /* SlidingLimitHeaders flags; 0 is "off" */
-#define SL_HDR_IETF 1
+#define SL_HDR_IETF    1
 #define SL_HDR_DRAFT03 2
-#define SL_HDR_XRL 4
+#define SL_HDR_XRL     4
 
 typedef struct sl_limit {
-    const char *name;      /* policy name in headers, logs and metrics */
-    const char *id;        /* short, stable policy id (part of store keys) */
-    apr_int64_t requests;  /* quota */
-    apr_int64_t window;    /* rolling window, microseconds */
-    apr_int64_t burst;     /* gcra tolerance in requests; 0: requests */
-    int algorithm;         /* SL_ALG_*; SL_ALG_UNSET: the section default */
-    int named;             /* name= was given: shared across sections */
+    const char *name;     /* policy name in headers, logs and metrics */
+    const char *id;       /* short, stable policy id (part of store keys) */
+    apr_int64_t requests; /* quota */
+    apr_int64_t window;   /* rolling window, microseconds */
+    apr_int64_t burst;    /* gcra tolerance in requests; 0: requests */
+    int algorithm;        /* SL_ALG_*; SL_ALG_UNSET: the section default */
+    int named;            /* name= was given: shared across sections */
 } sl_limit_t;
 
 /* One limit as it is sent to a store. */
@@ -97,15 +97,15 @@ apr_int64_t sl_retry_after(const sl_decision_t *d);
 typedef void sl_header_fn(void *ctx, const char *name, const char *value);
 const char *sl_sf_string(apr_pool_t *p, const char *s);
 void sl_quota_headers(apr_pool_t *p, int flags,
-                      const apr_array_header_t *limits,
-                      const sl_decision_t *d, sl_header_fn *add, void *ctx);
+                      const apr_array_header_t *limits, const sl_decision_t *d,
+                      sl_header_fn *add, void *ctx);
 
 const char *sl_json_body(apr_pool_t *p, int unavailable, apr_int64_t retry);
 
 /* SlidingLimitStore */
-#define SL_STORE_SHM 0
-#define SL_STORE_TCP 1
-#define SL_STORE_UNIX 2
+#define SL_STORE_SHM     0
+#define SL_STORE_TCP     1
+#define SL_STORE_UNIX    2
 #define SL_STORE_CLUSTER 3
 
 typedef struct sl_hostport {
@@ -120,7 +120,7 @@ typedef struct sl_store_url {
     int db;
     const char *user;
     const char *password;
-    const char *display;       /* for logs: never the password */
+    const char *display; /* for logs: never the password */
 } sl_store_url_t;
 
 const char *sl_parse_store_url(apr_pool_t *p, const char *url,

@@ -7,7 +7,7 @@
 /* Direct-mapped: a colliding key overwrites the older entry, which only
  * costs that key a store call. Memory stays fixed whatever the flood. */
 #define SL_DC_SLOTS 4096
-#define SL_DC_KEY 128
+#define SL_DC_KEY   128
 
 typedef struct sl_dc_entry {
     char key[SL_DC_KEY];
@@ -77,8 +77,8 @@ int sl_denycache_find(sl_denycache_t *dc, const sl_check_t *checks, int n,
     return found;
 }
 
-void sl_denycache_put(sl_denycache_t *dc, const sl_check_t *c,
-                      apr_time_t until, apr_time_t retry_at)
+void sl_denycache_put(sl_denycache_t *dc, const sl_check_t *c, apr_time_t until,
+                      apr_time_t retry_at)
 {
     sl_dc_entry_t *e;
 

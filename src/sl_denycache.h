@@ -20,7 +20,7 @@ int sl_denycache_find(sl_denycache_t *dc, const sl_check_t *checks, int n,
 /* Remember that c admits nothing before until (this host's clock, measured
  * from before the store call: never later than the store's end), and that
  * clients are told retry_at (measured from after it: never earlier). */
-void sl_denycache_put(sl_denycache_t *dc, const sl_check_t *c,
-                      apr_time_t until, apr_time_t retry_at);
+void sl_denycache_put(sl_denycache_t *dc, const sl_check_t *c, apr_time_t until,
+                      apr_time_t retry_at);
 
 #endif

@@ -15,7 +15,7 @@
 #include <string.h>
 
 /* A misbehaving cluster cannot make a child open sockets without bound. */
-#define SL_MAX_NODES 64
+#define SL_MAX_NODES     64
 #define SL_MAX_REDIRECTS 3
 
 /* Allocated with malloc, not from the child's pool: connections come and go
@@ -99,8 +99,7 @@ static apr_status_t sl_ctx_status(const redisContext *c, int err_no)
         return APR_TIMEUP;
     }
     if (c->err == REDIS_ERR_EOF ||
-        (c->err == REDIS_ERR_IO &&
-         (err_no == ECONNRESET || err_no == EPIPE))) {
+        (c->err == REDIS_ERR_IO && (err_no == ECONNRESET || err_no == EPIPE))) {
         return APR_ECONNRESET;
     }
     return APR_EGENERAL;
@@ -164,11 +163,10 @@ static apr_status_t sl_conn_construct(sl_node_t *node, sl_conn_t **out)
      * password. */
     rv = APR_SUCCESS;
     if (rs->url->password) {
-        rv = rs->url->user
-                 ? sl_setup_command(c, APR_EACCES, "AUTH %s %s", rs->url->user,
-                                    rs->url->password)
-                 : sl_setup_command(c, APR_EACCES, "AUTH %s",
-                                    rs->url->password);
+        rv = rs->url->user ? sl_setup_command(c, APR_EACCES, "AUTH %s %s",
+                                              rs->url->user, rs->url->password)
+                           : sl_setup_command(c, APR_EACCES, "AUTH %s",
+                                              rs->url->password);
     }
     if (rv == APR_SUCCESS && rs->url->db) {
         rv = sl_setup_command(c, APR_EINVAL, "SELECT %d", rs->url->db);
@@ -222,8 +220,8 @@ static sl_node_t *sl_node_add(sl_redis_t *rs, const char *host, int port)
     node->rs = rs;
     node->host = host ? apr_pstrdup(rs->pool, host) : NULL;
     node->port = port;
-    node->idle = apr_pcalloc(rs->pool,
-                             sizeof(*node->idle) * rs->max_connections);
+    node->idle =
+        apr_pcalloc(rs->pool, sizeof(*node->idle) * rs->max_connections);
     if (apr_thread_mutex_create(&node->lock, APR_THREAD_MUTEX_DEFAULT,
                                 rs->pool) != APR_SUCCESS) {
         return NULL;
@@ -261,8 +259,8 @@ apr_status_t sl_redis_create(apr_pool_t *p, const sl_store_url_t *url,
     }
     else {
         for (i = 0; i < url->nodes->nelts; i++) {
-            const sl_hostport_t *hp = &APR_ARRAY_IDX(url->nodes, i,
-                                                     sl_hostport_t);
+            const sl_hostport_t *hp =
+                &APR_ARRAY_IDX(url->nodes, i, sl_hostport_t);
             if (!sl_node_add(rs, hp->host, hp->port)) {
                 return APR_EGENERAL;
             }
@@ -330,7 +328,7 @@ static sl_node_t *sl_node_redirect(sl_redis_t *rs, const char *msg, int moved)
         i = rs->nodes->nelts - 1;
     }
     if (node && moved && rs->slots) {
-        rs->slots[slot] = (apr_uint16_t)(i + 1);
+        rs->slots[slot] = (apr_uint16_t) (i + 1);
     }
     apr_thread_mutex_unlock(rs->mutex);
     return node;
@@ -404,8 +402,8 @@ sl_breaker_t *sl_redis_breaker(const sl_redis_t *rs)
     return rs->breaker;
 }
 
-static const char *sl_reply_decision(apr_pool_t *p, const redisReply *r,
-                                     int n, sl_decision_t *d)
+static const char *sl_reply_decision(apr_pool_t *p, const redisReply *r, int n,
+                                     sl_decision_t *d)
 {
     long long *v;
     size_t i;
@@ -425,15 +423,15 @@ static const char *sl_reply_decision(apr_pool_t *p, const redisReply *r,
 }
 
 apr_status_t sl_redis_check(sl_redis_t *rs, apr_pool_t *p,
-                            const sl_check_t *checks, int n,
-                            const char *member, apr_size_t member_len,
-                            sl_decision_t *d, const char **err)
+                            const sl_check_t *checks, int n, const char *member,
+                            apr_size_t member_len, sl_decision_t *d,
+                            const char **err)
 {
     int argc = 4 + n + 4 * n, i, k, attempt;
     const char **argv = apr_palloc(p, sizeof(*argv) * argc);
     size_t *argvlen = apr_palloc(p, sizeof(*argvlen) * argc);
-    sl_node_t *node = sl_node_for(rs, sl_key_slot(checks[0].key,
-                                                  checks[0].key_len));
+    sl_node_t *node =
+        sl_node_for(rs, sl_key_slot(checks[0].key, checks[0].key_len));
     int reload = 0, asking = 0, retried = 0, reloads = 0;
 
     /* Binary-safe arguments: no key or value can be read as a command. */
@@ -455,8 +453,8 @@ apr_status_t sl_redis_check(sl_redis_t *rs, apr_pool_t *p,
         argv[k++] = apr_off_t_toa(p, (apr_off_t) checks[i].requests);
         argv[k++] = apr_off_t_toa(p, (apr_off_t) checks[i].window);
         argv[k++] = apr_off_t_toa(p, (apr_off_t) (checks[i].burst
-                                                       ? checks[i].burst
-                                                       : checks[i].requests));
+                                                      ? checks[i].burst
+                                                      : checks[i].requests));
     }
     for (i = 0; i < argc; i++) {
         if (i < 3 || i > 3 + n) {
@@ -488,8 +486,8 @@ apr_status_t sl_redis_check(sl_redis_t *rs, apr_pool_t *p,
                                           sl_script_check) == REDIS_OK;
             replies++;
         }
-        ok = ok && redisAppendCommandArgv(conn->ctx, argc, argv, argvlen) ==
-                       REDIS_OK;
+        ok = ok &&
+             redisAppendCommandArgv(conn->ctx, argc, argv, argvlen) == REDIS_OK;
         /* Pipelined: read every reply, keep the last (the script's). */
         for (i = 0; ok && i < replies; i++) {
             if (redisGetReply(conn->ctx, (void **) &reply) != REDIS_OK ||
@@ -505,9 +503,10 @@ apr_status_t sl_redis_check(sl_redis_t *rs, apr_pool_t *p,
         if (!ok) {
             e = errno;
             rv = sl_ctx_status(conn->ctx, e);
-            *err = rv == APR_TIMEUP ? "command timed out"
-                   : apr_pstrdup(p, conn->ctx->errstr[0] ? conn->ctx->errstr
-                                                         : "I/O error");
+            *err = rv == APR_TIMEUP
+                       ? "command timed out"
+                       : apr_pstrdup(p, conn->ctx->errstr[0] ? conn->ctx->errstr
+                                                             : "I/O error");
             if (last) {
                 freeReplyObject(last);
             }

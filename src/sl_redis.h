@@ -18,9 +18,9 @@ apr_status_t sl_redis_create(apr_pool_t *p, const sl_store_url_t *url,
  * SCRIPT FLUSH or a cluster redirection). APR_TIMEUP when the store did not
  * answer in time; *err says why on any failure. */
 apr_status_t sl_redis_check(sl_redis_t *rs, apr_pool_t *p,
-                            const sl_check_t *checks, int n,
-                            const char *member, apr_size_t member_len,
-                            sl_decision_t *d, const char **err);
+                            const sl_check_t *checks, int n, const char *member,
+                            apr_size_t member_len, sl_decision_t *d,
+                            const char **err);
 
 /* The store's circuit breaker (shared memory, set in child_init); the
  * request path consults it before calling sl_redis_check. */

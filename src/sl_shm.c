@@ -679,8 +679,8 @@ static void sl_apply(sl_txn_t *t, sl_req_t *q)
         expires = sl_counter_apply(t->now, q->win, &e->st.counter);
         break;
     default:
-        expires = sl_gcra_apply(t->now, q->limit, q->win, q->burst,
-                                &e->st.gcra);
+        expires =
+            sl_gcra_apply(t->now, q->limit, q->win, q->burst, &e->st.gcra);
         break;
     }
     /* Never earlier than before: times handed in slightly out of order

@@ -17,12 +17,11 @@ APLOG_USE_MODULE(slidinglimit);
  * name in a fixed table; a policy past the table's end is counted under
  * "other" rather than lost. */
 #define SL_STATS_POLICIES 256
-#define SL_STATS_NAME 72
+#define SL_STATS_NAME     72
 
 /* Upper bounds of the store latency histogram, microseconds. */
-static const apr_int64_t sl_buckets[] = {250,   500,    1000,   2500,
-                                         5000,  10000,  25000,  50000,
-                                         100000, 250000, 1000000};
+static const apr_int64_t sl_buckets[] = {
+    250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 1000000};
 #define SL_NBUCKETS (sizeof(sl_buckets) / sizeof(sl_buckets[0]))
 
 /* The same bounds as "le" labels, written out: APR's %g drops the leading
@@ -63,8 +62,7 @@ const char *sl_result_name(int result)
                                                    : "unknown";
 }
 
-apr_status_t sl_stats_create(apr_pool_t *pconf, server_rec *s,
-                             sl_stats_t **out)
+apr_status_t sl_stats_create(apr_pool_t *pconf, server_rec *s, sl_stats_t **out)
 {
     /* Counters live in the process pool and survive graceful restarts, as
      * Prometheus expects of counters. */
@@ -77,8 +75,7 @@ apr_status_t sl_stats_create(apr_pool_t *pconf, server_rec *s,
         return APR_SUCCESS;
     }
     if (!kept) {
-        kept = ap_retained_data_create("mod_slidinglimit-stats",
-                                       sizeof(*kept));
+        kept = ap_retained_data_create("mod_slidinglimit-stats", sizeof(*kept));
     }
     *kept = apr_pcalloc(s->process->pool, sizeof(**kept));
     rv = apr_shm_create(&(*kept)->shm, sizeof(sl_stats_seg_t), NULL,
@@ -221,8 +218,8 @@ void sl_stats_write(sl_stats_t *st, request_rec *r)
         }
     }
     {
-        apr_uint64_t *other = apr_pcalloc(r->pool, sizeof(*other) *
-                                                       SL_RESULT_COUNT);
+        apr_uint64_t *other =
+            apr_pcalloc(r->pool, sizeof(*other) * SL_RESULT_COUNT);
         apr_hash_index_t *hi;
         for (k = 0; k < SL_RESULT_COUNT; k++) {
             other[k] = apr_atomic_read64(&g->other[k]);
@@ -239,36 +236,34 @@ void sl_stats_write(sl_stats_t *st, request_rec *r)
                 ap_rprintf(r,
                            "slidinglimit_decisions_total{result=\"%s\","
                            "policy=\"%s\"} %" APR_UINT64_T_FMT "\n",
-                           sl_result_names[k], sl_label(r->pool, name),
-                           sum[k]);
+                           sl_result_names[k], sl_label(r->pool, name), sum[k]);
             }
         }
     }
-    ap_rprintf(r,
-               "# HELP slidinglimit_store_calls_total Calls to the store.\n"
-               "# TYPE slidinglimit_store_calls_total counter\n"
-               "slidinglimit_store_calls_total %" APR_UINT64_T_FMT "\n"
-               "# HELP slidinglimit_store_errors_total Store calls that "
-               "failed or timed out.\n"
-               "# TYPE slidinglimit_store_errors_total counter\n"
-               "slidinglimit_store_errors_total %" APR_UINT64_T_FMT "\n"
-               "# HELP slidinglimit_local_fallback_total Decisions made from "
-               "shared memory while the store was down.\n"
-               "# TYPE slidinglimit_local_fallback_total counter\n"
-               "slidinglimit_local_fallback_total %" APR_UINT64_T_FMT "\n"
-               "# HELP slidinglimit_deny_cache_hits_total Refusals answered "
-               "without a store call.\n"
-               "# TYPE slidinglimit_deny_cache_hits_total counter\n"
-               "slidinglimit_deny_cache_hits_total %" APR_UINT64_T_FMT "\n"
-               "# HELP slidinglimit_breaker_open 1 while the store is "
-               "considered down.\n"
-               "# TYPE slidinglimit_breaker_open gauge\n"
-               "slidinglimit_breaker_open %d\n",
-               apr_atomic_read64(&g->store_calls),
-               apr_atomic_read64(&g->store_errors),
-               apr_atomic_read64(&g->fallback),
-               apr_atomic_read64(&g->deny_cached),
-               sl_breaker_is_open(&g->breaker));
+    ap_rprintf(
+        r,
+        "# HELP slidinglimit_store_calls_total Calls to the store.\n"
+        "# TYPE slidinglimit_store_calls_total counter\n"
+        "slidinglimit_store_calls_total %" APR_UINT64_T_FMT "\n"
+        "# HELP slidinglimit_store_errors_total Store calls that "
+        "failed or timed out.\n"
+        "# TYPE slidinglimit_store_errors_total counter\n"
+        "slidinglimit_store_errors_total %" APR_UINT64_T_FMT "\n"
+        "# HELP slidinglimit_local_fallback_total Decisions made from "
+        "shared memory while the store was down.\n"
+        "# TYPE slidinglimit_local_fallback_total counter\n"
+        "slidinglimit_local_fallback_total %" APR_UINT64_T_FMT "\n"
+        "# HELP slidinglimit_deny_cache_hits_total Refusals answered "
+        "without a store call.\n"
+        "# TYPE slidinglimit_deny_cache_hits_total counter\n"
+        "slidinglimit_deny_cache_hits_total %" APR_UINT64_T_FMT "\n"
+        "# HELP slidinglimit_breaker_open 1 while the store is "
+        "considered down.\n"
+        "# TYPE slidinglimit_breaker_open gauge\n"
+        "slidinglimit_breaker_open %d\n",
+        apr_atomic_read64(&g->store_calls), apr_atomic_read64(&g->store_errors),
+        apr_atomic_read64(&g->fallback), apr_atomic_read64(&g->deny_cached),
+        sl_breaker_is_open(&g->breaker));
     ap_rputs("# HELP slidinglimit_store_latency_seconds Store round trip "
              "time.\n"
              "# TYPE slidinglimit_store_latency_seconds histogram\n",

@@ -483,8 +483,7 @@ static void test_counter_retry(apr_int64_t base)
     CHECK(rem_bad == 0, "counter remaining wrong in %d", rem_bad);
     /* The reset is computed relative to now, so even at realistic times
      * (1.8e15 us, where doubles are 0.25 us apart) it is never early. */
-    CHECK(one_us == 0, "counter retry 1 us early in %d of %d", one_us,
-          denied);
+    CHECK(one_us == 0, "counter retry 1 us early in %d of %d", one_us, denied);
 }
 
 /* ---- gcra ---- */

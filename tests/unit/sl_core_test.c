@@ -15,11 +15,20 @@ static void test_durations(apr_pool_t *p)
     static const struct {
         const char *in;
         apr_int64_t us;
-    } good[] = {{"500ms", 500000},  {"30s", 30000000},   {"1m", 60000000},
-                {"2min", 120000000}, {"1h", 3600000000LL}, {"1d", 86400000000LL},
-                {"45", 45000000},   {"1MS", 1000}};
-    static const char *const bad[] = {"",    "0",   "-5s", "1w",  "1.5s",
-                                      "s",   "10x", " 1s", "1s ", "366000d",
+    } good[] = {{"500ms", 500000},    {"30s", 30000000},
+                {"1m", 60000000},     {"2min", 120000000},
+                {"1h", 3600000000LL}, {"1d", 86400000000LL},
+                {"45", 45000000},     {"1MS", 1000}};
+    static const char *const bad[] = {"",
+                                      "0",
+                                      "-5s",
+                                      "1w",
+                                      "1.5s",
+                                      "s",
+                                      "10x",
+                                      " 1s",
+                                      "1s ",
+                                      "366000d",
                                       "99999999999999999999"};
     size_t i;
 
@@ -57,10 +66,17 @@ static void test_limits(apr_pool_t *p)
 {
     const char *err;
     sl_limit_t *a, *b, *c, *d;
-    static const char *const bad[] = {
-        "0 1m",          "abc 1m",        "10",          "10 1w",
-        "10 1m foo=bar", "10 1m name=",   "10 1m name=a b", "10 1m algorithm=x",
-        "10 1m burst=0", "10 1m algorithm=log burst=5", "10 1m name=a\"b"};
+    static const char *const bad[] = {"0 1m",
+                                      "abc 1m",
+                                      "10",
+                                      "10 1w",
+                                      "10 1m foo=bar",
+                                      "10 1m name=",
+                                      "10 1m name=a b",
+                                      "10 1m algorithm=x",
+                                      "10 1m burst=0",
+                                      "10 1m algorithm=log burst=5",
+                                      "10 1m name=a\"b"};
     size_t i;
 
     a = limit(p, "100 1m name=api", "<Location /a>\n", &err);
@@ -93,15 +109,15 @@ static void test_keys(apr_pool_t *p)
     CHECK(!strcmp(sl_ip_key(p, "192.0.2.7", 64), "192.0.2.7"), "ipv4");
     CHECK(!strcmp(sl_ip_key(p, "::ffff:192.0.2.7", 64), "192.0.2.7"),
           "mapped ipv4");
-    CHECK(!strcmp(sl_ip_key(p, "2001:db8:1:2:3:4:5:6", 64), "2001:db8:1:2::/64"),
-          "ipv6 /64: %s", sl_ip_key(p, "2001:db8:1:2:3:4:5:6", 64));
+    CHECK(
+        !strcmp(sl_ip_key(p, "2001:db8:1:2:3:4:5:6", 64), "2001:db8:1:2::/64"),
+        "ipv6 /64: %s", sl_ip_key(p, "2001:db8:1:2:3:4:5:6", 64));
     CHECK(!strcmp(sl_ip_key(p, "2001:db8:1:2:3:4:5:6", 48), "2001:db8:1::/48"),
           "ipv6 /48");
     CHECK(!strcmp(sl_ip_key(p, "2001:db8:1:2:3:4:5:6", 128),
                   "2001:db8:1:2:3:4:5:6/128"),
           "ipv6 /128");
-    CHECK(!strcmp(sl_ip_key(p, "2001:db8:1:2:ffff::1", 60),
-                  "2001:db8:1::/60"),
+    CHECK(!strcmp(sl_ip_key(p, "2001:db8:1:2:ffff::1", 60), "2001:db8:1::/60"),
           "ipv6 /60: %s", sl_ip_key(p, "2001:db8:1:2:ffff::1", 60));
     CHECK(sl_ip_key(p, "not-an-ip", 64) == NULL, "garbage address");
 
@@ -126,8 +142,7 @@ static void test_keys(apr_pool_t *p)
     key = sl_store_key(p, "sl", k1, l, SL_ALG_COUNTER);
     CHECK(!strncmp(key, "sl:{", 4) && key[strlen(key) - 1] == 'c',
           "key shape %s", key);
-    CHECK(sl_key_slot(key, strlen(key)) ==
-              sl_key_slot(k1, strlen(k1)),
+    CHECK(sl_key_slot(key, strlen(key)) == sl_key_slot(k1, strlen(k1)),
           "the hash tag decides the slot");
     /* Redis Cluster's reference values (cluster spec). */
     CHECK(sl_key_slot("123456789", 9) == 12739, "crc16 of 123456789");
@@ -182,7 +197,8 @@ static void test_decisions(apr_pool_t *p)
     CHECK(sl_retry_after(&d) == 18, "Retry-After rounds up: %ld",
           (long) sl_retry_after(&d));
     CHECK(sl_decision_parse(p, ok, 8, 2, &d) != NULL, "short reply");
-    CHECK(sl_decision_parse(p, liar, 6, 1, &d) != NULL, "admit despite refusal");
+    CHECK(sl_decision_parse(p, liar, 6, 1, &d) != NULL,
+          "admit despite refusal");
     CHECK(sl_decision_parse(p, lies2, 6, 1, &d) != NULL,
           "refuse though all admit");
     CHECK(sl_decision_parse(p, neg, 6, 1, &d) != NULL, "negative remaining");
@@ -210,8 +226,10 @@ static void test_headers(apr_pool_t *p)
     struct hdrs h = {p, ""};
     const long long v[] = {1796018400, 0, 1, 1, 41, 12000000, 1, 90, 100};
 
-    APR_ARRAY_PUSH(limits, sl_limit_t *) = limit(p, "100 60s name=api", "", &err);
-    APR_ARRAY_PUSH(limits, sl_limit_t *) = limit(p, "1000 1h name=hourly", "", &err);
+    APR_ARRAY_PUSH(limits, sl_limit_t *) =
+        limit(p, "100 60s name=api", "", &err);
+    APR_ARRAY_PUSH(limits, sl_limit_t *) =
+        limit(p, "1000 1h name=hourly", "", &err);
     sl_decision_parse(p, v, 9, 2, &d);
     sl_quota_headers(p, SL_HDR_IETF | SL_HDR_DRAFT03 | SL_HDR_XRL, limits, &d,
                      collect, &h);
