@@ -1,7 +1,8 @@
 /* The embedded store: "SlidingLimitStore shm" and the local fallback. It
- * gives the answers of lua/sl_check.lua (the math is in sl_algo.c) from one
- * anonymous shared memory segment, under one global mutex, for all children
- * of this httpd.
+ * gives the answers of lua/sl_check.lua (the math is in sl_algo.c) for all
+ * children of this httpd from up to 8 stripes (see sl_shm_check at the end),
+ * each one anonymous shared memory segment under its own global mutex; what
+ * follows describes one stripe.
  *
  * Layout. Every link inside the segment is a 32-bit slot index, never a
  * pointer, so the segment means the same wherever it is mapped:
@@ -64,6 +65,8 @@
 #include <string.h>
 
 APLOG_USE_MODULE(slidinglimit);
+
+typedef struct sl_part sl_part_t;
 
 #define SL_SHM_MAGIC    0x4d534c53U /* "SLSM" */
 #define SL_SHM_LAYOUT   1
@@ -146,7 +149,7 @@ typedef struct sl_shm_retained {
     apr_global_mutex_t *mutex;
 } sl_shm_retained_t;
 
-struct sl_shm {
+struct sl_part {
     apr_shm_t *shm;
     apr_global_mutex_t *mutex;
     server_rec *s;
@@ -171,7 +174,7 @@ typedef struct sl_req {
 
 /* Work under the lock; corrupt is set by any link that leads nowhere. */
 typedef struct sl_txn {
-    sl_shm_t *shm;
+    sl_part_t *shm;
     apr_int64_t now;
     int corrupt;
 } sl_txn_t;
@@ -211,7 +214,7 @@ static int sl_layout(apr_size_t size, apr_uint32_t *nbuckets,
     return 1;
 }
 
-static void sl_map(sl_shm_t *shm, void *base)
+static void sl_map(sl_part_t *shm, void *base)
 {
     char *b = base;
     apr_size_t hdr = sl_align64(sizeof(sl_shm_hdr_t));
@@ -224,7 +227,7 @@ static void sl_map(sl_shm_t *shm, void *base)
 }
 
 /* Empties the store; the secret and the generation stay. */
-static void sl_format(sl_shm_t *shm)
+static void sl_format(sl_part_t *shm)
 {
     sl_shm_hdr_t *h = shm->hdr;
     apr_uint32_t i;
@@ -248,7 +251,7 @@ static void sl_format(sl_shm_t *shm)
 
 static sl_entry_t *sl_entry(sl_txn_t *t, apr_uint32_t i)
 {
-    sl_shm_t *shm = t->shm;
+    sl_part_t *shm = t->shm;
 
     if (i >= shm->hdr->nslots || shm->slots[i].e.kind != SL_KIND_ENTRY) {
         t->corrupt = 1;
@@ -259,7 +262,7 @@ static sl_entry_t *sl_entry(sl_txn_t *t, apr_uint32_t i)
 
 static sl_chunk_t *sl_chunk(sl_txn_t *t, apr_uint32_t i)
 {
-    sl_shm_t *shm = t->shm;
+    sl_part_t *shm = t->shm;
 
     if (i >= shm->hdr->nslots || shm->slots[i].c.kind != SL_KIND_CHUNK) {
         t->corrupt = 1;
@@ -271,7 +274,7 @@ static sl_chunk_t *sl_chunk(sl_txn_t *t, apr_uint32_t i)
 /* Callers reserve first: nfree > 0 here. */
 static apr_uint32_t sl_slot_take(sl_txn_t *t, unsigned char kind)
 {
-    sl_shm_t *shm = t->shm;
+    sl_part_t *shm = t->shm;
     apr_uint32_t i = shm->hdr->free_head;
     sl_slot_t *slot;
 
@@ -289,7 +292,7 @@ static apr_uint32_t sl_slot_take(sl_txn_t *t, unsigned char kind)
 
 static void sl_slot_give(sl_txn_t *t, apr_uint32_t i)
 {
-    sl_shm_t *shm = t->shm;
+    sl_part_t *shm = t->shm;
     sl_slot_t *slot = &shm->slots[i];
 
     memset(slot, 0, sizeof(*slot));
@@ -301,7 +304,7 @@ static void sl_slot_give(sl_txn_t *t, apr_uint32_t i)
 
 /* ---- entries: hash chains and the LRU list ---- */
 
-static apr_uint32_t *sl_bucket(sl_shm_t *shm, const unsigned char *hash)
+static apr_uint32_t *sl_bucket(sl_part_t *shm, const unsigned char *hash)
 {
     apr_uint32_t b;
 
@@ -723,9 +726,9 @@ static void sl_key_hash(const sl_shm_hdr_t *h, const char *key, apr_size_t len,
                        h->secret + APR_SIPHASH_KSIZE);
 }
 
-apr_status_t sl_shm_check(sl_shm_t *shm, apr_pool_t *p,
-                          const sl_check_t *checks, int n, apr_time_t now,
-                          sl_decision_t *d)
+static apr_status_t sl_part_check(sl_part_t *shm, apr_pool_t *p,
+                                  const sl_check_t *checks, int n,
+                                  apr_time_t now, sl_decision_t *d)
 {
     sl_req_t *q;
     sl_txn_t t = {shm, now, 0};
@@ -834,11 +837,12 @@ apr_status_t sl_shm_pre_config(apr_pool_t *pconf)
     return ap_mutex_register(pconf, SL_SHM_MUTEX, NULL, APR_LOCK_DEFAULT, 0);
 }
 
-apr_status_t sl_shm_create(apr_pool_t *pconf, server_rec *s, apr_size_t size,
-                           sl_shm_t **out)
+static apr_status_t sl_part_create(apr_pool_t *pconf, server_rec *s,
+                                   apr_size_t size, int part, sl_part_t **out)
 {
     sl_shm_retained_t *rd;
-    sl_shm_t *shm;
+    sl_part_t *shm;
+    const char *key;
     apr_uint32_t nbuckets, nslots;
     apr_size_t real;
     apr_status_t rv;
@@ -853,9 +857,10 @@ apr_status_t sl_shm_create(apr_pool_t *pconf, server_rec *s, apr_size_t size,
                          (apr_size_t) SL_MIN_SLOTS * SL_SHM_SLOT_BYTES);
         return APR_EINVAL;
     }
-    rd = ap_retained_data_get(SL_SHM_RETAINED);
+    key = apr_psprintf(pconf, "%s-%d", SL_SHM_RETAINED, part);
+    rd = ap_retained_data_get(key);
     if (!rd) {
-        rd = ap_retained_data_create(SL_SHM_RETAINED, sizeof(*rd));
+        rd = ap_retained_data_create(key, sizeof(*rd));
     }
     if (rd->shm && rd->size != size) {
         /* Children of the old generation keep their own mapping. */
@@ -917,7 +922,8 @@ apr_status_t sl_shm_create(apr_pool_t *pconf, server_rec *s, apr_size_t size,
     shm->generation = shm->hdr->generation;
 
     if (!rd->mutex) {
-        rv = ap_global_mutex_create(&rd->mutex, NULL, SL_SHM_MUTEX, NULL, s,
+        rv = ap_global_mutex_create(&rd->mutex, NULL, SL_SHM_MUTEX,
+                                    apr_itoa(s->process->pool, part), s,
                                     s->process->pool, 0);
         if (rv != APR_SUCCESS) {
             rd->mutex = NULL;
@@ -934,7 +940,8 @@ apr_status_t sl_shm_create(apr_pool_t *pconf, server_rec *s, apr_size_t size,
     return APR_SUCCESS;
 }
 
-apr_status_t sl_shm_child_init(sl_shm_t *shm, apr_pool_t *pchild, server_rec *s)
+static apr_status_t sl_part_child_init(sl_part_t *shm, apr_pool_t *pchild,
+                                       server_rec *s)
 {
     apr_status_t rv;
 
@@ -948,7 +955,97 @@ apr_status_t sl_shm_child_init(sl_shm_t *shm, apr_pool_t *pchild, server_rec *s)
     return rv;
 }
 
-apr_size_t sl_shm_entry_capacity(sl_shm_t *shm)
+static apr_size_t sl_part_capacity(sl_part_t *shm)
 {
     return shm->hdr->nslots;
+}
+
+/* The store is split into stripes, each its own segment, index and lock,
+ * chosen by the identity's hash tag: every key of one request has the same
+ * tag, so a decision still takes exactly one lock and stays atomic, while
+ * requests of other identities take other locks. One lock for everything
+ * made every thread wait whenever its holder was preempted. */
+#define SL_SHM_STRIPES    8
+#define SL_SHM_MIN_STRIPE (64 * 1024)
+
+struct sl_shm {
+    int n;
+    sl_part_t *part[SL_SHM_STRIPES];
+};
+
+apr_status_t sl_shm_create(apr_pool_t *pconf, server_rec *s, apr_size_t size,
+                           sl_shm_t **out)
+{
+    sl_shm_t *shm = apr_pcalloc(pconf, sizeof(*shm));
+    apr_status_t rv;
+    int i;
+
+    shm->n = (int) (size / SL_SHM_MIN_STRIPE);
+    if (shm->n > SL_SHM_STRIPES) {
+        shm->n = SL_SHM_STRIPES;
+    }
+    if (shm->n < 1) {
+        shm->n = 1;
+    }
+    for (i = 0; i < shm->n; i++) {
+        rv = sl_part_create(pconf, s, size / (apr_size_t) shm->n, i,
+                            &shm->part[i]);
+        if (rv != APR_SUCCESS) {
+            return rv;
+        }
+    }
+    *out = shm;
+    return APR_SUCCESS;
+}
+
+apr_status_t sl_shm_child_init(sl_shm_t *shm, apr_pool_t *pchild, server_rec *s)
+{
+    apr_status_t rv = APR_SUCCESS;
+    int i;
+
+    for (i = 0; i < shm->n; i++) {
+        apr_status_t r = sl_part_child_init(shm->part[i], pchild, s);
+        if (r != APR_SUCCESS) {
+            rv = r;
+        }
+    }
+    return rv;
+}
+
+apr_status_t sl_shm_check(sl_shm_t *shm, apr_pool_t *p,
+                          const sl_check_t *checks, int n, apr_time_t now,
+                          sl_decision_t *d)
+{
+    const char *key, *open, *close;
+    apr_size_t len;
+    unsigned int h = 2166136261u;
+
+    if (n < 1 || !checks || !checks[0].key) {
+        return APR_EINVAL;
+    }
+    /* FNV-1a of the hash tag (or the whole key when it has none). */
+    key = checks[0].key;
+    len = checks[0].key_len;
+    open = memchr(key, '{', len);
+    close = open ? memchr(open, '}', len - (apr_size_t) (open - key)) : NULL;
+    if (open && close) {
+        len = (apr_size_t) (close - open - 1);
+        key = open + 1;
+    }
+    while (len--) {
+        h = (h ^ (unsigned char) *key++) * 16777619u;
+    }
+    return sl_part_check(shm->part[h % (unsigned int) shm->n], p, checks, n,
+                         now, d);
+}
+
+apr_size_t sl_shm_entry_capacity(sl_shm_t *shm)
+{
+    apr_size_t total = 0;
+    int i;
+
+    for (i = 0; i < shm->n; i++) {
+        total += sl_part_capacity(shm->part[i]);
+    }
+    return total;
 }
