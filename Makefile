@@ -82,7 +82,7 @@ soak: deps-bench
 	bash bench/leakcheck.sh
 
 format:
-	clang-format -i mod_slidinglimit.c src/*.c src/*.h tests/unit/*.c tests/unit/*.h
+	clang-format -i mod_slidinglimit.c src/*.c src/*.h tests/unit/*.c tests/unit/*.h bench/*.c
 
 clean:
 	rm -rf .libs src/.libs *.la *.lo *.slo *.o src/*.lo src/*.slo src/*.o \

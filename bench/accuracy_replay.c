@@ -16,7 +16,7 @@
 #include <string.h>
 
 #define MAX_KEYS 64
-#define LOG_CAP 100000
+#define LOG_CAP  100000
 
 typedef struct {
     char name[64];
@@ -60,8 +60,7 @@ int main(void)
 
         lineno++;
         if (sscanf(line, "%63s %c %lld %lld %lld %lld %lld %lld %lld", key,
-                   &alg, &limit, &win, &burst, &now, &ok, &rem,
-                   &reset) != 9 ||
+                   &alg, &limit, &win, &burst, &now, &ok, &rem, &reset) != 9 ||
             !(b = budget(budgets, &nb, key))) {
             printf("line %ld: cannot read '%s'\n", lineno, line);
             return 1;
@@ -86,8 +85,8 @@ int main(void)
                 printf("line %ld (%s %c %lld/%lld burst %lld at %lld): "
                        "script %lld %lld %lld, C %d %" APR_INT64_T_FMT
                        " %" APR_INT64_T_FMT "\n",
-                       lineno, key, alg, limit, win, burst, now, ok, rem,
-                       reset, res.ok, res.remaining, res.reset);
+                       lineno, key, alg, limit, win, burst, now, ok, rem, reset,
+                       res.ok, res.remaining, res.reset);
             }
         }
         /* Follow the script's decision, so that one difference does not
