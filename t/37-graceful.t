@@ -47,46 +47,25 @@ Apache::TestRequest::module($old);
 my $maps0 = shared_maps();
 my %kids0 = map { $_ => 1 } children();
 my $workers = 4;
-my @pipes;
-for my $w (1 .. $workers) {
-    pipe(my $r, my $wr) or die "pipe: $!";
-    my $pid = fork() // die "fork: $!";
-    if (!$pid) {
-        close $r;
-        # A new connection per request: a graceful restart closes idle
-        # keep-alive connections, which a client must expect anyway.
-        my $ua = HTTP::Tiny->new(timeout => 10, keep_alive => 0);
-        my %count;
-        my $end = time + 5;
-        while (time < $end) {
-            my $res = $ua->get("$base/f/wideclosed/g",
-                { headers => { 'X-Forwarded-For' => SL::Test::fresh_ip() } });
-            $count{"$res->{status}:" . ($res->{headers}{'x-sl-result'} // '')}++;
-        }
-        print $wr join(',', map {"$_=$count{$_}"} sort keys %count), "\n";
-        close $wr;
-        require POSIX;
-        POSIX::_exit(0);
+my $collect = workers($workers, sub {
+    # A new connection per request: a graceful restart closes idle
+    # keep-alive connections, which a client must expect anyway.
+    my $ua = HTTP::Tiny->new(timeout => 10, keep_alive => 0);
+    my %count;
+    my $end = time + 5;
+    while (time < $end) {
+        my $res = $ua->get("$base/f/wideclosed/g",
+            { headers => { 'X-Forwarded-For' => SL::Test::fresh_ip() } });
+        $count{"$res->{status}:" . ($res->{headers}{'x-sl-result'} // '')}++;
     }
-    close $wr;
-    push @pipes, [ $pid, $r ];
-}
+    return \%count;
+});
 sleep 1;
 for (1 .. 2) {
     kill 'USR1', $parent or die "cannot signal httpd $parent: $!";
     sleep 1.5;
 }
-my %total;
-for my $p (@pipes) {
-    my ($pid, $r) = @$p;
-    my $line = <$r> // '';
-    chomp $line;
-    for (split /,/, $line) {
-        my ($s, $c) = split /=/;
-        $total{$s} += $c;
-    }
-    waitpid($pid, 0);
-}
+my %total = %{ $collect->() };
 my $n = 0;
 $n += $_ for values %total;
 t_debug(join ' ', map {"$_=$total{$_}"} sort keys %total);

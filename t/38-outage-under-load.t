@@ -25,49 +25,28 @@ my $old  = Apache::TestRequest::module('sl_fault');
 my $base = 'http://' . Apache::TestRequest::hostport();
 Apache::TestRequest::module($old);
 
-my @pipes;
-for my $w (1 .. 6) {
-    pipe(my $r, my $wr) or die "pipe: $!";
-    my $pid = fork() // die "fork: $!";
-    if (!$pid) {
-        close $r;
-        my $ua = HTTP::Tiny->new(timeout => 10, keep_alive => 1);
-        my (%count, $max);
-        $max = 0;
-        my $end = time + 4;
-        while (time < $end) {
-            my $t0  = time;
-            my $res = $ua->get("$base/f/wide/u",
-                { headers => { 'X-Forwarded-For' => SL::Test::fresh_ip() } });
-            my $t = time - $t0;
-            $max = $t if $t > $max;
-            $count{"$res->{status}:" . ($res->{headers}{'x-sl-result'} // '')}++;
-        }
-        print $wr join(',', "max=$max", map {"$_=$count{$_}"} sort keys %count), "\n";
-        close $wr;
-        require POSIX;
-        POSIX::_exit(0);
+my $collect = workers(6, sub {
+    my $ua = HTTP::Tiny->new(timeout => 10, keep_alive => 1);
+    my (%count, $max);
+    $max = 0;
+    my $end = time + 4;
+    while (time < $end) {
+        my $t0  = time;
+        my $res = $ua->get("$base/f/wide/u",
+            { headers => { 'X-Forwarded-For' => SL::Test::fresh_ip() } });
+        my $t = time - $t0;
+        $max = $t if $t > $max;
+        $count{"$res->{status}:" . ($res->{headers}{'x-sl-result'} // '')}++;
     }
-    close $wr;
-    push @pipes, [ $pid, $r ];
-}
+    $count{max} = $max;
+    return \%count;
+});
 sleep 0.7;
 fault_stop();
 sleep 1;
 fault_start();
-my %total;
-my $max = 0;
-for my $p (@pipes) {
-    my ($pid, $r) = @$p;
-    my $line = <$r> // '';
-    chomp $line;
-    for (split /,/, $line) {
-        my ($s, $c) = split /=/;
-        if ($s eq 'max') { $max = $c if $c > $max; next }
-        $total{$s} += $c;
-    }
-    waitpid($pid, 0);
-}
+my %total = %{ $collect->() };
+my $max = delete $total{max} // 0;
 t_debug(join ' ', map {"$_=$total{$_}"} sort keys %total);
 my @statuses = sort keys %{ { map { (split /:/)[0] => 1 } keys %total } };
 ok t_cmp("@statuses", '200', 'every request answered 200');

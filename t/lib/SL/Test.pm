@@ -15,7 +15,7 @@ use MIME::Base64 qw(encode_base64);
 use Time::HiRes qw(time);
 
 our @EXPORT = qw(redis sl_identity sl_policy_named sl_key fresh_ip
-  burst server_url http_get);
+  burst workers server_url http_get);
 
 sub redis_port { $ENV{SL_TEST_REDIS_PORT} or die "SL_TEST_REDIS_PORT unset" }
 
@@ -104,27 +104,20 @@ sub http_get {
     return $ua->get(server_url() . $path, { headers => \%h });
 }
 
-# burst($url, total => N, workers => W, headers => {..}) -> { status => count }
-# W processes share N requests, each on its own keep-alive connection.
-sub burst {
-    my ($url, %a) = @_;
-    my $total   = $a{total};
-    my $workers = $a{workers} // 10;
-    my $headers = $a{headers} // {};
+# workers(W, sub { my ($w) = @_; ...; return \%counts }) -> a collector:
+# forks W processes, each running the sub (worker number 0 .. W-1) and
+# sending back its counts; the collector waits for them all and returns the
+# counts added up (a key named "max" keeps the largest value instead).
+sub workers {
+    my ($n, $body) = @_;
     my @pipes;
-    for my $w (0 .. $workers - 1) {
-        my $n = int($total / $workers) + ($w < $total % $workers ? 1 : 0);
+    for my $w (0 .. $n - 1) {
         pipe(my $r, my $wr) or die "pipe: $!";
         my $pid = fork() // die "fork: $!";
         if (!$pid) {
             close $r;
-            my $ua = HTTP::Tiny->new(timeout => 10, keep_alive => 1);
-            my %count;
-            for (1 .. $n) {
-                my $res = $ua->get($url, { headers => $headers });
-                $count{ $res->{status} }++;
-            }
-            print $wr join(',', map {"$_=$count{$_}"} keys %count), "\n";
+            my $count = $body->($w);
+            print $wr join(',', map {"$_=$count->{$_}"} sort keys %$count), "\n";
             close $wr;
             require POSIX;
             POSIX::_exit(0);
@@ -132,18 +125,45 @@ sub burst {
         close $wr;
         push @pipes, [ $pid, $r ];
     }
-    my %total;
-    for my $p (@pipes) {
-        my ($pid, $r) = @$p;
-        my $line = <$r> // '';
-        chomp $line;
-        for (split /,/, $line) {
-            my ($s, $c) = split /=/;
-            $total{$s} += $c;
+    return sub {
+        my %total;
+        for my $p (@pipes) {
+            my ($pid, $r) = @$p;
+            my $line = <$r> // '';
+            chomp $line;
+            for (split /,/, $line) {
+                my ($k, $c) = split /=/;
+                if ($k eq 'max') {
+                    $total{max} = $c if !defined $total{max} || $c > $total{max};
+                }
+                else {
+                    $total{$k} += $c;
+                }
+            }
+            waitpid($pid, 0);
         }
-        waitpid($pid, 0);
-    }
-    return \%total;
+        return \%total;
+    };
+}
+
+# burst($url, total => N, workers => W, headers => {..}) -> { status => count }
+# W processes share N requests, each on its own keep-alive connection.
+sub burst {
+    my ($url, %a) = @_;
+    my $total   = $a{total};
+    my $workers = $a{workers} // 10;
+    my $headers = $a{headers} // {};
+    my $collect = workers($workers, sub {
+        my ($w) = @_;
+        my $n = int($total / $workers) + ($w < $total % $workers ? 1 : 0);
+        my $ua = HTTP::Tiny->new(timeout => 10, keep_alive => 1);
+        my %count;
+        for (1 .. $n) {
+            $count{ $ua->get($url, { headers => $headers })->{status} }++;
+        }
+        return \%count;
+    });
+    return $collect->();
 }
 
 1;
