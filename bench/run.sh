@@ -11,7 +11,9 @@
 # docs/BENCHMARKS.md and the plot to docs/benchmarks.png.
 #
 # Knobs (environment):
-#   SL_BENCH_DURATION  seconds per measured run (10)
+#   SL_BENCH_SLICES    measured slices per configuration (3), each followed
+#                      or preceded by one of the reference
+#   SL_BENCH_SLICE     seconds per slice (3)
 #   SL_BENCH_WARMUP    seconds of warm-up before each run (2)
 #   SL_BENCH_ONLY      only these cases (space separated), for quick looks;
 #                      the documents are then left alone unless
@@ -20,7 +22,8 @@
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-DURATION=${SL_BENCH_DURATION:-10}
+SLICES=${SL_BENCH_SLICES:-3}
+SLICE=${SL_BENCH_SLICE:-3}
 WARMUP=${SL_BENCH_WARMUP:-2}
 THREADS=2
 CONNS=32
@@ -55,10 +58,12 @@ Group nogroup"
     chown -R nobody:nogroup "$STAGE/logs" "$STAGE/data" "$STAGE/run"
 fi
 
-HTTPD_PID=
 REDIS_PID=
 cleanup() {
-    stop_httpd
+    local run
+    for run in "$STAGE"/run/*/; do
+        [ -d "$run" ] && stop_httpd "${run%/}"
+    done
     if [ -n "$REDIS_PID" ]; then
         kill "$REDIS_PID" 2>/dev/null
         wait "$REDIS_PID" 2>/dev/null
@@ -75,7 +80,9 @@ trap 'exit 130' INT TERM
 . "$(dirname "${BASH_SOURCE[0]}")/../tools/free-port.sh"
 
 REDIS_PORT=$(free_port) || { echo "bench: no free port"; exit 1; }
+# Also on a unix socket, for the row that compares the two transports.
 redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
+    --unixsocket "$STAGE/redis/redis.sock" --unixsocketperm 777 \
     --dir "$STAGE/redis" --logfile "$STAGE/redis/redis.log" &
 REDIS_PID=$!
 rcli() { redis-cli -p "$REDIS_PORT" "$@"; }
@@ -84,22 +91,20 @@ for _ in $(seq 1 50); do
     sleep 0.1
 done
 rcli ping >/dev/null || { echo "bench: redis-server did not start"; exit 1; }
-HTTP_PORT=$(free_port) || { echo "bench: no free port"; exit 1; }
-URL=http://127.0.0.1:$HTTP_PORT/r/index.html
 
 # libpcre.so.3 for Debian's mod_qos, which needs its symbols loaded first.
 PCRE3=$(dpkg -L libpcre3 2>/dev/null | grep -E '/libpcre\.so\.3$' | head -1)
 
 # ---------------------------------------------------------------- configs
 
-conf_head() { # mpm name
-    local mpm=$1 name=$2
+conf_head() { # mpm name port rundir
+    local mpm=$1 name=$2 port=$3 run=$4
     cat <<CONF
 ServerRoot $STAGE
 ServerName 127.0.0.1
-Listen 127.0.0.1:$HTTP_PORT
-PidFile $STAGE/run/httpd.pid
-DefaultRuntimeDir $STAGE/run
+Listen 127.0.0.1:$port
+PidFile $run/httpd.pid
+DefaultRuntimeDir $run
 ErrorLog $STAGE/logs/error-$name.log
 LogLevel warn
 $USERCONF
@@ -215,8 +220,10 @@ CONF
 
 # ---------------------------------------------------------------- running
 
-stop_httpd() {
-    local pid=$HTTPD_PID
+# An httpd is known by the directory of its pid file: $STAGE/run/<name>.
+stop_httpd() { # rundir
+    local pid
+    pid=$(cat "$1/httpd.pid" 2>/dev/null)
     [ -n "$pid" ] || return 0
     kill -TERM "$pid" 2>/dev/null
     for _ in $(seq 1 100); do
@@ -224,31 +231,53 @@ stop_httpd() {
         sleep 0.1
     done
     kill -KILL "$pid" 2>/dev/null
-    HTTPD_PID=
+    rm -f "$1/httpd.pid"
     # The children leave with the parent; give the port a moment.
     sleep 0.3
 }
 
-start_httpd() { # conf name
-    local conf=$1 name=$2 code
-    rm -f "$STAGE/run/httpd.pid"
+start_httpd() { # conf name rundir url
+    local conf=$1 name=$2 run=$3 url=$4 code
+    mkdir -p "$run"
+    [ "$(id -u)" -eq 0 ] && chown nobody:nogroup "$run"
+    rm -f "$run/httpd.pid"
     if ! "$HTTPD" -f "$conf" -k start 2>"$STAGE/out/$name.start"; then
         echo "bench: httpd did not start for $name:" >&2
         cat "$STAGE/out/$name.start" >&2
         return 1
     fi
     for _ in $(seq 1 100); do
-        [ -s "$STAGE/run/httpd.pid" ] && break
+        [ -s "$run/httpd.pid" ] && break
         sleep 0.05
     done
-    HTTPD_PID=$(cat "$STAGE/run/httpd.pid" 2>/dev/null)
     for _ in $(seq 1 100); do
-        code=$(curl -s -o /dev/null -w '%{http_code}' "$URL" 2>/dev/null)
+        code=$(curl -s -o /dev/null -w '%{http_code}' "$url" 2>/dev/null)
         [ "$code" != 000 ] && return 0
         sleep 0.05
     done
     echo "bench: httpd for $name does not answer" >&2
     return 1
+}
+
+# CPU time (clock ticks) of an httpd: the parent, its live children, and
+# the children it has reaped (cutime/cstime).
+TICK=$(getconf CLK_TCK)
+httpd_cpu() { # rundir
+    local pid
+    pid=$(cat "$1/httpd.pid" 2>/dev/null)
+    [ -n "$pid" ] || { echo 0; return; }
+    {
+        awk '{ print $14 + $15 + $16 + $17 }' "/proc/$pid/stat" 2>/dev/null
+        for c in $(cat "/proc/$pid/task/$pid/children" 2>/dev/null); do
+            awk '{ print $14 + $15 }' "/proc/$c/stat" 2>/dev/null
+        done
+    } | awk '{ s += $1 } END { print s + 0 }'
+}
+
+redis_cpu() { # seconds of CPU redis-server has used
+    rcli info cpu | tr -d '\r' |
+        awk -F: '$1 == "used_cpu_sys" || $1 == "used_cpu_user" { s += $2 }
+                 END { printf "%.6f", s }'
 }
 
 # wrk's latency as milliseconds.
@@ -260,8 +289,10 @@ to_ms() {
         printf "%.3f", n }'
 }
 
-cmdstat() { # file command -> calls
-    sed -n "s/^cmdstat_$2:calls=\([0-9]*\),.*/\1/p" "$1" | tr -d '\r' | head -1
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+cmdstat() { # file command field -> value
+    sed -n "s/^cmdstat_$2:.*[:,]$3=\([0-9.]*\).*/\1/p" "$1" | tr -d '\r' | head -1
 }
 
 # Commands that the script itself runs inside EVALSHA: counted by INFO
@@ -273,54 +304,101 @@ OWN_CMDS='info|config|dbsize|memory|randomkey|flushall|ping'
 RESULTS=$STAGE/out/results.tsv
 : >"$RESULTS"
 
-# run_case NAME BASE MPM CONNS POOL DESCRIPTION CONFIG
-#   BASE: the case its ratio is taken against; POOL: identities or "flood".
+# One wrk slice: SLICE seconds against url; appends "rps p50 p99 total
+# non2xx cpu-ticks" to out.
+slice() { # url pool conns rundir out
+    local url=$1 pool=$2 conns=$3 run=$4 out=$5 c0 c1 w
+    w=$(mktemp "$STAGE/out/wrk.XXXXXX")
+    c0=$(httpd_cpu "$run")
+    if [ "${SL_BENCH_PERF:-0}" = 1 ] && [ "${out##*.}" = case ]; then
+        # Where the CPU goes, whole machine (root only): see bench/NOTES.md.
+        perf record -q -a -g -F 499 -o "$out.perf.$(wc -l <"$out")" -- \
+            wrk -t"$THREADS" -c"$conns" -d"${SLICE}s" --latency \
+            -s "$STAGE/clients.lua" "$url" -- "$pool" >"$w" 2>/dev/null
+    else
+        wrk -t"$THREADS" -c"$conns" -d"${SLICE}s" --latency \
+            -s "$STAGE/clients.lua" "$url" -- "$pool" >"$w" 2>&1
+    fi
+    c1=$(httpd_cpu "$run")
+    printf '%s %s %s %s %s %s\n' \
+        "$(sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p' "$w")" \
+        "$(to_ms "$(awk '$1 == "50%" {print $2}' "$w")")" \
+        "$(to_ms "$(awk '$1 == "99%" {print $2}' "$w")")" \
+        "$(sed -n 's/^ *\([0-9]*\) requests in.*/\1/p' "$w")" \
+        "$(sed -n 's/^ *Non-2xx or 3xx responses: *\([0-9]*\).*/\1/p' "$w" | grep . || echo 0)" \
+        "$((c1 - c0))" >>"$out"
+    cat "$w" >>"$out.wrk"
+    rm -f "$w"
+}
+
+# Mean requests/s, median p50 and p99, sums of requests, refusals and CPU.
+summary() { # slices-file -> rps p50 p99 total non2xx ticks
+    printf '%s %s %s %s\n' \
+        "$(awk '{ s += $1 } END { if (NR) printf "%.1f", s / NR }' "$1")" \
+        "$(awk '{ print $2 }' "$1" | median)" \
+        "$(awk '{ print $3 }' "$1" | median)" \
+        "$(awk '{ t += $4; d += $5; c += $6 } END { print t + 0, d + 0, c + 0 }' "$1")"
+}
+
+# run_case NAME MPM CONNS POOL DESCRIPTION CONFIG
+#   POOL: identities, or "flood". The case runs in its own httpd; its
+#   reference is the module-free httpd of the same MPM, which runs all
+#   along. SLICES times, a slice of the reference and one of the case
+#   alternate (in ABBA order), so that drift in the machine's speed falls
+#   on both alike; the ratio is taken between the two.
 run_case() {
-    local name=$1 base=$2 mpm=$3 conns=$4 pool=$5 desc=$6 block=$7
-    local conf=$STAGE/conf/$name.conf wout=$STAGE/out/$name.wrk
-    local mem0 mem1 keys rps p50 p99 total non2xx evalsha other newconn
-    local status calls hits errors
+    local name=$1 mpm=$2 conns=$3 pool=$4 desc=$5 block=$6
+    local conf=$STAGE/conf/$name.conf run=$STAGE/run/$name port url
+    local refrun=$STAGE/run/ref-$mpm refurl
+    local mem0 mem1 keys evalsha usec other newconn status calls hits errors
+    local rc0 rc1 i case ref
     if [ -n "$ONLY" ] && ! grep -qw -- "$name" <<<"$ONLY"; then
         return 0
     fi
-    { conf_head "$mpm" "$name"; printf '%s\n' "$block"; } >"$conf"
-    printf '%-22s ' "$name"
+    port=$(free_port) || { echo "bench: no free port"; exit 1; }
+    url=http://127.0.0.1:$port/r/index.html
+    refurl=$(cat "$refrun/url")
+    { conf_head "$mpm" "$name" "$port" "$run"; printf '%s\n' "$block"; } >"$conf"
+    printf '%-28s ' "$name"
     rcli flushall >/dev/null
-    if ! start_httpd "$conf" "$name"; then
-        printf '%s\t%s\t%s\t%s\t%s\tFAILED\n' "$name" "$base" "$mpm" \
-            "$conns" "$desc" >>"$RESULTS"
-        stop_httpd
+    if ! start_httpd "$conf" "$name" "$run" "$url"; then
+        printf '%s\t%s\t%s\t%s\tFAILED\n' "$name" "$mpm" "$conns" "$desc" >>"$RESULTS"
+        stop_httpd "$run"
         return 0
     fi
     mem0=$(rcli info memory | sed -n 's/^used_memory:\([0-9]*\).*/\1/p')
     wrk -t"$THREADS" -c"$conns" -d"${WARMUP}s" -s "$STAGE/clients.lua" \
-        "$URL" -- "$pool" >"$STAGE/out/$name.warmup" 2>&1
+        "$url" -- "$pool" >"$STAGE/out/$name.warmup" 2>&1
     rcli config resetstat >/dev/null
-    if [ "${SL_BENCH_PERF:-0}" = 1 ]; then
-        # Where the CPU goes, whole machine (root only): bench/profile.sh.
-        perf record -q -a -g -F 499 -o "$STAGE/out/$name.perf" -- \
-            wrk -t"$THREADS" -c"$conns" -d"${DURATION}s" --latency \
-            -s "$STAGE/clients.lua" "$URL" -- "$pool" >"$wout" 2>/dev/null
-    else
-        wrk -t"$THREADS" -c"$conns" -d"${DURATION}s" --latency \
-            -s "$STAGE/clients.lua" "$URL" -- "$pool" >"$wout" 2>&1
-    fi
+    case=$STAGE/out/$name.case
+    ref=$STAGE/out/$name.ref
+    : >"$case"
+    : >"$ref"
+    rc0=$(redis_cpu)
+    for i in $(seq 1 "$SLICES"); do
+        # ABBA: reference first in odd slices, the case first in even ones.
+        if [ $((i % 2)) -eq 1 ]; then
+            slice "$refurl" "$POOL" "$conns" "$refrun" "$ref"
+            slice "$url" "$pool" "$conns" "$run" "$case"
+        else
+            slice "$url" "$pool" "$conns" "$run" "$case"
+            slice "$refurl" "$POOL" "$conns" "$refrun" "$ref"
+        fi
+    done
+    rc1=$(redis_cpu)
     rcli info commandstats >"$STAGE/out/$name.cmdstats"
     rcli info stats >"$STAGE/out/$name.stats"
     mem1=$(rcli info memory | sed -n 's/^used_memory:\([0-9]*\).*/\1/p')
     keys=$(rcli dbsize | tr -d '\r')
-    status=$(curl -s "http://127.0.0.1:$HTTP_PORT/slidinglimit-status")
+    status=$(curl -s "http://127.0.0.1:$port/slidinglimit-status")
     printf '%s\n' "$status" >"$STAGE/out/$name.status"
-    stop_httpd
+    stop_httpd "$run"
 
-    rps=$(sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p' "$wout")
-    p50=$(to_ms "$(awk '$1 == "50%" {print $2}' "$wout")")
-    p99=$(to_ms "$(awk '$1 == "99%" {print $2}' "$wout")")
-    total=$(sed -n 's/^ *\([0-9]*\) requests in.*/\1/p' "$wout")
-    non2xx=$(sed -n 's/^ *Non-2xx or 3xx responses: *\([0-9]*\).*/\1/p' "$wout")
-    non2xx=${non2xx:-0}
-    evalsha=$(cmdstat "$STAGE/out/$name.cmdstats" evalsha)
+    read -r crps cp50 cp99 ctotal cnon2xx cticks <<<"$(summary "$case")"
+    read -r rrps rp50 rp99 rtotal _ rticks <<<"$(summary "$ref")"
+    evalsha=$(cmdstat "$STAGE/out/$name.cmdstats" evalsha calls)
     evalsha=${evalsha:-0}
+    usec=$(cmdstat "$STAGE/out/$name.cmdstats" evalsha usec_per_call)
     other=$(tr -d '\r' <"$STAGE/out/$name.cmdstats" |
         sed -n 's/^cmdstat_\([^:]*\):calls=\([0-9]*\),.*/\1 \2/p' |
         grep -Ev "^($SCRIPT_CMDS|$OWN_CMDS|evalsha) " |
@@ -328,115 +406,150 @@ run_case() {
     newconn=$(sed -n 's/^total_connections_received:\([0-9]*\).*/\1/p' \
         "$STAGE/out/$name.stats" | tr -d '\r')
     # Our own redis-cli calls after the reset count as connections too.
-    newconn=$((${newconn:-2} - 2))
+    newconn=$((${newconn:-2} - 2 - 2 * SLICES))
+    [ "$newconn" -lt 0 ] && newconn=0
     calls=$(sed -n 's/^slidinglimit_store_calls_total \([0-9]*\).*/\1/p' <<<"$status")
     hits=$(sed -n 's/^slidinglimit_deny_cache_hits_total \([0-9]*\).*/\1/p' <<<"$status")
     errors=$(sed -n 's/^slidinglimit_store_errors_total \([0-9]*\).*/\1/p' <<<"$status")
-    if [ -z "$rps" ] || [ -z "$total" ] || [ "$total" -eq 0 ]; then
-        echo "no result (see $wout)"
-        printf '%s\t%s\t%s\t%s\t%s\tFAILED\n' "$name" "$base" "$mpm" \
-            "$conns" "$desc" >>"$RESULTS"
+    if [ -z "$crps" ] || [ -z "$ctotal" ] || [ "$ctotal" -eq 0 ] ||
+        [ -z "$rtotal" ] || [ "$rtotal" -eq 0 ]; then
+        echo "no result (see $case.wrk)"
+        printf '%s\t%s\t%s\t%s\tFAILED\n' "$name" "$mpm" "$conns" "$desc" >>"$RESULTS"
         return 0
     fi
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
-        "$name" "$base" "$mpm" "$conns" "$desc" "$rps" "$p50" "$p99" \
-        "$total" "$non2xx" "$evalsha" "$other" "$newconn" \
-        "$((mem1 - mem0))" "$keys" "${errors:--}" "${hits:--}" >>"$RESULTS"
-    printf '%10.0f req/s  p50 %7.3f ms  p99 %7.3f ms  non-2xx %6.2f%%  EVALSHA/req %.4f\n' \
-        "$rps" "$p50" "$p99" "$(awk -v a="$non2xx" -v b="$total" 'BEGIN {print 100 * a / b}')" \
-        "$(awk -v a="$evalsha" -v b="$total" 'BEGIN {print a / b}')"
+    # CPU per request in microseconds: httpd's for the case and for the
+    # reference, redis-server's for the case (it idles during the
+    # reference's slices).
+    local hcpu rcpu scpu
+    hcpu=$(awk -v t="$cticks" -v n="$ctotal" -v k="$TICK" 'BEGIN { printf "%.1f", 1e6 * t / k / n }')
+    rcpu=$(awk -v t="$rticks" -v n="$rtotal" -v k="$TICK" 'BEGIN { printf "%.1f", 1e6 * t / k / n }')
+    scpu=$(awk -v a="$rc0" -v b="$rc1" -v n="$ctotal" 'BEGIN { printf "%.1f", 1e6 * (b - a) / n }')
+    # name mpm conns desc rps p50 p99 total non2xx evalsha other newconn
+    # memdelta keys errors hits ref-rps ref-p50 ref-p99 usec/call
+    # httpd-cpu-us ref-httpd-cpu-us redis-cpu-us
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
+        "$name" "$mpm" "$conns" "$desc" "$crps" "$cp50" "$cp99" \
+        "$ctotal" "$cnon2xx" "$evalsha" "$other" "$newconn" \
+        "$((mem1 - mem0))" "$keys" "${errors:--}" "${hits:--}" \
+        "$rrps" "$rp50" "$rp99" "${usec:--}" "$hcpu" "$rcpu" "$scpu" >>"$RESULTS"
+    printf '%8.0f req/s (ref %6.0f) %5.2f  p99 %6.3f ms (ref %6.3f)  refused %6.2f%%  EVALSHA/req %.4f  httpd %s us/req (ref %s), redis %s\n' \
+        "$crps" "$rrps" "$(awk -v a="$crps" -v b="$rrps" 'BEGIN {print a / b}')" \
+        "$cp99" "$rp99" \
+        "$(awk -v a="$cnon2xx" -v b="$ctotal" 'BEGIN {print 100 * a / b}')" \
+        "$(awk -v a="$evalsha" -v b="$ctotal" 'BEGIN {print a / b}')" \
+        "$hcpu" "$rcpu" "$scpu"
 }
 
+# The references: httpd without the module, one per MPM, up all along.
+start_ref() { # mpm
+    local port run=$STAGE/run/ref-$1
+    port=$(free_port) || { echo "bench: no free port"; exit 1; }
+    conf_head "$1" "ref-$1" "$port" "$run" >"$STAGE/conf/ref-$1.conf"
+    start_httpd "$STAGE/conf/ref-$1.conf" "ref-$1" "$run" \
+        "http://127.0.0.1:$port/r/index.html" || exit 1
+    echo "http://127.0.0.1:$port/r/index.html" >"$run/url"
+    wrk -t"$THREADS" -c"$CONNS" -d"${WARMUP}s" -s "$STAGE/clients.lua" \
+        "http://127.0.0.1:$port/r/index.html" -- "$POOL" >/dev/null 2>&1
+}
 REDIS=redis://127.0.0.1:$REDIS_PORT
+REDIS_UNIX=unix:$STAGE/redis/redis.sock
 HIGH=1000000
 FLOOD=100
 
 START=$(date +%s)
-echo "bench: httpd $("$HTTPD" -v | sed -n 's/^Server version: //p'), redis on $REDIS_PORT, httpd on $HTTP_PORT"
-echo "bench: wrk -t$THREADS -c$CONNS -d${DURATION}s --latency after ${WARMUP}s of warm-up; $POOL client addresses"
+echo "bench: httpd $("$HTTPD" -v | sed -n 's/^Server version: //p'), redis on $REDIS_PORT"
+echo "bench: wrk -t$THREADS -c$CONNS --latency, $SLICES slices of ${SLICE}s against the reference and as many of the case, after ${WARMUP}s of warm-up; $POOL client addresses"
+start_ref event
+start_ref prefork
 
-run_case baseline baseline event $CONNS $POOL \
+# The reference against itself: how far apart two identical servers
+# measure in this run.
+run_case baseline event $CONNS $POOL \
     "no module (static file)" ""
-run_case log-redis baseline event $CONNS $POOL \
+run_case log-redis event $CONNS $POOL \
     "SlidingLimit $HIGH 1m algorithm=log, Redis" \
     "$(sl_conf "$REDIS" log $HIGH 1m)"
-run_case counter-redis baseline event $CONNS $POOL \
+run_case counter-redis event $CONNS $POOL \
     "SlidingLimit $HIGH 1m algorithm=counter, Redis" \
     "$(sl_conf "$REDIS" counter $HIGH 1m)"
-run_case gcra-redis baseline event $CONNS $POOL \
+run_case counter-redis-unix event $CONNS $POOL \
+    "SlidingLimit $HIGH 1m algorithm=counter, Redis on a unix socket" \
+    "$(sl_conf "$REDIS_UNIX" counter $HIGH 1m)"
+run_case gcra-redis event $CONNS $POOL \
     "SlidingLimit $HIGH 1m algorithm=gcra, Redis" \
     "$(sl_conf "$REDIS" gcra $HIGH 1m)"
-run_case counter-shm baseline event $CONNS $POOL \
+run_case counter-shm event $CONNS $POOL \
     "SlidingLimit $HIGH 1m algorithm=counter, shm" \
     "$(sl_conf shm counter $HIGH 1m)"
-run_case log-shm baseline event $CONNS $POOL \
+run_case log-shm event $CONNS $POOL \
     "SlidingLimit $HIGH 1m algorithm=log, shm" \
     "$(sl_conf shm log $HIGH 1m)"
-run_case evasive baseline event $CONNS $POOL \
+run_case evasive event $CONNS $POOL \
     "mod_evasive, 10^8/60s per page and address (it sees one address)" \
     "$(evasive_conf 100000000 100000000)"
-run_case qos baseline event $CONNS $POOL \
+run_case qos event $CONNS $POOL \
     "mod_qos QS_ClientEventLimitCount 30000 60" \
     "$(qos_conf 30000 60 8192)"
-run_case qos-default-entries baseline event $CONNS $POOL \
+run_case qos-default-entries event $CONNS $POOL \
     "mod_qos as above, QS_ClientEntries at its default (50000)" \
     "$(qos_conf 30000 60 50000)"
-run_case modsec baseline event $CONNS $POOL \
+run_case modsec event $CONNS $POOL \
     "ModSecurity ip collection, > $HIGH/60s denied" \
     "$(modsec_conf $HIGH 60)"
 
-run_case flood-counter-redis baseline event $CONNS flood \
+run_case flood-counter-redis event $CONNS flood \
     "one address, SlidingLimit $FLOOD 1m algorithm=counter, Redis" \
     "$(sl_conf "$REDIS" counter $FLOOD 1m)"
-run_case flood-gcra-redis baseline event $CONNS flood \
+run_case flood-log-redis event $CONNS flood \
+    "one address, SlidingLimit $FLOOD 1m algorithm=log, Redis" \
+    "$(sl_conf "$REDIS" log $FLOOD 1m)"
+run_case flood-gcra-redis event $CONNS flood \
     "one address, SlidingLimit $FLOOD 1s algorithm=gcra, Redis" \
     "$(sl_conf "$REDIS" gcra $FLOOD 1s)"
-run_case flood-counter-shm baseline event $CONNS flood \
+run_case flood-counter-shm event $CONNS flood \
     "one address, SlidingLimit $FLOOD 1m algorithm=counter, shm" \
     "$(sl_conf shm counter $FLOOD 1m)"
-run_case flood-evasive baseline event $CONNS flood \
+run_case flood-evasive event $CONNS flood \
     "one address, mod_evasive $FLOOD/60s per page" \
     "$(evasive_conf $FLOOD $((2 * FLOOD)))"
-run_case flood-qos baseline event $CONNS flood \
+run_case flood-qos event $CONNS flood \
     "one address, mod_qos QS_ClientEventLimitCount $FLOOD 1" \
     "$(qos_conf $FLOOD 1)"
-run_case flood-modsec baseline event $CONNS flood \
+run_case flood-modsec event $CONNS flood \
     "one address, ModSecurity > $FLOOD/60s denied" \
     "$(modsec_conf $FLOOD 60)"
 
-run_case baseline-prefork baseline-prefork prefork $CONNS $POOL \
+run_case baseline-prefork prefork $CONNS $POOL \
     "no module (static file)" ""
-run_case counter-redis-prefork baseline-prefork prefork $CONNS $POOL \
+run_case counter-redis-prefork prefork $CONNS $POOL \
     "SlidingLimit $HIGH 1m algorithm=counter, Redis" \
     "$(sl_conf "$REDIS" counter $HIGH 1m)"
-run_case flood-counter-redis-prefork baseline-prefork prefork $CONNS flood \
+run_case counter-shm-prefork prefork $CONNS $POOL \
+    "SlidingLimit $HIGH 1m algorithm=counter, shm" \
+    "$(sl_conf shm counter $HIGH 1m)"
+run_case flood-counter-redis-prefork prefork $CONNS flood \
     "one address, SlidingLimit $FLOOD 1m algorithm=counter, Redis" \
     "$(sl_conf "$REDIS" counter $FLOOD 1m)"
-run_case flood-gcra-redis-prefork baseline-prefork prefork $CONNS flood \
+run_case flood-gcra-redis-prefork prefork $CONNS flood \
     "one address, SlidingLimit $FLOOD 1s algorithm=gcra, Redis" \
     "$(sl_conf "$REDIS" gcra $FLOOD 1s)"
 
-run_case baseline-c4 baseline-c4 event $LOWCONNS $POOL \
+run_case baseline-c4 event $LOWCONNS $POOL \
     "no module (static file)" ""
-run_case counter-redis-c4 baseline-c4 event $LOWCONNS $POOL \
+run_case counter-redis-c4 event $LOWCONNS $POOL \
     "SlidingLimit $HIGH 1m algorithm=counter, Redis" \
     "$(sl_conf "$REDIS" counter $HIGH 1m)"
-run_case log-redis-c4 baseline-c4 event $LOWCONNS $POOL \
+run_case log-redis-c4 event $LOWCONNS $POOL \
     "SlidingLimit $HIGH 1m algorithm=log, Redis" \
     "$(sl_conf "$REDIS" log $HIGH 1m)"
-run_case counter-shm-c4 baseline-c4 event $LOWCONNS $POOL \
+run_case counter-shm-c4 event $LOWCONNS $POOL \
     "SlidingLimit $HIGH 1m algorithm=counter, shm" \
     "$(sl_conf shm counter $HIGH 1m)"
-
-# The machine drifts (other load, CPU frequency): the baseline once more at
-# the end shows by how much.
-run_case baseline-again baseline event $CONNS $POOL \
-    "no module (static file), again at the end" ""
 
 echo "bench: $(($(date +%s) - START)) s"
 cp "$RESULTS" "$STAGE/out/keep.tsv"
 if [ "$WRITE" = 1 ]; then
-    SL_BENCH_STAGE=$STAGE SL_BENCH_DURATION=$DURATION SL_BENCH_WARMUP=$WARMUP \
+    SL_BENCH_STAGE=$STAGE SL_BENCH_SLICES=$SLICES SL_BENCH_SLICE=$SLICE SL_BENCH_WARMUP=$WARMUP \
         SL_BENCH_THREADS=$THREADS SL_BENCH_CONNS=$CONNS \
         SL_BENCH_LOWCONNS=$LOWCONNS SL_BENCH_POOL=$POOL \
         SL_BENCH_HTTPD=$HTTPD SL_BENCH_PCRE3=$PCRE3 \
