@@ -8,40 +8,55 @@ set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
-# RESULTS.tsv columns: name base mpm conns description rps p50 p99 total
-# non2xx evalsha other-commands new-connections memory-delta keys
-# store-errors deny-cache-hits
+# RESULTS.tsv columns (bench/run.sh): name mpm conns description rps p50
+# p99 total non2xx evalsha other-commands new-connections memory-delta keys
+# store-errors deny-cache-hits ref-rps ref-p50 ref-p99 redis-usec-per-call
+# httpd-cpu-us ref-httpd-cpu-us redis-cpu-us; FAILED in column 5 when a
+# configuration could not be measured.
 table() {
     awk -F'\t' '
     function f(x, d) { return sprintf("%." d "f", x) }
-    NR == FNR { if ($6 != "FAILED") { rps[$1] = $6; p99[$1] = $8 }; next }
     {
-        if ($6 == "FAILED") {
-            printf "| %s | %s | %s | %s | failed | | | | | | | | |\n", $1, $5, $3, $4
+        if ($5 == "FAILED") {
+            printf "| %s | %s | %s | %s | failed | | | | | | | |\n", $1, $4, $2, $3
             next
         }
-        ratio = ($2 in rps && rps[$2] > 0) ? f($6 / rps[$2], 2) : "-"
-        added = ($2 in p99 && $1 != $2) ? f($8 - p99[$2], 3) : "-"
-        if ($1 == $2) ratio = "1.00"
-        denied = $10 / $9
-        perreq = f($11 / $9, 4)
-        perden = ($10 > 0) ? f($11 / $10, 5) : "-"
-        other = f($12 / $9, 4)
-        bpi = ($15 > 0) ? f($14 / $15, 0) : "-"
-        printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s%% | %s | %s | %s | %s | %s | %s |\n",
-            $1, $5, $3, $4, f($6, 0), ratio, f($7, 3), f($8, 3), added,
-            f(100 * denied, 1), perreq, perden, other, $13, bpi, $16
-    }' "$1" "$1"
+        printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s%% |\n",
+            $1, $4, $2, $3, f($5, 0), f($17, 0), f($5 / $17, 2), f($6, 3),
+            f($7, 3), f($19, 3), f($7 - $19, 3), f(100 * $9 / $8, 1)
+    }' "$1"
+}
+
+costs() {
+    awk -F'\t' '
+    function f(x, d) { return sprintf("%." d "f", x) }
+    $5 != "FAILED" {
+        redis = ($10 > 0 || $23 > 0.5) ? f($23, 1) : "-"
+        usec = ($10 > 0 && $20 != "-") ? f($20, 2) : "-"
+        perden = ($9 > 0) ? f($10 / $9, 5) : "-"
+        bpi = ($14 > 0) ? f($13 / $14, 0) : "-"
+        printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+            $1, f($21, 1), f($22, 1), f($21 - $22, 1), redis, usec,
+            f($10 / $8, 4), perden, f($11 / $8, 4), $12, bpi, $15, $16
+    }' "$1"
 }
 
 header() {
-    echo "| case | configuration | MPM | conns | requests/s | ratio to baseline | p50 ms | p99 ms | p99 added ms | refused | EVALSHA per request | EVALSHA per refusal | other Redis commands per request | new Redis connections | Redis bytes per identity | store errors |"
-    echo "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    echo "| case | configuration | MPM | conns | requests/s | reference requests/s | ratio | p50 ms | p99 ms | reference p99 ms | p99 added ms | refused |"
+    echo "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+}
+
+costs_header() {
+    echo "| case | httpd CPU µs per request | reference httpd CPU µs | added httpd CPU µs | redis-server CPU µs per request | Redis µs per EVALSHA (commandstats) | EVALSHA per request | EVALSHA per refusal | other Redis commands per request | new Redis connections | Redis bytes per identity | store errors | deny-cache answers |"
+    echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 }
 
 if [ "${1:-}" = --table ]; then
     header
     table "$2"
+    echo
+    costs_header
+    costs "$2"
     exit 0
 fi
 
@@ -53,9 +68,14 @@ MD=$DOCS/BENCHMARKS.md
 PNG=$DOCS/benchmarks.png
 
 # Field c of case n.
-get() { awk -F'\t' -v n="$1" -v c="$2" '$1 == n && $6 != "FAILED" {print $c}' "$RESULTS"; }
-ratio() { # case base
-    awk -v a="$(get "$1" 6)" -v b="$(get "$2" 6)" 'BEGIN { if (a == "" || b == "" || b == 0) print "n/a"; else printf "%.2f", a / b }'
+get() { awk -F'\t' -v n="$1" -v c="$2" '$1 == n && $5 != "FAILED" {print $c}' "$RESULTS"; }
+# A case's requests/s over its own reference's, measured alongside.
+ratio() { # case
+    awk -v a="$(get "$1" 5)" -v b="$(get "$1" 17)" 'BEGIN { if (a == "" || b == "" || b == 0) print "n/a"; else printf "%.2f", a / b }'
+}
+# One case's ratio over another's: same work, each against its reference.
+versus() { # case other
+    awk -v a="$(ratio "$1")" -v b="$(ratio "$2")" 'BEGIN { if (a == "n/a" || b == "n/a" || b == 0) print "n/a"; else printf "%.2f", a / b }'
 }
 verdict() { # value op target
     awk -v v="$1" -v op="$2" -v t="$3" 'BEGIN {
@@ -64,30 +84,50 @@ verdict() { # value op target
         print ok ? "met" : "missed" }'
 }
 per() { # case: EVALSHA per refusal
-    awk -F'\t' -v n="$1" '$1 == n && $6 != "FAILED" { if ($10 > 0) printf "%.5f", $11 / $10; else print "n/a" }' "$RESULTS"
+    awk -F'\t' -v n="$1" '$1 == n && $5 != "FAILED" { if ($9 > 0) printf "%.5f", $10 / $9; else printf "n/a"; found = 1 }
+        END { if (!found) printf "n/a" }' "$RESULTS"
 }
-added() { # case base: p99 difference
-    awk -v a="$(get "$1" 8)" -v b="$(get "$2" 8)" 'BEGIN { if (a == "" || b == "") print "n/a"; else printf "%.3f", a - b }'
+added() { # case: p99 over its reference's p99
+    awk -v a="$(get "$1" 7)" -v b="$(get "$1" 19)" 'BEGIN { if (a == "" || b == "") print "n/a"; else printf "%.3f", a - b }'
+}
+cpu() { # case: added httpd CPU and redis CPU per request
+    awk -v a="$(get "$1" 21)" -v b="$(get "$1" 22)" -v r="$(get "$1" 23)" 'BEGIN { if (a == "") print "n/a"; else printf "+%.1f µs httpd, %.1f µs redis-server", a - b, r }'
 }
 pkgver() { dpkg-query -W -f '${Version}' "$1" 2>/dev/null || echo "not installed"; }
 
-cr=$(ratio counter-redis baseline)
-lr=$(ratio log-redis baseline)
-gr=$(ratio gcra-redis baseline)
-sr=$(ratio counter-shm baseline)
-fr=$(ratio flood-counter-redis baseline)
+cr=$(ratio counter-redis)
+cur=$(ratio counter-redis-unix)
+lr=$(ratio log-redis)
+gr=$(ratio gcra-redis)
+crp=$(ratio counter-redis-prefork)
+sr=$(ratio counter-shm)
+slr=$(ratio log-shm)
+srp=$(ratio counter-shm-prefork)
+fr=$(ratio flood-counter-redis)
+flr=$(ratio flood-log-redis)
+fgr=$(ratio flood-gcra-redis)
+fsr=$(ratio flood-counter-shm)
 fp=$(per flood-counter-redis)
+flp=$(per flood-log-redis)
 fgp=$(per flood-gcra-redis)
 fpp=$(per flood-counter-redis-prefork)
 fgpp=$(per flood-gcra-redis-prefork)
-ev=$(ratio counter-redis evasive)
-qs=$(ratio counter-redis qos)
-fev=$(ratio flood-counter-redis flood-evasive)
-fqs=$(ratio flood-counter-redis flood-qos)
-a4=$(added counter-redis-c4 baseline-c4)
-al4=$(added log-redis-c4 baseline-c4)
-as4=$(added counter-shm-c4 baseline-c4)
-drift=$(ratio baseline-again baseline)
+ev=$(versus counter-shm evasive)
+qs=$(versus counter-shm qos)
+evr=$(versus counter-redis evasive)
+qsr=$(versus counter-redis qos)
+fev=$(versus flood-counter-shm flood-evasive)
+fqs=$(versus flood-counter-shm flood-qos)
+fevr=$(versus flood-counter-redis flood-evasive)
+fqsr=$(versus flood-counter-redis flood-qos)
+a4=$(added counter-redis-c4)
+al4=$(added log-redis-c4)
+as4=$(added counter-shm-c4)
+null=$(ratio baseline)
+nullp=$(ratio baseline-prefork)
+null4=$(ratio baseline-c4)
+slices=${SL_BENCH_SLICES:-3}
+slice=${SL_BENCH_SLICE:-3}
 
 {
     cat <<EOF
@@ -102,7 +142,6 @@ $(date -u '+%Y-%m-%d %H:%M UTC'). Do not edit by hand: run \`make bench\` again.
   (wrk, httpd and redis-server share them; nothing is pinned)
 - Kernel: $(uname -sr); memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)
 - Load average when the report was written: $(cut -d' ' -f1-3 /proc/loadavg)
-  (other work on the machine at the same time shows up as noise)
 - httpd: $(${SL_BENCH_HTTPD:-apache2} -v 2>/dev/null | sed -n 's/^Server version: //p'), event and prefork MPMs
 - redis-server: $(redis-server --version | sed 's/ sha=.*//')
 - wrk: $(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2)
@@ -120,29 +159,62 @@ $(date -u '+%Y-%m-%d %H:%M UTC'). Do not edit by hand: run \`make bench\` again.
   Event MPM: 2 to 4 children of 25 threads. Prefork: 40 to 80 children.
 - The request: \`GET /r/index.html\`, a 256-byte static file (the cheapest
   thing httpd serves, so the limiter's share shows).
+- **Paired with a reference.** Two module-free httpds (one per MPM) run for
+  the whole benchmark. Each configuration is measured in ${slices} slices of
+  ${slice} s, each next to a slice of the reference of the same MPM and
+  connection count, in ABBA order (reference then case, case then
+  reference, ...), so that the machine's drift (other work, CPU frequency)
+  falls on both alike. "ratio" is the case's requests/s over its
+  reference's; p50 and p99 are medians over the slices; "p99 added" is the
+  case's p99 over the reference's. The rows named baseline are a
+  module-free httpd measured the same way: how far apart two identical
+  servers measure in this run (the noise floor).
+- **CPU per request** comes from the kernel's accounting
+  (\`/proc/PID/stat\` of the httpd parent, its children and the children it
+  reaped; \`INFO cpu\` for redis-server) over the measured slices, divided by
+  the requests served in them. It hardly depends on other work on the
+  machine, so it is the steadiest figure here.
 - wrk ${SL_BENCH_THREADS:-2} threads, ${SL_BENCH_CONNS:-32} connections
-  (\`-c${SL_BENCH_LOWCONNS:-4}\` for the moderate-load rows), ${SL_BENCH_DURATION:-10} s
-  with \`--latency\`, after ${SL_BENCH_WARMUP:-2} s of warm-up on the same
-  httpd. The wrk script (bench/clients.lua) sends \`X-Forwarded-For\` from a
-  pool of ${SL_BENCH_POOL:-4096} addresses (198.18.0.0/15), or one address for
-  the flood rows; every configuration, the baseline included, gets the same
-  requests.
+  (\`-c${SL_BENCH_LOWCONNS:-4}\` for the moderate-load rows), after
+  ${SL_BENCH_WARMUP:-2} s of warm-up. The wrk script (bench/clients.lua)
+  sends \`X-Forwarded-For\` from a pool of ${SL_BENCH_POOL:-4096} addresses
+  (198.18.0.0/15), or one address for the flood rows; the references get
+  the pool.
 - Allowed path: limits that are never reached (1000000 per minute, or what
   the peer can express); every request is counted. Flood: one address far
-  over a limit of 100 per minute (counter) or 100 per second (gcra, and
-  mod_qos, see below).
-- Redis: a private redis-server on a free loopback port, \`FLUSHALL\` before
-  each configuration and \`CONFIG RESETSTAT\` after the warm-up. Calls come
-  from \`INFO commandstats\`; the commands the script runs inside EVALSHA
-  (TIME, GET, SET, ZADD, ...) are no round trips and are left out. "Other
-  Redis commands" is everything a client sent besides EVALSHA (PING, SELECT,
+  over a limit of 100 per minute (counter, log) or 100 per second (gcra,
+  and mod_qos, see below).
+- Redis: a private redis-server on a free loopback port (and a unix socket,
+  for the row that says so), \`FLUSHALL\` before each configuration and
+  \`CONFIG RESETSTAT\` after the warm-up. Calls come from \`INFO
+  commandstats\`; the commands the script runs inside EVALSHA (TIME, GET,
+  SET, ZADD, ...) are no round trips and are left out. "Other Redis
+  commands" is everything a client sent besides EVALSHA (PING, SELECT,
   AUTH, SCRIPT ...): expected 0. New connections come from
-  \`total_connections_received\` during the measured run. Memory per identity
-  is the growth of \`used_memory\` from before the warm-up to after the run,
-  divided by \`DBSIZE\` (one key per identity here).
-- "ratio" is requests/s over the baseline of the same MPM and connection
-  count; "p99 added" is the p99 over that baseline's p99. "refused" is the
-  share of non-2xx answers.
+  \`total_connections_received\` during the measured slices. Memory per
+  identity is the growth of \`used_memory\` from before the warm-up to after
+  the run, divided by \`DBSIZE\` (one key per identity here).
+
+## Targets
+
+| target | measured | |
+| --- | --- | --- |
+| counter with Redis >= 0.75 of the reference (event, TCP) | $cr (unix socket $cur; log $lr, gcra $gr; prefork $crp) | $(verdict "$cr" ">=" 0.75) |
+| shm store >= 0.95 of the reference (counter, event) | $sr (log $slr; prefork $srp) | $(verdict "$sr" ">=" 0.95) |
+| single-key flood >= 0.95 of the reference (counter, Redis) | $fr (log $flr, gcra $fgr, shm $fsr) | $(verdict "$fr" ">=" 0.95) |
+| <= 0.01 store calls per refused request (flood, counter 100/1m, event) | $fp (log $flp) | $(verdict "$fp" "<=" 0.01) |
+| the same, gcra 100/1s (event) | $fgp | $(verdict "$fgp" "<=" 0.01) |
+| the same under prefork (counter; gcra) | $fpp; $fgpp | $(verdict "$fpp" "<=" 0.01); $(verdict "$fgpp" "<=" 0.01) |
+| at least as fast as mod_evasive on the same work (one server's own memory: the shm store; allowed path; flood) | $ev; $fev | $(verdict "$ev" ">=" 1); $(verdict "$fev" ">=" 1) |
+| at least as fast as mod_qos on the same work (the shm store; allowed path; flood) | $qs; $fqs | $(verdict "$qs" ">=" 1); $(verdict "$fqs" ">=" 1) |
+| the Redis store against them (shared by every server: more work; allowed path, flood) | mod_evasive $evr, $fevr; mod_qos $qsr, $fqsr | |
+| p99 added < 0.5 ms at moderate load (-c${SL_BENCH_LOWCONNS:-4}), counter / log / shm | $a4 / $al4 / $as4 ms | $(verdict "$a4" "<=" 0.5) / $(verdict "$al4" "<=" 0.5) / $(verdict "$as4" "<=" 0.5) |
+| noise floor: a module-free httpd against the reference (event; prefork; -c${SL_BENCH_LOWCONNS:-4}) | $null; $nullp; $null4 | |
+
+Comparisons with a peer are one ratio over the other, each against its
+own reference. CPU added per request: counter with Redis $(cpu counter-redis);
+on a unix socket $(cpu counter-redis-unix); the shm store $(cpu counter-shm);
+the counter flood $(cpu flood-counter-redis).
 
 ## Results
 
@@ -153,22 +225,12 @@ EOF
 
 ![throughput and p99 per configuration](benchmarks.png)
 
-## Targets
-
-| target | measured | |
-| --- | --- | --- |
-| counter with Redis >= 0.75 of baseline | $cr (log $lr, gcra $gr) | $(verdict "$cr" ">=" 0.75) |
-| shm store >= 0.95 of baseline | $sr | $(verdict "$sr" ">=" 0.95) |
-| single-key flood >= 0.95 of baseline | $fr | $(verdict "$fr" ">=" 0.95) |
-| <= 0.01 store calls per refused request (flood, counter 100/1m, event) | $fp | $(verdict "$fp" "<=" 0.01) |
-| the same, gcra 100/1s (event) | $fgp | $(verdict "$fgp" "<=" 0.01) |
-| the same under prefork (counter; gcra) | $fpp; $fgpp | $(verdict "$fpp" "<=" 0.01); $(verdict "$fgpp" "<=" 0.01) |
-| at least as fast as mod_evasive (allowed path; flood) | $ev; $fev | $(verdict "$ev" ">=" 1); $(verdict "$fev" ">=" 1) |
-| at least as fast as mod_qos (allowed path; flood) | $qs; $fqs | $(verdict "$qs" ">=" 1); $(verdict "$fqs" ">=" 1) |
-| p99 added < 0.5 ms at moderate load (-c${SL_BENCH_LOWCONNS:-4}), counter / log / shm | $a4 / $al4 / $as4 ms | $(verdict "$a4" "<=" 0.5) / $(verdict "$al4" "<=" 0.5) / $(verdict "$as4" "<=" 0.5) |
-| drift: the baseline again at the end, over the first | $drift | |
+## Cost per request
 
 EOF
+    costs_header
+    costs "$RESULTS"
+    echo
     [ -f "$ROOT/bench/NOTES.md" ] && cat "$ROOT/bench/NOTES.md"
     if [ -n "$STAGE" ] && [ -d "$STAGE/conf" ]; then
         echo
@@ -204,29 +266,33 @@ EOF
     fi
 } >"$MD"
 
-# The plot: requests/s and p99 for every configuration.
+# The plot: requests/s and p99 of every configuration, each next to its
+# reference's, measured alongside.
 DAT=$(mktemp)
-awk -F'\t' '$6 != "FAILED" {printf "%d \"%s\" %s %s\n", NR - 1, $1, $6, $8}' "$RESULTS" >"$DAT"
+awk -F'\t' '$5 != "FAILED" {printf "%d \"%s\" %s %s %s %s\n", NR - 1, $1, $5, $7, $17, $19}' "$RESULTS" >"$DAT"
 gnuplot <<GP
-set terminal pngcairo size 1400,900 font "DejaVu Sans,10"
+set terminal pngcairo size 1500,950 font "DejaVu Sans,10"
 set output "$PNG"
-set multiplot layout 2,1 title noenhanced "mod_slidinglimit: $(nproc) cores shared by wrk, httpd and redis-server; wrk -t${SL_BENCH_THREADS:-2} -c${SL_BENCH_CONNS:-32} (rows ending in c4: -c${SL_BENCH_LOWCONNS:-4})"
+set multiplot layout 2,1 title noenhanced "mod_slidinglimit: $(nproc) cores shared by wrk, httpd and redis-server; wrk -t${SL_BENCH_THREADS:-2} -c${SL_BENCH_CONNS:-32} (rows ending in c4: -c${SL_BENCH_LOWCONNS:-4}); each case next to the module-free reference measured alongside"
 set style fill solid 0.8 border -1
-set boxwidth 0.7
+set boxwidth 0.38
 set grid ytics
+set key tmargin horizontal
 set xtics rotate by -35 left nomirror font ",9"
 set lmargin 10
 set rmargin 6
 set bmargin 8
 set yrange [0:*]
 set ylabel "requests/s"
-plot "$DAT" using 1:3:xtic(2) with boxes lc rgb "#3a7bd5" notitle, \
-     "" using 1:3:(sprintf("%.0f", \$3)) with labels offset 0,0.7 font ",8" notitle
+plot "$DAT" using (\$1 - 0.2):3:xtic(2) with boxes lc rgb "#3a7bd5" title "case", \
+     "" using (\$1 + 0.2):5 with boxes lc rgb "#b8c7dc" title "reference", \
+     "" using (\$1 - 0.2):3:(sprintf("%.0f", \$3)) with labels offset 0,0.7 font ",7" notitle
 set ylabel "p99 latency, ms (log scale)"
 set logscale y
 set yrange [0.1:*]
-plot "$DAT" using 1:4:xtic(2) with boxes lc rgb "#d5573a" notitle, \
-     "" using 1:4:(sprintf("%.2f", \$4)) with labels offset 0,0.7 font ",8" notitle
+plot "$DAT" using (\$1 - 0.2):4:xtic(2) with boxes lc rgb "#d5573a" title "case", \
+     "" using (\$1 + 0.2):6 with boxes lc rgb "#e6c2b8" title "reference", \
+     "" using (\$1 - 0.2):4:(sprintf("%.2f", \$4)) with labels offset 0,0.7 font ",7" notitle
 unset multiplot
 GP
 rm -f "$DAT"
