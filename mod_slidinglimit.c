@@ -262,7 +262,7 @@ static int sl_refuse(request_rec *r, int status, int unavailable,
 
 static const char *sl_i64(apr_pool_t *p, apr_int64_t v)
 {
-    return apr_psprintf(p, "%" APR_INT64_T_FMT, v);
+    return apr_off_t_toa(p, (apr_off_t) v);
 }
 
 /* Decide with the store; APR_SUCCESS with *d filled, or the store failed. */
