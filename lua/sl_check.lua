@@ -28,272 +28,284 @@
 -- an error would put the identity in the fail mode for as long as the
 -- foreign key lives, which may be forever.
 
+-- Cost: Redis runs this body as a fresh function call per EVALSHA, so
+-- every function, closure and table written here is allocated (and later
+-- collected) on every decision, and every string-number conversion is a
+-- strtod or sprintf in C. Those, not the arithmetic, were most of the
+-- script's time next to its Redis calls. Hence: no closures, one loop that
+-- reads and decides, one that writes, state kept in two preallocated
+-- tables, and conversions only where a value must cross the string/number
+-- line (tonumber(s) runs strtod twice, arithmetic on s once).
+
 local MAX_REQUESTS = 100000000
 local MIN_WINDOW = 1000
 local MAX_WINDOW = 366 * 86400 * 1000000
 
 local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local sec, usec = t[1] + 0, t[2] + 0
+local now = sec * 1000000 + usec
 local member = ARGV[1]
 local n = #KEYS
 if n == 0 or #ARGV ~= 1 + 4 * n or #member == 0 then
     return redis.error_reply('ERR slidinglimit: bad arguments')
 end
 
-local floor, ceil = math.floor, math.ceil
-local out = { tonumber(t[1]), tonumber(t[2]), 1 }
--- Each limit returns (ok, r, r0, rs, rs0, write): its write runs only once
--- every limit has room.
-local writes = {}
+local floor, ceil, find, match, format = math.floor, math.ceil, string.find,
+    string.match, string.format
 
--- A whole number in [min, max], or nil (tonumber also accepts "nan",
--- "inf", "0x10" and "1e3").
-local function whole(s, min, max)
-    if type(s) ~= 'string' or not string.match(s, '^%d+$') then
-        return nil
+-- The reply, sized for one limit (a constructor sizes the array part, so
+-- the common call never regrows it).
+local out = { sec, usec, 1, 0, 0, 0 }
+-- Per limit i, at 5 * (i - 1) + 1 .. 5: remaining and reset should
+-- another limit refuse (each limit computes both, as it cannot know), then
+-- the deferred write: the key held foreign data, the value to SET (false
+-- for the log), its TTL in milliseconds.
+local held = { 0, 0, false, false, 0 }
+local admitted = true
+
+for i = 1, n do
+    local b = 4 * i - 2
+    local key, alg, s_limit, s_win, s_burst = KEYS[i], ARGV[b], ARGV[b + 1],
+        ARGV[b + 2], ARGV[b + 3]
+    -- A whole number in range. Digits only: tonumber (and arithmetic)
+    -- also accept "nan", "inf", "0x10" and "1e3".
+    local limit = find(s_limit, '^%d+$') and s_limit + 0
+    local win = find(s_win, '^%d+$') and s_win + 0
+    local burst = find(s_burst, '^%d+$') and s_burst + 0
+    if not limit or limit < 1 or limit > MAX_REQUESTS
+        or not win or win < MIN_WINDOW or win > MAX_WINDOW
+        or not burst or burst < 1 or burst > MAX_REQUESTS then
+        return redis.error_reply('ERR slidinglimit: bad limit ' .. i)
     end
-    local v = tonumber(s)
-    if v < min or v > max then
-        return nil
-    end
-    return v
-end
 
--- A read that tolerates a key of another type.
-local function read(...)
-    local v = redis.pcall(...)
-    if type(v) == 'table' and v.err then
-        return nil, true
-    end
-    return v, false
-end
+    -- ok; remaining and reset after this request (admitted) or now
+    -- (refused); r0, rs0 the same had nothing been admitted.
+    local ok, r, rs, r0, rs0
+    -- A read errs only on a key of another type: read as empty.
+    local v, foreign, value, ttl
 
-local function replaced(key)
-    redis.log(redis.LOG_WARNING,
-        'slidinglimit: replacing ' .. key .. ', which held foreign data')
-end
+    if alg == 'l' then
+        -- Sliding log: a sorted set of admission times. Entries at or
+        -- before now - win are out of the rolling window (now - win, now].
+        v = redis.pcall('ZREMRANGEBYSCORE', key, '-inf', now - win)
+        local count = 0
+        if type(v) == 'table' and v.err then
+            foreign = true
+        else
+            count = redis.call('ZCARD', key)
+        end
+        ok = count < limit
+        if ok and count == 0 then
+            -- More quota comes back when this request's own entry expires.
+            r, r0, rs, rs0 = limit - 1, limit, win, 0
+        else
+            -- Admitted: more quota comes back when the oldest entry
+            -- expires. Refused: one more fits when the entry at
+            -- count - limit expires.
+            local at = 0
+            if ok then
+                r = limit - count - 1
+                r0 = r + 1
+            else
+                r, r0, at = 0, 0, count - limit
+            end
+            local e = redis.call('ZRANGE', key, at, at, 'WITHSCORES')
+            rs = ceil(e[2] + win - now)
+            rs0 = rs
+        end
+        value, ttl = false, ceil(win / 1000) + 1
 
--- Sliding log: a sorted set of admission times. Entries at or before
--- now - win are out of the rolling window (now - win, now].
-local function log_limit(key, limit, win)
-    local count, foreign = read('ZREMRANGEBYSCORE', key, '-inf', now - win)
-    if foreign then
-        count = 0
+    elseif alg == 'c' then
+        -- Approximated sliding window: current fixed window plus the
+        -- previous one weighted by how much of it still overlaps the
+        -- rolling window.
+        --
+        -- The value is one decimal integer "T PPPPPPPPP CCCCCCCCC": T = 1 +
+        -- the window index mod 8, then the previous and the current count
+        -- in nine digits each (at most 1e8 each). It is at most
+        -- 8999999999999999999 < 2^63, so Redis keeps it as an integer
+        -- object, with no string buffer: the smallest layout per identity
+        -- (bench/memory.sh). It is built and read as text: as a Lua double
+        -- it would lose digits; its first ten digits, T and P, are exact.
+        -- Index mod 8 is enough because the TTL ends the key 1-2 ms after
+        -- its window's successor ends: it is read only in its own window,
+        -- the next, or a few ms later (at least a window of 1 ms each),
+        -- never 8 windows later.
+        local idx = floor(now / win)
+        local cur, prev = 0, 0
+        -- "T PPPPPPPPP" as stored, when this window's: the write keeps it.
+        local head
+        v = redis.pcall('GET', key)
+        if type(v) == 'string' then
+            local stp, sc = match(v, '^([1-8]%d%d%d%d%d%d%d%d%d)(%d%d%d%d%d%d%d%d%d)$')
+            if stp then
+                -- T and P as one number: one conversion, exact (< 2^53).
+                local tp = stp + 0
+                local tag = floor(tp / 1000000000)
+                if tag == idx % 8 + 1 then
+                    cur, prev = sc + 0, tp - tag * 1000000000
+                    head = stp
+                elseif tag == (idx - 1) % 8 + 1 then
+                    prev = sc + 0
+                end
+            end
+        elseif type(v) == 'table' and v.err then
+            foreign = true
+        end
+        -- The previous window's weighted count.
+        local start = idx * win
+        local w = prev * (win - (now - start)) / win
+        ok = w + cur + 1 <= limit
+        -- Remaining and reset for c requests counted in this window: reset
+        -- is the earliest time (microseconds from now) at which the
+        -- estimate is <= limit - r - 1. The estimate only falls while
+        -- nothing is admitted, so this is exact. The times are relative
+        -- to now: absolute times near 1.8e15 us are only 0.25 us apart as
+        -- doubles, which could round the answer a microsecond early.
+        for k = 0, ok and 1 or 0 do
+            local c = cur + k
+            local rr, rrs = floor(limit - (w + c)), 0
+            if rr < 0 then
+                rr = 0
+            end
+            if rr < limit then
+                local x = limit - rr - 1
+                if w + c <= x then
+                    rrs = 0
+                elseif c <= x then
+                    -- Within this window: prev * (1 - f) + c <= x.
+                    rrs = ceil((start - now) + win - win * (x - c) / prev)
+                else
+                    -- In the next window this count becomes the weighted
+                    -- one.
+                    rrs = ceil((start - now) + 2 * win - win * x / c)
+                end
+            end
+            if k == 0 then
+                r0, rs0 = rr, rrs
+            end
+            r, rs = rr, rrs
+        end
+        if ok then
+            if head then
+                -- The usual case under load: only the count changes.
+                value = head .. format('%09d', cur + 1)
+            else
+                value = format('%d%09d%09d', idx % 8 + 1, prev, cur + 1)
+            end
+            -- Kept until the window after the next one starts: by then
+            -- neither count weighs anything.
+            ttl = ceil(((idx + 2) * win - now) / 1000) + 1
+        else
+            r, r0 = 0, 0
+        end
+
+    elseif alg == 'g' then
+        -- GCRA: the theoretical arrival time (TAT) of the next request.
+        -- Emission interval win/limit, tolerance burst intervals. Half a
+        -- microsecond of slack absorbs the rounding of fractional
+        -- intervals without letting one more request through.
+        local T = win / limit
+        local tau = burst * T
+        v = redis.pcall('GET', key)
+        if type(v) == 'table' and v.err then
+            foreign = true
+        end
+        local tat = tonumber(v)
+        -- Only finite values count ("nan" or "inf" would refuse the key for
+        -- ever). A TAT beyond what an admission can leave (the store's
+        -- clock stepped back) counts as one request left: capping it at a
+        -- full bucket (now + tau) without writing it would refuse the key
+        -- until the clock caught up, since a refusal writes nothing.
+        if not tat or tat ~= tat or tat == math.huge or tat < now then
+            tat = now
+        elseif tat > now + tau + 1 then
+            tat = now + tau - T
+        end
+        local new_tat = tat + T
+        ok = new_tat - now <= tau + 0.5
+        -- Remaining and reset for a TAT of tt: the stored one, then (if
+        -- admitted) the new one. Counted by k, not stepped by T: near 1.8e15
+        -- doubles are 0.25 apart, and a T below half that leaves tt + T == tt.
+        for k = 0, ok and 1 or 0 do
+            local tt = k == 0 and tat or new_tat
+            local rr, rrs = floor((tau - (tt - now)) / T + 0.5 / T), 0
+            if rr < 0 then
+                rr = 0
+            end
+            if tt > now and rr < burst then
+                rrs = ceil(tt - tau + (rr + 1) * T - now)
+            end
+            if k == 0 then
+                r0, rs0 = rr, rrs
+            end
+            r, rs = rr, rrs
+        end
+        if ok then
+            value = format('%.17g', new_tat)
+            ttl = ceil((new_tat - now) / 1000) + 1
+        else
+            r, r0 = 0, 0
+        end
+
     else
-        count = redis.call('ZCARD', key)
+        return redis.error_reply('ERR slidinglimit: bad algorithm ' .. i)
     end
-    -- The time until the entry at 0-based index i expires.
-    local function expiry(i)
-        local e = redis.call('ZRANGE', key, i, i, 'WITHSCORES')
-        return tonumber(e[2]) + win - now
+
+    if not ok then
+        admitted = false
+        rs = rs0
     end
-    if count < limit then
-        local write = function()
+    local o, h = 3 * i, 5 * i - 5
+    out[o + 1], out[o + 2], out[o + 3] = ok and 1 or 0, r, rs
+    held[h + 1], held[h + 2], held[h + 3], held[h + 4], held[h + 5] =
+        r0, rs0, foreign or false, value, ttl
+end
+
+if not admitted then
+    out[3] = 0
+    for i = 1, n do
+        out[3 * i + 2], out[3 * i + 3] = held[5 * i - 4], held[5 * i - 3]
+    end
+    return out
+end
+
+for i = 1, n do
+    local key = KEYS[i]
+    -- Two limits on one key (one name= used twice in a section) are one
+    -- budget: the request counts once, written by the last of them (as the
+    -- shm store does, src/sl_shm.c).
+    local last = true
+    for j = i + 1, n do
+        if KEYS[j] == key then
+            last = false
+        end
+    end
+    if last then
+        local h = 5 * i - 5
+        local foreign, value, ttl = held[h + 3], held[h + 4], held[h + 5]
+        -- A key holding something this script did not write is replaced
+        -- (see the top); this is worth a line in the log.
+        if foreign then
+            redis.log(redis.LOG_WARNING,
+                'slidinglimit: replacing ' .. key .. ', which held foreign data')
+        end
+        if value then
+            redis.call('SET', key, value, 'PX', ttl)
+        else
             if foreign then
-                replaced(key)
                 redis.call('DEL', key)
             end
             -- The member is unique per request; should a reused one still
             -- be in the log (a per-child counter that wrapped), a suffix
             -- keeps the entry from replacing the older one.
-            local m, i = member, 0
+            local m, k = member, 0
             while redis.call('ZADD', key, 'NX', now, m) == 0 do
-                i = i + 1
-                m = member .. ':' .. i
+                k = k + 1
+                m = member .. ':' .. k
             end
-            redis.call('PEXPIRE', key, ceil(win / 1000) + 1)
+            redis.call('PEXPIRE', key, ttl)
         end
-        -- More quota comes back when the oldest entry expires: this
-        -- request's own when the log was empty.
-        local r = limit - count - 1
-        if count == 0 then
-            return true, r, r + 1, win, 0, write
-        end
-        local rs = expiry(0)
-        return true, r, r + 1, rs, rs, write
-    end
-    -- Refused: one more fits when the entry at count - limit expires.
-    local rs = expiry(count - limit)
-    return false, 0, 0, rs, rs
-end
-
--- Approximated sliding window: current fixed window plus the previous one
--- weighted by how much of it still overlaps the rolling window.
---
--- The value is one decimal integer "T PPPPPPPPP CCCCCCCCC": T = 1 + the
--- window index mod 8, then the previous and the current count in nine
--- digits each (at most 1e8 each). It is at most 8999999999999999999 <
--- 2^63, so Redis keeps it as an integer object, with no string buffer:
--- the smallest layout per identity (bench/memory.sh). It is built and read
--- as text: as a Lua double it would lose digits. Index mod 8 is enough
--- because the TTL ends the key 1-2 ms after its window's successor ends:
--- it is read only in its own window, the next, or a few ms later (at least
--- a window of 1 ms each), never 8 windows later.
-local function counter_tag(idx)
-    return idx % 8 + 1
-end
-
-local function counter_state(key, win)
-    local idx = floor(now / win)
-    local cur, prev = 0, 0
-    local v, foreign = read('GET', key)
-    if type(v) == 'string' then
-        local st, sp, sc = string.match(v, '^([1-8])(%d%d%d%d%d%d%d%d%d)(%d%d%d%d%d%d%d%d%d)$')
-        st = tonumber(st)
-        if st == counter_tag(idx) then
-            cur, prev = tonumber(sc), tonumber(sp)
-        elseif st == counter_tag(idx - 1) then
-            prev = tonumber(sc)
-        end
-    end
-    return idx, cur, prev, foreign
-end
-
--- Earliest time (microseconds from now) at which the estimate is <= x.
--- The estimate only falls while nothing is admitted, so this is exact.
-local function counter_until(x, idx, cur, prev, win)
-    local start = idx * win
-    if prev * (win - (now - start)) / win + cur <= x then
-        return 0
-    end
-    -- Relative to now: absolute times near 1.8e15 us are only 0.25 us
-    -- apart as doubles, which could round the answer a microsecond early.
-    if cur <= x then
-        -- Within this window: prev * (1 - f) + cur <= x.
-        return ceil((start - now) + win - win * (x - cur) / prev)
-    end
-    -- In the next window the current count becomes the weighted one.
-    return ceil((start - now) + 2 * win - win * x / cur)
-end
-
-local function counter_limit(key, limit, win)
-    local idx, cur, prev, foreign = counter_state(key, win)
-    local est = prev * (win - (now - idx * win)) / win + cur
-    local function rem_reset(c)
-        local e = prev * (win - (now - idx * win)) / win + c
-        local r = floor(limit - e)
-        if r < 0 then
-            r = 0
-        end
-        if r >= limit then
-            return r, 0
-        end
-        return r, counter_until(limit - r - 1, idx, c, prev, win)
-    end
-    local r0, rs0 = rem_reset(cur)
-    if est + 1 <= limit then
-        local write = function()
-            -- Kept until the window after the next one starts: by then
-            -- neither count weighs anything.
-            local ttl = (idx + 2) * win - now
-            if foreign then
-                replaced(key)
-            end
-            redis.call('SET', key,
-                string.format('%d%09d%09d', counter_tag(idx), prev, cur + 1),
-                'PX', ceil(ttl / 1000) + 1)
-        end
-        local r, rs = rem_reset(cur + 1)
-        return true, r, r0, rs, rs0, write
-    end
-    return false, 0, 0, rs0, rs0
-end
-
--- GCRA: the theoretical arrival time (TAT) of the next request. Emission
--- interval win/limit, tolerance burst intervals. Half a microsecond of slack
--- absorbs the rounding of fractional intervals without letting one more
--- request through.
-local function gcra_limit(key, limit, win, burst)
-    local T = win / limit
-    local tau = burst * T
-    local v, foreign = read('GET', key)
-    local tat = tonumber(v)
-    -- Only finite values count ("nan" or "inf" would refuse the key for
-    -- ever). A TAT beyond what an admission can leave (the store's clock
-    -- stepped back) counts as one request left: capping it at a full
-    -- bucket (now + tau) without writing it would refuse the key until the
-    -- clock caught up, since a refusal writes nothing.
-    if not tat or tat ~= tat or tat == math.huge or tat < now then
-        tat = now
-    elseif tat > now + tau + 1 then
-        tat = now + tau - T
-    end
-    local function rem_reset(tt)
-        local r = floor((tau - (tt - now)) / T + 0.5 / T)
-        if r < 0 then
-            r = 0
-        end
-        if tt <= now or r >= burst then
-            return r, 0
-        end
-        return r, ceil(tt - tau + (r + 1) * T - now)
-    end
-    local r0, rs0 = rem_reset(tat)
-    local new_tat = tat + T
-    if new_tat - now <= tau + 0.5 then
-        local write = function()
-            if foreign then
-                replaced(key)
-            end
-            redis.call('SET', key, string.format('%.17g', new_tat),
-                'PX', ceil((new_tat - now) / 1000) + 1)
-        end
-        local r, rs = rem_reset(new_tat)
-        return true, r, r0, rs, rs0, write
-    end
-    return false, 0, 0, rs0, rs0
-end
-
-local results = {}
-local admitted = true
-for i = 1, n do
-    local b = 2 + 4 * (i - 1)
-    local alg = ARGV[b]
-    local limit = whole(ARGV[b + 1], 1, MAX_REQUESTS)
-    local win = whole(ARGV[b + 2], MIN_WINDOW, MAX_WINDOW)
-    local burst = whole(ARGV[b + 3], 1, MAX_REQUESTS)
-    if not limit or not win or not burst then
-        return redis.error_reply('ERR slidinglimit: bad limit ' .. i)
-    end
-    local ok, r, r0, rs, rs0
-    if alg == 'l' then
-        ok, r, r0, rs, rs0, writes[i] = log_limit(KEYS[i], limit, win)
-    elseif alg == 'c' then
-        ok, r, r0, rs, rs0, writes[i] = counter_limit(KEYS[i], limit, win)
-    elseif alg == 'g' then
-        ok, r, r0, rs, rs0, writes[i] = gcra_limit(KEYS[i], limit, win, burst)
-    else
-        return redis.error_reply('ERR slidinglimit: bad algorithm ' .. i)
-    end
-    admitted = admitted and ok
-    results[i] = { ok, r, r0, rs, rs0 }
-end
-
-if admitted then
-    -- Two limits on one key (one name= used twice in a section) are one
-    -- budget: the request counts once, written by the last of them (as
-    -- the shm store does, src/sl_shm.c).
-    local last = {}
-    for i = 1, n do
-        last[KEYS[i]] = i
-    end
-    for i = 1, n do
-        if last[KEYS[i]] == i then
-            writes[i]()
-        end
-    end
-else
-    out[3] = 0
-end
-for i = 1, n do
-    local x = results[i]
-    out[#out + 1] = x[1] and 1 or 0
-    if admitted then
-        out[#out + 1] = x[2]
-        out[#out + 1] = ceil(x[4])
-    else
-        out[#out + 1] = x[3]
-        out[#out + 1] = ceil(x[5])
     end
 end
 return out
