@@ -117,6 +117,7 @@ int sl_denycache_find(sl_denycache_t *dc, const sl_check_t *checks, int n,
                       apr_time_t *retry_at, apr_uint32_t *probes)
 {
     int i, hits;
+    apr_time_t end;
 
     if (!dc) {
         *now = apr_time_now();
@@ -135,28 +136,42 @@ int sl_denycache_find(sl_denycache_t *dc, const sl_check_t *checks, int n,
 
     /* A key refused until a moment ago that another thread is asking about
      * right now: its answer most likely refuses or exhausts the key again,
-     * so wait for it (once, bounded) rather than ask too. */
-    for (i = 0; i < n; i++) {
-        unsigned int s = sl_dc_slot(&checks[i]);
-        const sl_dc_entry_t *e = &dc->slots[s];
-        if (sl_dc_probing(e, *now) && sl_dc_recent(e, &checks[i], *now)) {
-            apr_uint32_t probe = e->probe;
-            apr_time_t deadline =
-                e->probe_end < *now + wait ? e->probe_end : *now + wait;
-            /* Until the asker settles, or anyone puts an entry for the
-             * key, or the slot goes to another key (which clears the
-             * marker), or time is up. */
-            while (e->probe == probe && e->until <= *now && *now < deadline) {
-                apr_thread_cond_timedwait(dc->cond[s % SL_DC_CONDS], dc->mutex,
-                                          deadline - *now);
-                *now = apr_time_now();
+     * so wait for it (bounded) rather than ask too. An answer that came a
+     * little early (refused, but only until a time already past) leaves the
+     * key recent: the next asker is then waited for in turn, so that the
+     * other threads still make no call. An answer with room, or none at
+     * all, makes the key not recent: everybody asks. */
+    end = *now + wait;
+    for (;;) {
+        const sl_dc_entry_t *e = NULL;
+        unsigned int s = 0;
+        apr_uint32_t probe;
+        apr_time_t deadline;
+
+        for (i = 0; i < n && !e; i++) {
+            s = sl_dc_slot(&checks[i]);
+            e = &dc->slots[s];
+            if (!sl_dc_probing(e, *now) || !sl_dc_recent(e, &checks[i], *now)) {
+                e = NULL;
             }
-            hits = sl_dc_hits(dc, checks, n, *now, retry_at);
-            if (hits) {
-                apr_thread_mutex_unlock(dc->mutex);
-                return hits;
-            }
+        }
+        if (!e || *now >= end) {
             break;
+        }
+        probe = e->probe;
+        deadline = e->probe_end < end ? e->probe_end : end;
+        /* Until the asker settles, or anyone puts an entry for the key, or
+         * the slot goes to another key (which clears the marker), or time
+         * is up. */
+        while (e->probe == probe && e->until <= *now && *now < deadline) {
+            apr_thread_cond_timedwait(dc->cond[s % SL_DC_CONDS], dc->mutex,
+                                      deadline - *now);
+            *now = apr_time_now();
+        }
+        hits = sl_dc_hits(dc, checks, n, *now, retry_at);
+        if (hits) {
+            apr_thread_mutex_unlock(dc->mutex);
+            return hits;
         }
     }
 
@@ -235,9 +250,10 @@ void sl_denycache_settle(sl_denycache_t *dc, const sl_check_t *checks, int n,
                 sl_dc_put(e, c, sent + d->res[i].reset, got + d->res[i].reset);
             }
         }
-        else if (mine && d && e->until <= got) {
-            /* The key had room: it is not flooding, and nobody should wait
-             * for it until it is refused again. */
+        else if (mine && e->until <= got) {
+            /* The key had room (it is not flooding), or the store did not
+             * answer (the waiters ask it themselves, under the breaker):
+             * nobody waits for this key until it is refused again. */
             e->until = 0;
         }
         /* Whatever happened (an answer with room, an error, a timeout),
