@@ -232,9 +232,14 @@ void sl_denycache_settle(sl_denycache_t *dc, const sl_check_t *checks, int n,
                          const sl_decision_t *d, apr_time_t sent,
                          apr_time_t got, const apr_uint32_t *probes)
 {
-    int i;
+    int i, todo = 0;
 
-    if (!dc) {
+    /* The allowed path, as a rule: nothing to remember, nobody waiting for
+     * this request, so no lock. */
+    for (i = 0; dc && i < n && !todo; i++) {
+        todo = probes[i] || (d && sl_dc_full(d, i));
+    }
+    if (!todo) {
         return;
     }
     apr_thread_mutex_lock(dc->mutex);
