@@ -21,7 +21,7 @@ use SL::Algo;
 use SL::Httpd;
 use SL::Wire;
 
-plan tests => 3 * 11 + 9 + 2 * 2;
+plan tests => 3 * 11 + 4 + 9 + 2 * 2;
 
 # Script runs so far: EVALSHA and EVAL calls that did not fail (the first
 # EVALSHA on a fresh Redis fails with NOSCRIPT and the script is sent again:
@@ -120,6 +120,24 @@ for my $alg (qw(c l g)) {
     ok t_cmp(script_calls() - $c3, 0, "$alg: ... from the cache");
     sleep_until($E + 0.03e6);
     ok t_cmp($get->()->{status}, 200, "$alg: admitted right after the earliest time");
+}
+
+# Both limits exhausted by the same admission: the cached refusal reports
+# the longer wait (the store's own refusal would), not the first limit's.
+{
+    my $ip  = fresh_ip();
+    my $ua  = HTTP::Tiny->new(keep_alive => 1, timeout => 10);
+    my $get = sub {
+        $ua->get(server_url() . '/dc/two.html', { headers => { 'X-Forwarded-For' => $ip } });
+    };
+    my @st = map { $get->()->{status} } 1 .. 2;
+    my $c0 = script_calls();
+    my $res = $get->();
+    ok t_cmp("@st $res->{status}", '200 200 429', 'two limits: two admitted, the third refused');
+    ok t_cmp(script_calls() - $c0, 0, 'two limits: ... without a store call');
+    ok t_cmp($res->{headers}{'retry-after'} // '', 60, 'two limits: Retry-After is the longer wait');
+    ok t_cmp($res->{headers}{ratelimit} // '', '"dc-two-long";r=0;t=60',
+        'two limits: RateLimit describes the longer one');
 }
 
 # (b) A GCRA flood, 50/s, from concurrent keep-alive clients for 2 s, on
