@@ -153,11 +153,11 @@ static void sl_child_init(apr_pool_t *pchild, server_rec *s)
                      "store's mutex in this child");
     }
     apr_generate_random_bytes(proc->seed, sizeof(proc->seed));
-    proc->denycache = sl_denycache_create(pchild);
     ap_mpm_query(AP_MPMQ_MAX_THREADS, &threads);
     if (threads < 1) {
         threads = 1;
     }
+    proc->denycache = sl_denycache_create(pchild, threads > 1);
     /* One Redis client per server record with its own store; virtual hosts
      * that inherit the main server's store share its pool. */
     for (vs = s; vs; vs = vs->next) {
@@ -323,11 +323,12 @@ static apr_status_t sl_decide_store(request_rec *r, sl_req_t *q,
     return rv;
 }
 
-/* The answer for a refusal from the deny cache: the refusing limit as the
- * store gave it, the others unknown (and not shown: the headers describe the
- * refusing one). */
-static void sl_decision_cached(apr_pool_t *p, const sl_req_t *q, int idx,
-                               apr_interval_time_t wait, apr_time_t now,
+/* The answer for a refusal from the deny cache: every refusing limit as the
+ * store gave it (the headers and Retry-After then describe the longest
+ * wait, as for the store's own refusal), the others unknown (and not shown:
+ * the headers describe a refusing one). */
+static void sl_decision_cached(apr_pool_t *p, const sl_req_t *q,
+                               const apr_time_t *retry_at, apr_time_t now,
                                sl_decision_t *d)
 {
     int i;
@@ -337,9 +338,9 @@ static void sl_decision_cached(apr_pool_t *p, const sl_req_t *q, int idx,
     d->n = q->n;
     d->res = apr_pcalloc(p, sizeof(*d->res) * q->n);
     for (i = 0; i < q->n; i++) {
-        d->res[i].ok = i != idx;
-        d->res[i].remaining = i == idx ? 0 : q->checks[i].requests;
-        d->res[i].reset = i == idx ? wait : 0;
+        d->res[i].ok = !retry_at[i];
+        d->res[i].remaining = retry_at[i] ? 0 : q->checks[i].requests;
+        d->res[i].reset = retry_at[i] ? retry_at[i] - now : 0;
     }
 }
 
@@ -351,7 +352,8 @@ static int sl_fixups(request_rec *r)
     apr_status_t rv;
     int i, result, pick, status, cached;
     const sl_limit_t *decider;
-    apr_time_t retry_at = 0, sent;
+    apr_time_t *retry_at = NULL, sent;
+    apr_uint32_t *probes = NULL;
 
     if (r->prev) {
         sl_copy_env(r);
@@ -391,30 +393,35 @@ static int sl_fixups(request_rec *r)
     /* A key refused until T stays refused until T whatever happens (nothing
      * frees quota earlier), so it is answered here without a store call. */
     sent = apr_time_now();
-    cached = q.sc->redis ? sl_denycache_find(q.proc->denycache, q.checks, q.n,
-                                             sent, &retry_at)
-                         : -1;
-    if (cached >= 0) {
+    cached = 0;
+    if (q.sc->redis) {
+        retry_at = apr_pcalloc(r->pool, sizeof(*retry_at) * q.n);
+        probes = apr_pcalloc(r->pool, sizeof(*probes) * q.n);
+        cached = sl_denycache_find(
+            q.proc->denycache, q.checks, q.n,
+            SL_OR(q.sc->command_timeout, SL_DEFAULT_COMMAND_TIMEOUT), &sent,
+            retry_at, probes);
+    }
+    if (!cached) {
+        rv = sl_decide_store(r, &q, &d);
+        if (q.sc->redis) {
+            /* The store ran after "sent" and before now: sent + reset is
+             * never later than the store's own end of a refusal (when the
+             * cache stops answering), now + reset never earlier (what the
+             * client is told to wait for). Settled whatever the outcome:
+             * other threads may be waiting for this answer. */
+            sl_denycache_settle(q.proc->denycache, q.checks, q.n,
+                                rv == APR_SUCCESS ? &d : NULL, sent,
+                                apr_time_now(), probes);
+        }
+    }
+    if (cached) {
         sl_stats_deny_cached(q.proc->stats);
-        sl_decision_cached(r->pool, &q, cached, retry_at - sent, sent, &d);
+        sl_decision_cached(r->pool, &q, retry_at, sent, &d);
         result = SL_RESULT_DENIED;
     }
-    else if ((rv = sl_decide_store(r, &q, &d)) == APR_SUCCESS) {
+    else if (rv == APR_SUCCESS) {
         result = d.admitted ? SL_RESULT_ALLOWED : SL_RESULT_DENIED;
-        if (!d.admitted && q.sc->redis) {
-            /* The store ran after "sent" and before now: sent + reset is
-             * never later than the store's own end of the refusal (when the
-             * cache stops answering), now + reset never earlier (what the
-             * client is told to wait for). */
-            apr_time_t got = apr_time_now();
-            for (i = 0; i < q.n; i++) {
-                if (!d.res[i].ok) {
-                    sl_denycache_put(q.proc->denycache, &q.checks[i],
-                                     sent + d.res[i].reset,
-                                     got + d.res[i].reset);
-                }
-            }
-        }
     }
     else {
         /* Also for the shm store (full, or this child outlived a

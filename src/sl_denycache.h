@@ -2,7 +2,16 @@
  * until T, nothing can free quota for it before T (only admissions change
  * its state, and it admits none), so later requests on that key are refused
  * here until T without a store call. That keeps a flood from one key off the
- * store and off the network. */
+ * store and off the network.
+ *
+ * An admission that leaves a limit with nothing remaining is cached the
+ * same way: the script's reset for remaining 0 is the exact earliest time
+ * one more request fits, and other servers can only consume more.
+ *
+ * Single flight: when a refusal just ended and the key is still flooding,
+ * every thread of the child would ask the store at the same moment. The
+ * first asks; the others wait (bounded) for its answer and are answered here
+ * when it refused or exhausted the key. */
 #ifndef SL_DENYCACHE_H
 #define SL_DENYCACHE_H
 
@@ -10,17 +19,32 @@
 
 typedef struct sl_denycache sl_denycache_t;
 
-sl_denycache_t *sl_denycache_create(apr_pool_t *p);
+/* threaded: other threads of this process decide at the same time, so a
+ * request may wait for one of them; without threads nobody ever waits. */
+sl_denycache_t *sl_denycache_create(apr_pool_t *p, int threaded);
 
-/* The first check refused until after now: its index, with *retry_at the
- * time to tell the client; else -1. */
+/* Before a store call. Returns how many checks are refused here: for each,
+ * retry_at[i] is the time to tell the client (0 for the others); *now is
+ * the time this answer holds for, also the "sent" time of a store call made
+ * after it (it may be later than on entry: see wait).
+ *
+ * When none is refused but one of the checks was refused until a moment ago
+ * and another thread is asking the store about it, this waits for that
+ * answer, at most wait, then looks again. probes (n entries, zeroed by the
+ * caller) records the checks this request asks the store about on behalf
+ * of the others: pass it to sl_denycache_settle, whatever the store does. */
 int sl_denycache_find(sl_denycache_t *dc, const sl_check_t *checks, int n,
-                      apr_time_t now, apr_time_t *retry_at);
+                      apr_interval_time_t wait, apr_time_t *now,
+                      apr_time_t *retry_at, apr_uint32_t *probes);
 
-/* Remember that c admits nothing before until (this host's clock, measured
- * from before the store call: never later than the store's end), and that
- * clients are told retry_at (measured from after it: never earlier). */
-void sl_denycache_put(sl_denycache_t *dc, const sl_check_t *c, apr_time_t until,
-                      apr_time_t retry_at);
+/* After the store call (d NULL when it failed or was not made): remembers
+ * each limit that has no room for one more request until its reset, and
+ * releases the threads waiting for this request's answer. sent is *now of
+ * sl_denycache_find (never later than the store's decision: the cache
+ * stops answering no later than the store would), got the time of the
+ * answer (never earlier: what clients are told). */
+void sl_denycache_settle(sl_denycache_t *dc, const sl_check_t *checks, int n,
+                         const sl_decision_t *d, apr_time_t sent,
+                         apr_time_t got, const apr_uint32_t *probes);
 
 #endif

@@ -1,0 +1,252 @@
+# The deny cache (src/sl_denycache.c), measured with Redis' own counts
+# (INFO commandstats: EVALSHA calls) and the status page:
+#  - an admission that leaves a limit with nothing remaining is answered
+#    like a refusal: the next request gets its 429 without a store call,
+#    with the headers the store would have given, until the exact earliest
+#    time one more fits, and is admitted right after it;
+#  - a GCRA flood from concurrent clients costs about one store call per
+#    child and free slot, not one per thread that finds the slot open;
+#  - the cache never refuses what the store admits: a concurrent burst
+#    gets exactly the quota.
+use strict;
+use warnings;
+
+use Apache::Test qw(-withtestmore);
+use Apache::TestUtil;
+use HTTP::Tiny;
+use POSIX qw(ceil);
+use Time::HiRes qw(sleep time);
+use SL::Test;
+use SL::Algo;
+use SL::Httpd;
+use SL::Wire;
+
+plan tests => 3 * 11 + 4 + 9 + 2 * 2;
+
+# Script runs so far: EVALSHA and EVAL calls that did not fail (the first
+# EVALSHA on a fresh Redis fails with NOSCRIPT and the script is sent again:
+# still one decision).
+sub script_calls {
+    my $info = redis('INFO', 'commandstats');
+    my $n    = 0;
+    while ($info =~ /^cmdstat_(?:evalsha|eval):calls=(\d+),.*?rejected_calls=(\d+),failed_calls=(\d+)/mg) {
+        $n += $1 - $2 - $3;
+    }
+    return $n;
+}
+
+sub sleep_until {
+    my ($us) = @_;
+    my $d = ($us - store_now()) / 1e6;
+    sleep $d if $d > 0;
+}
+
+my %earliest = (
+    c => sub {
+        my ($key, $N, $W) = @_;
+        my ($idx, $cur, $prev) = counter_decode(redis('GET', $key), store_now(), $W);
+        my $start = $idx * $W;
+        my $x     = $N - 1;
+        return $cur <= $x ? $start + $W - $W * ($x - $cur) / $prev
+                          : $start + 2 * $W - $W * $x / $cur;
+    },
+    g => sub {
+        my ($key, $N, $W) = @_;
+        my $T = $W / $N;
+        return redis('GET', $key) + $T - $N * $T;    # tat + T - tau
+    },
+    l => sub {
+        my ($key, $N, $W) = @_;
+        my $n = redis('ZCARD', $key);
+        my $e = redis('ZRANGE', $key, $n - $N, $n - $N, 'WITHSCORES');
+        return $e->[1] + $W;
+    },
+);
+
+# (a) Exhausted by admissions, on one keep-alive connection (one child).
+for my $alg (qw(c l g)) {
+    my ($N, $W) = (3, 3e6);
+    my $pol  = "dc-exhaust-$alg";
+    my $ip   = fresh_ip();
+    my $key  = sl_key(ip => $ip, policy => $pol, alg => $alg);
+    my $ua   = HTTP::Tiny->new(keep_alive => 1, timeout => 10);
+    my $url  = server_url() . "/dc/exhaust-$alg.html";
+    my $get  = sub { $ua->get($url, { headers => { 'X-Forwarded-For' => $ip } }) };
+
+    # The counter's three admissions must share a window: start early in one.
+    if ($alg eq 'c') {
+        my $now = store_now();
+        my $k = int($now / $W);
+        sleep_until(($k + 1) * $W + 0.05e6) if $now - $k * $W > 0.5 * $W;
+    }
+    my $m0 = metrics();
+    my $c0 = script_calls();
+    my @st = map { $get->()->{status} } 1 .. 2;
+    my $t3 = store_now();
+    push @st, $get->()->{status};
+    my $c1 = script_calls();
+    my $t0 = store_now();
+    my $res = $get->();
+    my $t1 = store_now();
+    my $c2 = script_calls();
+    my $m1 = metrics();
+    ok t_cmp("@st", '200 200 200', "$alg: three admitted");
+    ok t_cmp($c1 - $c0, 3, "$alg: one store call per admission");
+    ok t_cmp($res->{status}, 429, "$alg: the fourth refused");
+    ok t_cmp($c2 - $c1, 0, "$alg: ... without a store call (the third left nothing)");
+    my $d = sub { metric($m1, @_) - metric($m0, @_) };
+    ok t_cmp($d->('slidinglimit_deny_cache_hits_total') . ' '
+          . $d->('slidinglimit_store_calls_total'), '1 3',
+        "$alg: status page: one deny-cache hit, three store calls");
+
+    # What the store would have said: the exact earliest admission, no
+    # earlier than the refusal could know (t1), no later than the third
+    # admission's own reset (measured from before it, t3).
+    my $E  = $earliest{$alg}->($key, $N, $W);
+    my $ra = $res->{headers}{'retry-after'} // -1;
+    my ($lo, $hi) = (ceil(($E - $t1) / 1e6), ceil(($E - $t3) / 1e6));
+    t_debug(sprintf "$alg: earliest admission in %.3f s, Retry-After %s", ($E - $t1) / 1e6, $ra);
+    ok($ra >= $lo && $ra <= $hi, "$alg: Retry-After $ra is the exact wait rounded up ($lo..$hi)");
+    ok t_cmp($res->{headers}{ratelimit} // '', qr/^"\Q$pol\E";r=0;t=$ra$/,
+        "$alg: RateLimit r=0, t equals Retry-After");
+    ok t_cmp(($res->{headers}{'x-ratelimit-remaining'} // '') . ' '
+          . ($res->{headers}{'x-ratelimit-limit'} // ''), '0 3',
+        "$alg: X-RateLimit-Remaining 0 of 3");
+
+    # The same child until the end: refused just before, admitted just after.
+    sleep_until($E - 0.3e6);
+    my $c3 = script_calls();
+    ok t_cmp($get->()->{status}, 429, "$alg: still refused 0.3 s before");
+    ok t_cmp(script_calls() - $c3, 0, "$alg: ... from the cache");
+    sleep_until($E + 0.03e6);
+    ok t_cmp($get->()->{status}, 200, "$alg: admitted right after the earliest time");
+}
+
+# Both limits exhausted by the same admission: the cached refusal reports
+# the longer wait (the store's own refusal would), not the first limit's.
+{
+    my $ip  = fresh_ip();
+    my $ua  = HTTP::Tiny->new(keep_alive => 1, timeout => 10);
+    my $get = sub {
+        $ua->get(server_url() . '/dc/two.html', { headers => { 'X-Forwarded-For' => $ip } });
+    };
+    my @st = map { $get->()->{status} } 1 .. 2;
+    my $c0 = script_calls();
+    my $res = $get->();
+    ok t_cmp("@st $res->{status}", '200 200 429', 'two limits: two admitted, the third refused');
+    ok t_cmp(script_calls() - $c0, 0, 'two limits: ... without a store call');
+    ok t_cmp($res->{headers}{'retry-after'} // '', 60, 'two limits: Retry-After is the longer wait');
+    ok t_cmp($res->{headers}{ratelimit} // '', '"dc-two-long";r=0;t=60',
+        'two limits: RateLimit describes the longer one');
+}
+
+# (b) A GCRA flood, 50/s, from concurrent keep-alive clients for 2 s, on
+# an httpd of its own (SL::Httpd: LogLevel warn; event: 2 children of 8
+# threads, so each child has several threads flooding the same key).
+{
+    my ($N, $W, $workers, $secs) = (50, 1e6, 16, 2);
+    my $h   = SL::Httpd->start(conf => ['denycache.conf'], name => "dc-flood-$$");
+    my $ip  = fresh_ip();
+    my $key = sl_key(ip => $ip, policy => 'dc-flood-g', alg => 'g');
+    my $url = $h->url . '/dc/flood-g.html';
+    my $id  = "dc-flood-$$-" . time;
+    my $status = sub {
+        my $res = HTTP::Tiny->new(timeout => 10)->get($h->url . '/dc-status');
+        my %m = $res->{content} =~ /^(slidinglimit_[a-z_]+(?:\{[^}]*\})?) (\d+)$/mg;
+        return \%m;
+    };
+    my $m0 = $status->();
+    my $c0 = script_calls();
+    my $s0 = store_now();
+    my $collect = workers($workers, sub {
+        my $ua  = HTTP::Tiny->new(keep_alive => 1, timeout => 10);
+        my $end = time + $secs;
+        my %count;
+        my $slowest = 0;
+        while (time < $end) {
+            my $t = time;
+            my $r = $ua->get($url,
+                { headers => { 'X-Forwarded-For' => $ip, 'X-Test-Id' => $id } });
+            $count{ $r->{status} }++;
+            $slowest = time - $t if time - $t > $slowest;
+        }
+        $count{max} = int($slowest * 1000);
+        return \%count;
+    });
+    my $got = $collect->();
+    my $s1  = store_now();
+    my $slowest = delete $got->{max};
+    my $calls = script_calls() - $c0;
+    my $m1  = $status->();
+    my $d   = sub { ($m1->{ $_[0] } // 0) - ($m0->{ $_[0] } // 0) };
+    my ($ok, $no) = ($got->{200} // 0, $got->{429} // 0);
+    my $total = 0;
+    $total += $_ for values %$got;
+    my %pids;
+    for (1 .. 30) {    # httpd logs a request after answering it
+        %pids = ();
+        my $n = 0;
+        if (open my $fh, '<', $h->dir . '/logs/dc_access.log') {
+            while (<$fh>) {
+                my ($lid, undef, $pid) = split;
+                next unless defined $pid && $lid eq $id;
+                $pids{$pid} = 1;
+                $n++;
+            }
+        }
+        last if $n >= $total;
+        sleep 0.1;
+    }
+    my $children = keys %pids;
+    my $elapsed  = ($s1 - $s0) / 1e6;
+    t_debug(sprintf 'flood: %d admitted, %d refused, %d store calls (%.4f per refusal), '
+          . '%d children, %.2f s, slowest request %d ms', $ok, $no, $calls, $no ? $calls / $no : 0,
+        $children, $elapsed, $slowest);
+
+    ok t_cmp($ok + $no, $total, 'flood: every answer 200 or 429');
+    ok($no > 5 * $ok, "flood: far over the limit ($no refused, $ok admitted)");
+    ok t_cmp($d->('slidinglimit_store_calls_total'), $calls,
+        'flood: the status page counts the store calls Redis saw');
+    ok t_cmp($d->('slidinglimit_store_calls_total') + $d->('slidinglimit_deny_cache_hits_total'),
+        $total, 'flood: every decision a store call or a deny-cache hit');
+    ok t_cmp($d->('slidinglimit_decisions_total{result="denied",policy="dc-flood-g"}'),
+        $no, 'flood: refusals counted');
+    ok t_cmp($d->('slidinglimit_store_errors_total'), 0, 'flood: no store error');
+    # GCRA is exact in the store: the burst, then one per 20 ms while the
+    # flood lasts (gaps shorter than the burst's 1 s are made up for).
+    ok($ok >= $N + $N * $secs - 10 && $ok <= $N + $N * $elapsed + 1,
+        "flood: $ok admitted: the burst plus the rate over $secs..$elapsed s");
+    # Each admission is one store call. Beyond those, a child asks the
+    # store once per free slot that another child took (its refusal is
+    # then cached), and rarely once early (the cache ends a refusal at its
+    # start on this host's clock, a little before the store does): at most
+    # two calls per child and slot. Without single flight every thread
+    # that finds the slot open asks, and without caching the exhausting
+    # admission the admitting thread's next request asks again.
+    my $bound = 2 * $children * ($ok + 1);
+    ok($children >= 1 && $calls <= $bound,
+        "flood: $calls store calls for $ok admissions and $no refusals "
+          . "($children children: at most $bound)");
+
+    # No over-refusal: right after the earliest time, admitted (whichever
+    # child answers: every child's entry ended by then).
+    my $E = $earliest{g}->($key, $N, $W);
+    sleep_until($E + 0.03e6);
+    ok t_cmp(HTTP::Tiny->new(timeout => 10)->get($url,
+            { headers => { 'X-Forwarded-For' => $ip } })->{status},
+        200, 'flood: admitted right after the earliest time');
+    $h->stop;
+}
+
+# (c) Exactness: a concurrent burst gets exactly the quota, no less.
+for my $alg (qw(l c)) {
+    my $ip  = fresh_ip();
+    my $got = burst(server_url() . "/dc/exact-$alg.html", total => 60, workers => 6,
+        headers => { 'X-Forwarded-For' => $ip });
+    ok t_cmp(($got->{200} // 0) . ' ' . ($got->{429} // 0), '20 40',
+        "$alg: exactly the quota of 20 admitted out of 60");
+    my $key = sl_key(ip => $ip, policy => "dc-exact-$alg", alg => $alg);
+    my $stored = $alg eq 'l' ? redis('ZCARD', $key)
+                             : (counter_decode(redis('GET', $key), store_now(), 600e6))[1];
+    ok t_cmp($stored, 20, "$alg: the store holds 20 admissions");
+}

@@ -1,0 +1,336 @@
+/* Unit tests of the deny cache (src/sl_denycache.c): what it remembers
+ * (refusals, admissions that leave nothing), what a cached refusal reports,
+ * and single flight with real threads: who waits, for how long, and what
+ * releases the waiters. No server needed (make unit). */
+#include "sl_denycache.h"
+
+#include <apr_general.h>
+#include <apr_strings.h>
+#include <apr_thread_proc.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "sl_check.h"
+
+#define MS(x) apr_time_from_msec(x)
+
+static sl_check_t sl_mk(const char *key)
+{
+    sl_check_t c;
+
+    memset(&c, 0, sizeof(c));
+    c.key = key;
+    c.key_len = strlen(key);
+    c.algorithm = SL_ALG_GCRA;
+    c.requests = 50;
+    c.window = apr_time_from_sec(1);
+    c.burst = 50;
+    return c;
+}
+
+/* One limit's answer: admitted or not, remaining, reset. */
+static sl_decision_t sl_answer(apr_pool_t *p, int admitted, int ok,
+                               apr_int64_t remaining, apr_int64_t reset)
+{
+    sl_decision_t d;
+
+    d.now = apr_time_now();
+    d.admitted = admitted;
+    d.n = 1;
+    d.res = apr_pcalloc(p, sizeof(*d.res));
+    d.res[0].ok = ok;
+    d.res[0].remaining = remaining;
+    d.res[0].reset = reset;
+    return d;
+}
+
+/* Ask, get answer d (NULL: the store failed), settle: one request. */
+static int sl_request(sl_denycache_t *dc, const sl_check_t *c,
+                      const sl_decision_t *d, apr_time_t *retry_at)
+{
+    apr_uint32_t probe = 0;
+    apr_time_t sent;
+    int hits = sl_denycache_find(dc, c, 1, MS(200), &sent, retry_at, &probe);
+
+    if (!hits) {
+        sl_denycache_settle(dc, c, 1, d, sent, apr_time_now(), &probe);
+    }
+    return hits;
+}
+
+static void test_what_is_cached(apr_pool_t *p)
+{
+    sl_denycache_t *dc = sl_denycache_create(p, 0);
+    sl_check_t a = sl_mk("t:{a}x.g"), b = sl_mk("t:{b}x.g"),
+               c = sl_mk("t:{c}x.g"), e = sl_mk("t:{e}x.g");
+    sl_check_t two[2];
+    sl_decision_t d;
+    apr_time_t ra[2];
+    apr_uint32_t probes[2] = {0, 0};
+    apr_time_t now;
+
+    d = sl_answer(p, 1, 1, 0, MS(300));
+    sl_request(dc, &a, &d, ra);
+    CHECK(sl_request(dc, &a, NULL, ra) == 1,
+          "an admission that leaves nothing is answered here");
+    CHECK(ra[0] > apr_time_now() + MS(250) && ra[0] <= apr_time_now() + MS(300),
+          "... with retry_at its reset from the answer");
+
+    d = sl_answer(p, 1, 1, 2, MS(300));
+    sl_request(dc, &b, &d, ra);
+    CHECK(sl_request(dc, &b, NULL, ra) == 0,
+          "an admission that leaves room is not cached");
+
+    d = sl_answer(p, 1, 1, 0, 0);
+    sl_request(dc, &e, &d, ra);
+    CHECK(sl_request(dc, &e, NULL, ra) == 0,
+          "remaining 0 with reset 0 (the whole quota back) is not cached");
+
+    d = sl_answer(p, 0, 0, 0, MS(40));
+    sl_request(dc, &c, &d, ra);
+    CHECK(sl_request(dc, &c, NULL, ra) == 1, "a refusal is cached");
+    apr_sleep(MS(50));
+    CHECK(sl_request(dc, &c, NULL, ra) == 0, "... until its reset, not after");
+
+    /* Two cached limits: both reported, so that the longer wait is told. */
+    two[0] = a;
+    two[1] = sl_mk("t:{a}y.g");
+    d = sl_answer(p, 0, 0, 0, MS(900));
+    sl_request(dc, &two[1], &d, ra);
+    CHECK(sl_denycache_find(dc, two, 2, MS(200), &now, ra, probes) == 2,
+          "both refusing limits found");
+    CHECK(ra[1] > ra[0] && ra[0] > 0, "each with its own retry_at");
+    CHECK(probes[0] == 0 && probes[1] == 0, "no asker without threads");
+
+    /* The same key with another limit is not the same refusal. */
+    b = a;
+    b.requests = 51;
+    CHECK(sl_request(dc, &b, NULL, ra) == 0,
+          "another limit on the key: no hit");
+}
+
+typedef struct sl_waiter {
+    sl_denycache_t *dc;
+    sl_check_t c;
+    apr_interval_time_t wait;
+    volatile int done;
+    int hits;
+    apr_uint32_t probe;
+    apr_time_t took;
+} sl_waiter_t;
+
+static void *APR_THREAD_FUNC sl_waiter_run(apr_thread_t *t, void *arg)
+{
+    sl_waiter_t *w = arg;
+    apr_time_t start = apr_time_now(), sent, ra;
+
+    w->hits =
+        sl_denycache_find(w->dc, &w->c, 1, w->wait, &sent, &ra, &w->probe);
+    w->took = apr_time_now() - start;
+    w->done = 1;
+    apr_thread_exit(t, APR_SUCCESS);
+    return NULL;
+}
+
+static apr_thread_t *sl_spawn(apr_pool_t *p, sl_waiter_t *w)
+{
+    apr_thread_t *t;
+
+    apr_thread_create(&t, NULL, sl_waiter_run, w, p);
+    return t;
+}
+
+static void sl_join(apr_thread_t *t)
+{
+    apr_status_t rv;
+
+    apr_thread_join(&rv, t);
+}
+
+/* A key whose refusal ended a moment ago, and a thread asking about it. */
+static apr_uint32_t sl_recent_with_asker(apr_pool_t *p, sl_denycache_t *dc,
+                                         const sl_check_t *c, apr_time_t *sent)
+{
+    sl_decision_t d = sl_answer(p, 0, 0, 0, MS(10));
+    apr_time_t ra;
+    apr_uint32_t probe = 0;
+
+    sl_request(dc, c, &d, &ra);
+    apr_sleep(MS(15));
+    sl_denycache_find(dc, c, 1, MS(200), sent, &ra, &probe);
+    return probe;
+}
+
+static void test_single_flight(apr_pool_t *p)
+{
+    sl_denycache_t *dc = sl_denycache_create(p, 1);
+    sl_check_t c = sl_mk("t:{f}x.g");
+    sl_waiter_t w;
+    apr_thread_t *t;
+    apr_time_t sent, ra;
+    apr_uint32_t probe, none = 0;
+    sl_decision_t d;
+
+    /* A key never refused: nobody waits, nobody is the asker. */
+    memset(&w, 0, sizeof(w));
+    w.dc = dc;
+    w.c = sl_mk("t:{new}x.g");
+    w.wait = MS(200);
+    t = sl_spawn(p, &w);
+    sl_join(t);
+    CHECK(!w.hits && !w.probe && w.took < MS(50),
+          "a key not recently refused never waits (%d ms)",
+          (int) (w.took / 1000));
+
+    /* The asker is admitted and leaves nothing: the waiter is answered. */
+    probe = sl_recent_with_asker(p, dc, &c, &sent);
+    CHECK(probe != 0, "the first request after the refusal is the asker");
+    memset(&w, 0, sizeof(w));
+    w.dc = dc;
+    w.c = c;
+    w.wait = MS(500);
+    t = sl_spawn(p, &w);
+    apr_sleep(MS(50));
+    CHECK(!w.done, "another thread waits for the asker's answer");
+    d = sl_answer(p, 1, 1, 0, MS(200));
+    sl_denycache_settle(dc, &c, 1, &d, sent, apr_time_now(), &probe);
+    sl_join(t);
+    CHECK(w.hits == 1 && !w.probe,
+          "the exhausting answer refuses the waiter here, no store call");
+    CHECK(w.took < MS(200), "released at once (%d ms)", (int) (w.took / 1000));
+
+    /* The asker's store call fails: the waiter goes to the store itself,
+     * and the key is no longer one to wait for. */
+    apr_sleep(MS(250)); /* the exhausting answer's entry ends */
+    probe = sl_recent_with_asker(p, dc, &c, &sent);
+    memset(&w, 0, sizeof(w));
+    w.dc = dc;
+    w.c = c;
+    w.wait = MS(500);
+    t = sl_spawn(p, &w);
+    apr_sleep(MS(30));
+    CHECK(!w.done, "waiting again");
+    sl_denycache_settle(dc, &c, 1, NULL, sent, apr_time_now(), &probe);
+    sl_join(t);
+    CHECK(w.hits == 0 && w.took < MS(200),
+          "a failed ask releases the waiter to the store (%d ms)",
+          (int) (w.took / 1000));
+    CHECK(sl_denycache_find(dc, &c, 1, MS(200), &sent, &ra, &none) == 0 &&
+              none == 0,
+          "after a failure the key is not recent: nobody asks for others");
+
+    /* The asker never settles: the waiter gives up at the bound and asks
+     * itself, in place of the lost asker. */
+    c = sl_mk("t:{g}x.g");
+    probe = sl_recent_with_asker(p, dc, &c, &sent);
+    memset(&w, 0, sizeof(w));
+    w.dc = dc;
+    w.c = c;
+    w.wait = MS(200);
+    t = sl_spawn(p, &w);
+    sl_join(t);
+    CHECK(w.hits == 0 && w.took >= MS(150) && w.took < MS(600),
+          "bounded wait: %d ms for a bound of 200", (int) (w.took / 1000));
+    CHECK(w.probe != 0 && w.probe != probe,
+          "the waiter asks itself, for the others, once the first is late");
+
+    /* The asker is refused a little early (until already past): one
+     * waiter asks next, the other follows it and is answered from its
+     * exhausting answer. */
+    {
+        sl_waiter_t w2;
+        apr_thread_t *t2;
+        sl_waiter_t *asker, *follower;
+        apr_thread_t *ta, *tf;
+
+        c = sl_mk("t:{h}x.g");
+        probe = sl_recent_with_asker(p, dc, &c, &sent);
+        memset(&w, 0, sizeof(w));
+        w.dc = dc;
+        w.c = c;
+        w.wait = MS(500);
+        w2 = w;
+        t = sl_spawn(p, &w);
+        t2 = sl_spawn(p, &w2);
+        apr_sleep(MS(30));
+        CHECK(!w.done && !w2.done, "two waiters");
+        d = sl_answer(p, 0, 0, 0, 1);
+        sl_denycache_settle(dc, &c, 1, &d, sent, apr_time_now(), &probe);
+        apr_sleep(MS(30));
+        CHECK(w.done + w2.done == 1,
+              "an early refusal: one waiter asks next, the other waits on");
+        asker = w.done ? &w : &w2;
+        follower = w.done ? &w2 : &w;
+        ta = w.done ? t : t2;
+        tf = w.done ? t2 : t;
+        sl_join(ta);
+        CHECK(asker->hits == 0 && asker->probe != 0,
+              "the next asker asks for the others");
+        d = sl_answer(p, 1, 1, 0, MS(50));
+        sl_denycache_settle(dc, &c, 1, &d, apr_time_now(), apr_time_now(),
+                            &asker->probe);
+        sl_join(tf);
+        CHECK(follower->hits == 1 && follower->probe == 0,
+              "the follower is answered from the next asker's answer");
+    }
+
+    /* Another key takes the slot (direct-mapped): the waiter stops
+     * waiting, and the first asker's late settle leaves the new key alone. */
+    {
+        char *name = NULL;
+        sl_check_t k2;
+        unsigned int i, want, h;
+        apr_size_t j;
+
+        c = sl_mk("t:{i}x.g");
+        /* The slot function: FNV-1a modulo 4096, as in sl_denycache.c. */
+        for (h = 2166136261u, j = 0; j < c.key_len; j++) {
+            h = (h ^ (unsigned char) c.key[j]) * 16777619u;
+        }
+        want = h % 4096;
+        for (i = 0; i < 10000000; i++) {
+            name = apr_psprintf(p, "t:{k%u}x.g", i);
+            for (h = 2166136261u, j = 0; name[j]; j++) {
+                h = (h ^ (unsigned char) name[j]) * 16777619u;
+            }
+            if (h % 4096 == want) {
+                break;
+            }
+        }
+        k2 = sl_mk(name);
+        probe = sl_recent_with_asker(p, dc, &c, &sent);
+        memset(&w, 0, sizeof(w));
+        w.dc = dc;
+        w.c = c;
+        w.wait = MS(500);
+        t = sl_spawn(p, &w);
+        apr_sleep(MS(30));
+        CHECK(!w.done, "waiting for the asker of one key");
+        d = sl_answer(p, 0, 0, 0, MS(300));
+        sl_request(dc, &k2, &d, &ra);
+        sl_join(t);
+        CHECK(w.hits == 0 && w.took < MS(200),
+              "a colliding key's refusal takes the slot: the waiter goes to "
+              "the store (%d ms)",
+              (int) (w.took / 1000));
+        d = sl_answer(p, 1, 1, 5, MS(300));
+        sl_denycache_settle(dc, &c, 1, &d, sent, apr_time_now(), &probe);
+        CHECK(sl_request(dc, &k2, NULL, &ra) == 1,
+              "the first asker's late answer with room leaves the other key's "
+              "refusal alone");
+    }
+}
+
+int main(void)
+{
+    apr_pool_t *p;
+
+    apr_initialize();
+    apr_pool_create(&p, NULL);
+    test_what_is_cached(p);
+    test_single_flight(p);
+    printf("sl_denycache_test: %d passed, %d failed\n", passed, failed);
+    apr_terminate();
+    return failed ? 1 : 0;
+}
