@@ -40,7 +40,7 @@ sub redis_clients {
 }
 
 require Apache::TestRequest;
-my $old  = Apache::TestRequest::module('sl_fault');
+my $old  = Apache::TestRequest::module('sl_fault_patient');
 my $base = 'http://' . Apache::TestRequest::hostport();
 Apache::TestRequest::module($old);
 
@@ -84,5 +84,5 @@ ok($clients <= @kids * $threads,
 ok(kill(0, $parent), 'httpd survived');
 ok(!grep({ $kids0{$_} } @kids), 'the restarts replaced every child');
 ok t_cmp(shared_maps(), $maps0, 'no shared memory mapping added by the restarts');
-my $r = vhost_get('sl_fault', '/f/wideclosed/g', 'X-Forwarded-For' => fresh_ip());
+my $r = vhost_get('sl_fault_patient', '/f/wideclosed/g', 'X-Forwarded-For' => fresh_ip());
 ok t_cmp($r->{headers}{'x-sl-result'}, 'allowed', 'the new generation decides with Redis');

@@ -134,7 +134,10 @@ RemoteIPHeader X-Forwarded-For
 RemoteIPInternalProxy 127.0.0.1 ::1
 
 SlidingLimitStore ${\ ($a{store} || "redis://127.0.0.1:$redis")}
-SlidingLimitStoreTimeout 500ms 500ms
+# Generous: these servers test decisions, not timeouts, and a loaded
+# machine (a parallel build, the other MPM's suite) must not turn a slow
+# answer into a failed-open one.
+SlidingLimitStoreTimeout 2s 2s
 SlidingLimitKeyPrefix sltest
 $includes
 EOT
