@@ -1,27 +1,42 @@
-/* Per-process cache of refusals: once the store says a key has no room
- * until T, nothing can free quota for it before T (only admissions change
- * its state, and it admits none), so later requests on that key are refused
- * here until T without a store call. That keeps a flood from one key off the
- * store and off the network.
+/* Cache of refusals shared by all children of the server: once the store
+ * says a key has no room until T, nothing can free quota for it before T
+ * (only admissions change its state, and it admits none), so later requests
+ * on that key are refused here until T without a store call, by whichever
+ * child gets them. That keeps a flood from one key off the store and off
+ * the network, however many children (prefork) answer it.
  *
  * An admission that leaves a limit with nothing remaining is cached the
  * same way: the script's reset for remaining 0 is the exact earliest time
  * one more request fits, and other servers can only consume more.
  *
- * Single flight: when a refusal just ended and the key is still flooding,
- * every thread of the child would ask the store at the same moment. The
- * first asks; the others wait (bounded) for its answer and are answered here
- * when it refused or exhausted the key. */
+ * The table lives in shared memory made before fork, one per generation
+ * (children of an old generation keep theirs). Readers take no lock: each
+ * slot has a sequence number a writer makes odd while it writes, and a
+ * reader uses only a copy taken between two equal even values.
+ *
+ * Single flight, per child: when a refusal just ended and the key is still
+ * flooding, every thread of a child would ask the store at the same moment.
+ * The first asks; the others of its child wait (bounded) for its answer
+ * and are answered here when it refused or exhausted the key. Children
+ * never wait for each other: the first answer any of them writes serves
+ * all of them. */
 #ifndef SL_DENYCACHE_H
 #define SL_DENYCACHE_H
 
 #include "sl_core.h"
 
+typedef struct sl_denycache_shm sl_denycache_shm_t;
 typedef struct sl_denycache sl_denycache_t;
 
-/* threaded: other threads of this process decide at the same time, so a
+/* The shared table, in the parent before fork (post_config): its life is
+ * p's (the configuration pool: one table per generation). */
+apr_status_t sl_denycache_shm_create(apr_pool_t *p, sl_denycache_shm_t **out);
+
+/* A process's handle on the shared table (child_init; NULL shm: no cache).
+ * threaded: other threads of this process decide at the same time, so a
  * request may wait for one of them; without threads nobody ever waits. */
-sl_denycache_t *sl_denycache_create(apr_pool_t *p, int threaded);
+sl_denycache_t *sl_denycache_create(apr_pool_t *p, sl_denycache_shm_t *shm,
+                                    int threaded);
 
 /* Before a store call. Returns how many checks are refused here: for each,
  * retry_at[i] is the time to tell the client (0 for the others); *now is
