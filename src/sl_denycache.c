@@ -181,27 +181,49 @@ static int sl_dc_match(const sl_dc_entry_t *e, const sl_check_t *c)
            e->key[c->key_len] == '\0';
 }
 
-/* Check c refused here at now: its retry_at, else 0. */
+/* A refusal that ended less than SL_DC_RECENT ago. */
+static int sl_dc_ended_lately(const sl_dc_entry_t *e, apr_time_t now)
+{
+    return e->until && e->until <= now && now - e->until < SL_DC_RECENT;
+}
+
+/* Check c refused here at now: its retry_at, else 0. *recent (when not
+ * NULL) tells whether its refusal ended a moment ago. */
 static apr_time_t sl_dc_hit(const sl_denycache_t *dc, const sl_check_t *c,
-                            apr_time_t now)
+                            apr_time_t now, int *recent)
 {
     sl_dc_entry_t e;
+    int match;
 
+    if (recent) {
+        *recent = 0;
+    }
     if (c->key_len >= SL_DC_KEY || !sl_dc_read(&dc->slots[sl_dc_slot(c)], &e)) {
         return 0;
     }
-    return e.until > now && sl_dc_match(&e, c) ? e.retry_at : 0;
+    match = sl_dc_match(&e, c);
+    if (recent) {
+        *recent = match && sl_dc_ended_lately(&e, now);
+    }
+    return match && e.until > now ? e.retry_at : 0;
 }
 
-/* Every check refused here at now, with its retry_at; the count. */
+/* Every check refused here at now, with its retry_at; the count. *recent
+ * (when not NULL): whether any of them was refused until a moment ago. */
 static int sl_dc_hits(const sl_denycache_t *dc, const sl_check_t *checks, int n,
-                      apr_time_t now, apr_time_t *retry_at)
+                      apr_time_t now, apr_time_t *retry_at, int *recent)
 {
-    int i, hits = 0;
+    int i, hits = 0, r;
 
+    if (recent) {
+        *recent = 0;
+    }
     for (i = 0; i < n; i++) {
-        retry_at[i] = sl_dc_hit(dc, &checks[i], now);
+        retry_at[i] = sl_dc_hit(dc, &checks[i], now, &r);
         hits += retry_at[i] != 0;
+        if (recent) {
+            *recent |= r;
+        }
     }
     return hits;
 }
@@ -209,11 +231,10 @@ static int sl_dc_hits(const sl_denycache_t *dc, const sl_check_t *checks, int n,
 static int sl_dc_recent(const sl_denycache_t *dc, const sl_check_t *c,
                         apr_time_t now)
 {
-    sl_dc_entry_t e;
+    int recent;
 
-    return c->key_len < SL_DC_KEY &&
-           sl_dc_read(&dc->slots[sl_dc_slot(c)], &e) && e.until &&
-           e.until <= now && now - e.until < SL_DC_RECENT && sl_dc_match(&e, c);
+    sl_dc_hit(dc, c, now, &recent);
+    return recent;
 }
 
 static int sl_dc_probing(const sl_dc_probe_t *pr, apr_time_t now)
@@ -225,7 +246,7 @@ int sl_denycache_find(sl_denycache_t *dc, const sl_check_t *checks, int n,
                       apr_interval_time_t wait, apr_time_t *now,
                       apr_time_t *retry_at, apr_uint32_t *probes)
 {
-    int i, hits;
+    int i, hits, recent;
     apr_time_t end;
 
     *now = apr_time_now();
@@ -235,16 +256,17 @@ int sl_denycache_find(sl_denycache_t *dc, const sl_check_t *checks, int n,
         }
         return 0;
     }
-    /* The flood's path: no lock at all. */
-    hits = sl_dc_hits(dc, checks, n, *now, retry_at);
-    if (hits || !dc->threaded) {
+    /* The flood's path, and the allowed path of a key not refused lately:
+     * no lock at all. */
+    hits = sl_dc_hits(dc, checks, n, *now, retry_at, &recent);
+    if (hits || !recent || !dc->threaded) {
         return hits;
     }
 
     apr_thread_mutex_lock(dc->mutex);
     /* An asker may have settled since: then its answer, not another ask. */
     *now = apr_time_now();
-    hits = sl_dc_hits(dc, checks, n, *now, retry_at);
+    hits = sl_dc_hits(dc, checks, n, *now, retry_at, NULL);
     if (hits) {
         apr_thread_mutex_unlock(dc->mutex);
         return hits;
@@ -281,13 +303,13 @@ int sl_denycache_find(sl_denycache_t *dc, const sl_check_t *checks, int n,
         /* Until the asker settles, or anyone (in any child) puts an entry
          * for the key, or the slot goes to another key in this child (which
          * clears the marker), or time is up. */
-        while (pr->probe == probe && !sl_dc_hit(dc, c, *now) &&
+        while (pr->probe == probe && !sl_dc_hit(dc, c, *now, NULL) &&
                *now < deadline) {
             apr_thread_cond_timedwait(dc->cond[s % SL_DC_CONDS], dc->mutex,
                                       deadline - *now);
             *now = apr_time_now();
         }
-        hits = sl_dc_hits(dc, checks, n, *now, retry_at);
+        hits = sl_dc_hits(dc, checks, n, *now, retry_at, NULL);
         if (hits) {
             apr_thread_mutex_unlock(dc->mutex);
             return hits;
