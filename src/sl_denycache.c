@@ -26,6 +26,11 @@
  * keeps a slot whose writer died mid-write from hanging anybody. */
 #define SL_DC_TRIES 64
 
+/* Children share no condition variable: one that waits for another
+ * child's answer looks at the slot again after this long. About a tenth of
+ * a store call's time on a loaded host. */
+#define SL_DC_POLL 200
+
 typedef struct sl_dc_entry {
     char key[SL_DC_KEY];
     apr_int64_t requests;
@@ -34,6 +39,10 @@ typedef struct sl_dc_entry {
     int algorithm;
     apr_time_t until; /* 0: nothing known */
     apr_time_t retry_at;
+    /* The request (any child's) asking the store about this key for all
+     * children after a refusal ended, 0 for none; ignored after ask_end. */
+    apr_uint32_t asker;
+    apr_time_t ask_end;
 } sl_dc_entry_t;
 
 /* Shared by all children. seq is even when e is whole, odd while a writer
@@ -43,9 +52,14 @@ typedef struct sl_dc_slot {
     sl_dc_entry_t e;
 } sl_dc_slot_t;
 
+typedef struct sl_dc_table {
+    apr_uint32_t tokens; /* the last asker's number, server-wide */
+    sl_dc_slot_t slots[SL_DC_SLOTS];
+} sl_dc_table_t;
+
 struct sl_denycache_shm {
     apr_shm_t *shm;
-    sl_dc_slot_t *slots;
+    sl_dc_table_t *table;
 };
 
 /* Per process: the request asking the store about a slot's key for the
@@ -57,18 +71,18 @@ typedef struct sl_dc_probe {
 } sl_dc_probe_t;
 
 struct sl_denycache {
-    sl_dc_slot_t *slots;       /* shared */
+    sl_dc_table_t *table;      /* shared */
+    sl_dc_slot_t *slots;       /* its slots */
     apr_thread_mutex_t *mutex; /* threads of one child: the probes */
     int threaded;
     apr_thread_cond_t *cond[SL_DC_CONDS]; /* threaded only */
-    apr_uint32_t last_probe;
     sl_dc_probe_t probes[SL_DC_SLOTS];
 };
 
 apr_status_t sl_denycache_shm_create(apr_pool_t *p, sl_denycache_shm_t **out)
 {
     sl_denycache_shm_t *t = apr_pcalloc(p, sizeof(*t));
-    apr_size_t size = sizeof(sl_dc_slot_t) * SL_DC_SLOTS;
+    apr_size_t size = sizeof(sl_dc_table_t);
     apr_status_t rv;
 
     /* Anonymous, in the generation's pool: children of an old generation
@@ -79,8 +93,8 @@ apr_status_t sl_denycache_shm_create(apr_pool_t *p, sl_denycache_shm_t **out)
         *out = NULL;
         return rv;
     }
-    t->slots = apr_shm_baseaddr_get(t->shm);
-    memset(t->slots, 0, size);
+    t->table = apr_shm_baseaddr_get(t->shm);
+    memset(t->table, 0, size);
     *out = t;
     return APR_SUCCESS;
 }
@@ -95,7 +109,8 @@ sl_denycache_t *sl_denycache_create(apr_pool_t *p, sl_denycache_shm_t *shm,
         return NULL;
     }
     dc = apr_pcalloc(p, sizeof(*dc));
-    dc->slots = shm->slots;
+    dc->table = shm->table;
+    dc->slots = shm->table->slots;
     if (apr_thread_mutex_create(&dc->mutex, APR_THREAD_MUTEX_DEFAULT, p) !=
         APR_SUCCESS) {
         return NULL;
@@ -242,6 +257,110 @@ static int sl_dc_probing(const sl_dc_probe_t *pr, apr_time_t now)
     return pr->probe && now < pr->probe_end;
 }
 
+/* A number for an asker, unique in the server (0 means nobody). */
+static apr_uint32_t sl_dc_token(sl_denycache_t *dc)
+{
+    apr_uint32_t t;
+
+    do {
+        t = __atomic_add_fetch(&dc->table->tokens, 1, __ATOMIC_RELAXED);
+    } while (!t);
+    return t;
+}
+
+/* Gives up what this request asked about for others (probes), without an
+ * answer to leave: the waiters go on. */
+static void sl_dc_release(sl_denycache_t *dc, const sl_check_t *checks, int n,
+                          apr_uint32_t *probes)
+{
+    int i;
+
+    if (dc->threaded) {
+        apr_thread_mutex_lock(dc->mutex);
+    }
+    for (i = 0; i < n; i++) {
+        unsigned int s = sl_dc_slot(&checks[i]);
+        sl_dc_probe_t *pr = &dc->probes[s];
+        apr_uint32_t seq;
+        sl_dc_entry_t *e;
+
+        if (!probes[i]) {
+            continue;
+        }
+        if ((e = sl_dc_lock(&dc->slots[s], &seq)) != NULL) {
+            if (e->asker == probes[i]) {
+                e->asker = 0;
+            }
+            sl_dc_unlock(&dc->slots[s], seq);
+        }
+        if (pr->probe == probes[i]) {
+            pr->probe = 0;
+            if (dc->threaded) {
+                apr_thread_cond_broadcast(dc->cond[s % SL_DC_CONDS]);
+            }
+        }
+        probes[i] = 0;
+    }
+    if (dc->threaded) {
+        apr_thread_mutex_unlock(dc->mutex);
+    }
+}
+
+/* This request asks the store for its child about the keys in probes
+ * (refused until a moment ago). Another child may already be asking about
+ * one of them: then wait for that answer (polling, at most until end) and
+ * answer from it, as the threads of a child wait for their asker. Else
+ * become the asker for every child. Returns the hits, or 0 with probes
+ * still set: this request asks the store. */
+static int sl_dc_follow(sl_denycache_t *dc, const sl_check_t *checks, int n,
+                        apr_time_t end, apr_interval_time_t wait,
+                        apr_time_t *now, apr_time_t *retry_at,
+                        apr_uint32_t *probes)
+{
+    int i, hits, others;
+
+    for (;;) {
+        others = 0;
+        for (i = 0; i < n; i++) {
+            sl_dc_slot_t *sl = &dc->slots[sl_dc_slot(&checks[i])];
+            sl_dc_entry_t seen, *e;
+            apr_uint32_t seq;
+
+            if (!probes[i] || !sl_dc_read(sl, &seen) ||
+                !sl_dc_match(&seen, &checks[i]) ||
+                !sl_dc_ended_lately(&seen, *now) || seen.asker == probes[i]) {
+                continue;
+            }
+            if (seen.asker && seen.ask_end > *now) {
+                others = 1;
+                continue;
+            }
+            /* Nobody asking: this request will, unless another child's
+             * request got there first. */
+            if ((e = sl_dc_lock(sl, &seq)) != NULL) {
+                if (e->asker && e->ask_end > *now) {
+                    others = e->asker != probes[i];
+                }
+                else if (sl_dc_match(e, &checks[i])) {
+                    e->asker = probes[i];
+                    e->ask_end = *now + wait;
+                }
+                sl_dc_unlock(sl, seq);
+            }
+        }
+        hits = sl_dc_hits(dc, checks, n, *now, retry_at, NULL);
+        if (hits) {
+            sl_dc_release(dc, checks, n, probes);
+            return hits;
+        }
+        if (!others || *now >= end) {
+            return 0;
+        }
+        apr_sleep(SL_DC_POLL);
+        *now = apr_time_now();
+    }
+}
+
 int sl_denycache_find(sl_denycache_t *dc, const sl_check_t *checks, int n,
                       apr_interval_time_t wait, apr_time_t *now,
                       apr_time_t *retry_at, apr_uint32_t *probes)
@@ -259,8 +378,19 @@ int sl_denycache_find(sl_denycache_t *dc, const sl_check_t *checks, int n,
     /* The flood's path, and the allowed path of a key not refused lately:
      * no lock at all. */
     hits = sl_dc_hits(dc, checks, n, *now, retry_at, &recent);
-    if (hits || !recent || !dc->threaded) {
+    if (hits || !recent) {
         return hits;
+    }
+    if (!dc->threaded) {
+        /* Alone in its process: the asker for its own child, and maybe for
+         * the others. */
+        for (i = 0; i < n; i++) {
+            if (sl_dc_recent(dc, &checks[i], *now)) {
+                probes[i] = sl_dc_token(dc);
+            }
+        }
+        return sl_dc_follow(dc, checks, n, *now + wait, wait, now, retry_at,
+                            probes);
     }
 
     apr_thread_mutex_lock(dc->mutex);
@@ -323,15 +453,12 @@ int sl_denycache_find(sl_denycache_t *dc, const sl_check_t *checks, int n,
     for (i = 0; i < n; i++) {
         sl_dc_probe_t *pr = &dc->probes[sl_dc_slot(&checks[i])];
         if (!sl_dc_probing(pr, *now) && sl_dc_recent(dc, &checks[i], *now)) {
-            if (++dc->last_probe == 0) {
-                ++dc->last_probe; /* 0 means nobody */
-            }
-            pr->probe = probes[i] = dc->last_probe;
+            pr->probe = probes[i] = sl_dc_token(dc);
             pr->probe_end = *now + wait;
         }
     }
     apr_thread_mutex_unlock(dc->mutex);
-    return 0;
+    return sl_dc_follow(dc, checks, n, end, wait, now, retry_at, probes);
 }
 
 /* Limit i of the answer has no room for one more request until its reset:
@@ -348,7 +475,7 @@ static int sl_dc_full(const sl_decision_t *d, int i)
 /* Remembers c refused until until; 1 when that took the slot from another
  * key (or from nothing). A slot another writer holds is left alone. */
 static int sl_dc_put(sl_dc_slot_t *sl, const sl_check_t *c, apr_time_t until,
-                     apr_time_t retry_at)
+                     apr_time_t retry_at, apr_uint32_t token)
 {
     apr_uint32_t seq;
     sl_dc_entry_t *e = sl_dc_lock(sl, &seq);
@@ -366,21 +493,29 @@ static int sl_dc_put(sl_dc_slot_t *sl, const sl_check_t *c, apr_time_t until,
         e->algorithm = c->algorithm;
         e->until = until;
         e->retry_at = retry_at;
+        e->asker = 0;
         taken = 1;
     }
-    else if (until > e->until) {
-        /* Answers from several requests all hold: the latest end wins,
-         * whatever order they arrive in. */
-        e->until = until;
-        e->retry_at = retry_at;
+    else {
+        if (until > e->until) {
+            /* Answers from several requests all hold: the latest end wins,
+             * whatever order they arrive in. */
+            e->until = until;
+            e->retry_at = retry_at;
+        }
+        if (token && e->asker == token) {
+            e->asker = 0; /* the other children's waiters are answered */
+        }
     }
     sl_dc_unlock(sl, seq);
     return taken;
 }
 
-/* c had room, or the store did not answer: unless a refusal for it holds
- * past got, it is no longer a key to wait for. */
-static void sl_dc_forget(sl_dc_slot_t *sl, const sl_check_t *c, apr_time_t got)
+/* The asker token (for this child: mine) got an answer with room for c, or
+ * none: unless a refusal for c holds past got, c is no longer a key to
+ * wait for, in any child. */
+static void sl_dc_forget(sl_dc_slot_t *sl, const sl_check_t *c, apr_time_t got,
+                         apr_uint32_t token, int mine)
 {
     apr_uint32_t seq;
     sl_dc_entry_t *e = sl_dc_lock(sl, &seq);
@@ -388,7 +523,11 @@ static void sl_dc_forget(sl_dc_slot_t *sl, const sl_check_t *c, apr_time_t got)
     if (!e) {
         return;
     }
-    if (e->until && e->until <= got && sl_dc_match(e, c)) {
+    if (e->asker == token) {
+        e->asker = 0;
+        mine = 1;
+    }
+    if (mine && e->until && e->until <= got && sl_dc_match(e, c)) {
         e->until = 0;
     }
     sl_dc_unlock(sl, seq);
@@ -423,17 +562,17 @@ void sl_denycache_settle(sl_denycache_t *dc, const sl_check_t *checks, int n,
         if (d && sl_dc_full(d, i)) {
             if (c->key_len < SL_DC_KEY &&
                 sl_dc_put(&dc->slots[s], c, sent + d->res[i].reset,
-                          got + d->res[i].reset)) {
+                          got + d->res[i].reset, probes[i])) {
                 /* The old key's waiters stop waiting, and its asker's
                  * settle no longer finds its marker. */
                 pr->probe = 0;
             }
         }
-        else if (mine) {
+        else if (probes[i]) {
             /* The key had room (it is not flooding), or the store did not
              * answer (the waiters ask it themselves, under the breaker):
              * nobody waits for this key until it is refused again. */
-            sl_dc_forget(&dc->slots[s], c, got);
+            sl_dc_forget(&dc->slots[s], c, got, probes[i], mine);
         }
         /* Whatever happened (an answer with room, an error, a timeout),
          * the waiters go on: with an entry, or to the store themselves. */

@@ -14,12 +14,15 @@
  * slot has a sequence number a writer makes odd while it writes, and a
  * reader uses only a copy taken between two equal even values.
  *
- * Single flight, per child: when a refusal just ended and the key is still
- * flooding, every thread of a child would ask the store at the same moment.
- * The first asks; the others of its child wait (bounded) for its answer
- * and are answered here when it refused or exhausted the key. Children
- * never wait for each other: the first answer any of them writes serves
- * all of them. */
+ * Single flight: when a refusal just ended and the key is still flooding,
+ * every thread of every child would ask the store at the same moment. The
+ * first thread of a child asks for its child, the others wait on a
+ * condition variable for its answer; and the first of those askers, in any
+ * child, asks for all children: the askers of the other children wait for
+ * its answer by looking at the slot again every 200 us (children share no
+ * condition variable). All waits end with the answer, or at the command
+ * timeout; the waiters are answered here when it refused or exhausted the
+ * key, else ask the store themselves. */
 #ifndef SL_DENYCACHE_H
 #define SL_DENYCACHE_H
 
@@ -44,8 +47,9 @@ sl_denycache_t *sl_denycache_create(apr_pool_t *p, sl_denycache_shm_t *shm,
  * after it (it may be later than on entry: see wait).
  *
  * When none is refused but one of the checks was refused until a moment ago
- * and another thread is asking the store about it, this waits for that
- * answer, at most wait, then looks again. probes (n entries, zeroed by the
+ * and another request (another thread, or another child) is asking the
+ * store about it, this waits for that answer, at most wait, then looks
+ * again. probes (n entries, zeroed by the
  * caller) records the checks this request asks the store about on behalf
  * of the others: pass it to sl_denycache_settle, whatever the store does. */
 int sl_denycache_find(sl_denycache_t *dc, const sl_check_t *checks, int n,

@@ -379,8 +379,8 @@ static void test_processes(apr_pool_t *p)
     }
     CHECK(sl_wait(pid) == 0, "a child learned a refusal");
     now = apr_time_now();
-    CHECK(sl_denycache_find(dc, &a, 1, MS(200), &now, &ra, (apr_uint32_t[]){0}) ==
-                  1 &&
+    CHECK(sl_denycache_find(dc, &a, 1, MS(200), &now, &ra,
+                            (apr_uint32_t[]){0}) == 1 &&
               ra > now + MS(4500) && ra <= now + apr_time_from_sec(5),
           "another process answers it, with the same retry_at");
 
@@ -440,6 +440,76 @@ static void test_processes(apr_pool_t *p)
           reads, hits_a, hits_b, wrong);
 }
 
+/* In another process: one request on c, waiting at most 500 ms. Exit 0
+ * when it is answered as want (1: refused here; 0: to the store, as the
+ * asker) after between lo and hi ms; else 1, 2 (too soon) or 3 (too late). */
+static void sl_child_request(apr_pool_t *p, sl_denycache_shm_t *shm,
+                             const sl_check_t *c, int want, int lo, int hi)
+{
+    sl_denycache_t *mine = sl_denycache_create(p, shm, 0);
+    apr_uint32_t probe = 0;
+    apr_time_t now, ra, start = apr_time_now(), took;
+    int hits = sl_denycache_find(mine, c, 1, MS(500), &now, &ra, &probe);
+
+    took = apr_time_now() - start;
+    if (hits != want || (want == 0) != (probe != 0)) {
+        _exit(1);
+    }
+    _exit(took < MS(lo) ? 2 : took >= MS(hi) ? 3 : 0);
+}
+
+/* Single flight across children: a child whose key's refusal just ended
+ * waits (polling) for the answer another child is already asking for. */
+static void test_children_single_flight(apr_pool_t *p)
+{
+    sl_denycache_shm_t *shm;
+    sl_denycache_t *dc = sl_new(p, 0, &shm);
+    sl_check_t c = sl_mk("t:{sf}x.g");
+    apr_time_t sent;
+    apr_uint32_t probe;
+    sl_decision_t d;
+    pid_t pid;
+
+    probe = sl_recent_with_asker(p, dc, &c, &sent);
+    CHECK(probe != 0,
+          "alone in its process, the first request after a refusal asks for "
+          "every child");
+    pid = fork();
+    if (pid == 0) {
+        sl_child_request(p, shm, &c, 1, 40, 300);
+    }
+    apr_sleep(MS(60));
+    d = sl_answer(p, 1, 1, 0, MS(200));
+    sl_denycache_settle(dc, &c, 1, &d, sent, apr_time_now(), &probe);
+    CHECK(sl_wait(pid) == 0,
+          "another child waits for the asker's exhausting answer and refuses "
+          "from it, no store call");
+
+    /* An answer with room: the waiting child goes to the store at once. */
+    apr_sleep(MS(250));
+    probe = sl_recent_with_asker(p, dc, &c, &sent);
+    pid = fork();
+    if (pid == 0) {
+        sl_child_request(p, shm, &c, 0, 40, 300);
+    }
+    apr_sleep(MS(60));
+    d = sl_answer(p, 1, 1, 5, MS(200));
+    sl_denycache_settle(dc, &c, 1, &d, sent, apr_time_now(), &probe);
+    CHECK(sl_wait(pid) == 0,
+          "an answer with room releases the other child to the store");
+
+    /* The asker never settles (its child died): the other child waits
+     * until the asker's bound (200 ms from its start), then asks itself. */
+    c = sl_mk("t:{sg}x.g");
+    probe = sl_recent_with_asker(p, dc, &c, &sent);
+    pid = fork();
+    if (pid == 0) {
+        sl_child_request(p, shm, &c, 0, 120, 450);
+    }
+    CHECK(sl_wait(pid) == 0,
+          "a lost asker holds the other children for its bound only");
+}
+
 int main(void)
 {
     apr_pool_t *p;
@@ -449,6 +519,7 @@ int main(void)
     test_what_is_cached(p);
     test_single_flight(p);
     test_processes(p);
+    test_children_single_flight(p);
     printf("sl_denycache_test: %d passed, %d failed\n", passed, failed);
     apr_terminate();
     return failed ? 1 : 0;
