@@ -38,6 +38,7 @@ typedef struct sl_proc {
     sl_stats_t *stats;
     sl_breaker_t *breaker;
     sl_breakers_t *breakers; /* one per Redis store, see sl_store_breaker */
+    sl_denycache_shm_t *denycache_shm; /* shared by the generation's children */
     sl_denycache_t *denycache;
     unsigned char seed[8];
     volatile apr_uint32_t counter;
@@ -98,6 +99,13 @@ static int sl_post_config(apr_pool_t *pconf, apr_pool_t *plog,
         return HTTP_INTERNAL_SERVER_ERROR;
     }
     proc->breaker = sl_stats_breaker(proc->stats);
+    rv = sl_denycache_shm_create(pconf, &proc->denycache_shm);
+    if (rv != APR_SUCCESS) {
+        /* Only an optimisation: every decision goes to the store. */
+        ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s,
+                     "mod_slidinglimit: cannot create the deny cache segment; "
+                     "running without it");
+    }
     rv = sl_breakers_create(s->process->pool, &proc->breakers);
     if (rv != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_CRIT, rv, s,
@@ -157,7 +165,8 @@ static void sl_child_init(apr_pool_t *pchild, server_rec *s)
     if (threads < 1) {
         threads = 1;
     }
-    proc->denycache = sl_denycache_create(pchild, threads > 1);
+    proc->denycache =
+        sl_denycache_create(pchild, proc->denycache_shm, threads > 1);
     /* One Redis client per server record with its own store; virtual hosts
      * that inherit the main server's store share its pool. */
     for (vs = s; vs; vs = vs->next) {

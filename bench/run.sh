@@ -292,7 +292,7 @@ to_ms() {
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 cmdstat() { # file command field -> value
-    sed -n "s/^cmdstat_$2:.*[:,]$3=\([0-9.]*\).*/\1/p" "$1" | tr -d '\r' | head -1
+    sed -n "s/^cmdstat_$2:\(.*,\)*$3=\([0-9.]*\).*/\2/p" "$1" | tr -d '\r' | head -1
 }
 
 # Commands that the script itself runs inside EVALSHA: counted by INFO

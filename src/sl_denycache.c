@@ -1,5 +1,6 @@
 #include "sl_denycache.h"
 
+#include <apr_shm.h>
 #include <apr_thread_cond.h>
 #include <apr_thread_mutex.h>
 
@@ -19,6 +20,17 @@
  * flooding client is back within milliseconds of the end. */
 #define SL_DC_RECENT apr_time_from_sec(1)
 
+/* A slot being written (a few hundred bytes) is looked at this many times
+ * before giving up: a reader then asks the store, a writer leaves the slot
+ * as it is (both only cost a store call, never a wrong refusal). Also what
+ * keeps a slot whose writer died mid-write from hanging anybody. */
+#define SL_DC_TRIES 64
+
+/* Children share no condition variable: one that waits for another
+ * child's answer looks at the slot again after this long. About a tenth of
+ * a store call's time on a loaded host. */
+#define SL_DC_POLL 200
+
 typedef struct sl_dc_entry {
     char key[SL_DC_KEY];
     apr_int64_t requests;
@@ -27,26 +39,78 @@ typedef struct sl_dc_entry {
     int algorithm;
     apr_time_t until; /* 0: nothing known */
     apr_time_t retry_at;
-    /* The request asking the store about this key for the other threads
-     * (0: none), and when waiting for it stops making sense: its marker is
-     * ignored after that even if it never settled. */
-    apr_uint32_t probe;
-    apr_time_t probe_end;
+    /* The request (any child's) asking the store about this key for all
+     * children after a refusal ended, 0 for none; ignored after ask_end. */
+    apr_uint32_t asker;
+    apr_time_t ask_end;
 } sl_dc_entry_t;
 
-struct sl_denycache {
-    apr_thread_mutex_t *mutex; /* threads of one child share the table */
-    int threaded;
-    apr_thread_cond_t *cond[SL_DC_CONDS]; /* threaded only */
-    apr_uint32_t last_probe;
-    sl_dc_entry_t slots[SL_DC_SLOTS];
+/* Shared by all children. seq is even when e is whole, odd while a writer
+ * (whoever turned it odd with a compare-and-swap) changes it. */
+typedef struct sl_dc_slot {
+    apr_uint32_t seq;
+    sl_dc_entry_t e;
+} sl_dc_slot_t;
+
+typedef struct sl_dc_table {
+    apr_uint32_t tokens; /* the last asker's number, server-wide */
+    sl_dc_slot_t slots[SL_DC_SLOTS];
+} sl_dc_table_t;
+
+struct sl_denycache_shm {
+    apr_shm_t *shm;
+    sl_dc_table_t *table;
 };
 
-sl_denycache_t *sl_denycache_create(apr_pool_t *p, int threaded)
+/* Per process: the request asking the store about a slot's key for the
+ * other threads (0: none), and when waiting for it stops making sense: its
+ * marker is ignored after that even if it never settled. */
+typedef struct sl_dc_probe {
+    apr_uint32_t probe;
+    apr_time_t probe_end;
+} sl_dc_probe_t;
+
+struct sl_denycache {
+    sl_dc_table_t *table;      /* shared */
+    sl_dc_slot_t *slots;       /* its slots */
+    apr_thread_mutex_t *mutex; /* threads of one child: the probes */
+    int threaded;
+    apr_thread_cond_t *cond[SL_DC_CONDS]; /* threaded only */
+    sl_dc_probe_t probes[SL_DC_SLOTS];
+};
+
+apr_status_t sl_denycache_shm_create(apr_pool_t *p, sl_denycache_shm_t **out)
 {
-    sl_denycache_t *dc = apr_pcalloc(p, sizeof(*dc));
+    sl_denycache_shm_t *t = apr_pcalloc(p, sizeof(*t));
+    apr_size_t size = sizeof(sl_dc_table_t);
+    apr_status_t rv;
+
+    /* Anonymous, in the generation's pool: children of an old generation
+     * keep their mapping of the old table until they exit, the new ones
+     * get a fresh one. The generations never see each other's slots. */
+    rv = apr_shm_create(&t->shm, size, NULL, p);
+    if (rv != APR_SUCCESS) {
+        *out = NULL;
+        return rv;
+    }
+    t->table = apr_shm_baseaddr_get(t->shm);
+    memset(t->table, 0, size);
+    *out = t;
+    return APR_SUCCESS;
+}
+
+sl_denycache_t *sl_denycache_create(apr_pool_t *p, sl_denycache_shm_t *shm,
+                                    int threaded)
+{
+    sl_denycache_t *dc;
     int i;
 
+    if (!shm) {
+        return NULL;
+    }
+    dc = apr_pcalloc(p, sizeof(*dc));
+    dc->table = shm->table;
+    dc->slots = shm->table->slots;
     if (apr_thread_mutex_create(&dc->mutex, APR_THREAD_MUTEX_DEFAULT, p) !=
         APR_SUCCESS) {
         return NULL;
@@ -73,6 +137,55 @@ static unsigned int sl_dc_slot(const sl_check_t *c)
     return h % SL_DC_SLOTS;
 }
 
+/* A consistent copy of a slot into *out; 0 when writers kept it busy. The
+ * copy is taken between two reads of the same even sequence: no write
+ * started before the second read had begun before the first, so every
+ * field (key, limit, until, retry_at) comes from one and the same write. */
+static int sl_dc_read(const sl_dc_slot_t *sl, sl_dc_entry_t *out)
+{
+    int i;
+
+    for (i = 0; i < SL_DC_TRIES; i++) {
+        apr_uint32_t s1 = __atomic_load_n(&sl->seq, __ATOMIC_ACQUIRE);
+        if (s1 & 1) {
+            continue;
+        }
+        memcpy(out, &sl->e, sizeof(*out));
+        /* The copy's loads complete before seq is read again. */
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&sl->seq, __ATOMIC_RELAXED) == s1) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The slot's entry to change, or NULL when another writer holds it; pass
+ * *seq to sl_dc_unlock. */
+static sl_dc_entry_t *sl_dc_lock(sl_dc_slot_t *sl, apr_uint32_t *seq)
+{
+    int i;
+
+    for (i = 0; i < SL_DC_TRIES; i++) {
+        apr_uint32_t s = __atomic_load_n(&sl->seq, __ATOMIC_RELAXED);
+        if (!(s & 1) &&
+            __atomic_compare_exchange_n(&sl->seq, &s, s + 1, 0,
+                                        __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+            /* Readers see the odd sequence before any changed field. */
+            __atomic_thread_fence(__ATOMIC_RELEASE);
+            *seq = s + 2;
+            return &sl->e;
+        }
+    }
+    return NULL;
+}
+
+static void sl_dc_unlock(sl_dc_slot_t *sl, apr_uint32_t seq)
+{
+    /* Every changed field is visible before the even sequence. */
+    __atomic_store_n(&sl->seq, seq, __ATOMIC_RELEASE);
+}
+
 /* A named policy can be used with other values elsewhere: the refusal holds
  * only for the same key and the same limit. */
 static int sl_dc_match(const sl_dc_entry_t *e, const sl_check_t *c)
@@ -83,53 +196,208 @@ static int sl_dc_match(const sl_dc_entry_t *e, const sl_check_t *c)
            e->key[c->key_len] == '\0';
 }
 
-/* Every check refused here at now, with its retry_at; the count. */
-static int sl_dc_hits(const sl_denycache_t *dc, const sl_check_t *checks, int n,
-                      apr_time_t now, apr_time_t *retry_at)
+/* A refusal that ended less than SL_DC_RECENT ago. */
+static int sl_dc_ended_lately(const sl_dc_entry_t *e, apr_time_t now)
 {
-    int i, hits = 0;
+    return e->until && e->until <= now && now - e->until < SL_DC_RECENT;
+}
 
+/* Check c refused here at now: its retry_at, else 0. *recent (when not
+ * NULL) tells whether its refusal ended a moment ago. */
+static apr_time_t sl_dc_hit(const sl_denycache_t *dc, const sl_check_t *c,
+                            apr_time_t now, int *recent)
+{
+    sl_dc_entry_t e;
+    int match;
+
+    if (recent) {
+        *recent = 0;
+    }
+    if (c->key_len >= SL_DC_KEY || !sl_dc_read(&dc->slots[sl_dc_slot(c)], &e)) {
+        return 0;
+    }
+    match = sl_dc_match(&e, c);
+    if (recent) {
+        *recent = match && sl_dc_ended_lately(&e, now);
+    }
+    return match && e.until > now ? e.retry_at : 0;
+}
+
+/* Every check refused here at now, with its retry_at; the count. *recent
+ * (when not NULL): whether any of them was refused until a moment ago. */
+static int sl_dc_hits(const sl_denycache_t *dc, const sl_check_t *checks, int n,
+                      apr_time_t now, apr_time_t *retry_at, int *recent)
+{
+    int i, hits = 0, r;
+
+    if (recent) {
+        *recent = 0;
+    }
     for (i = 0; i < n; i++) {
-        const sl_dc_entry_t *e = &dc->slots[sl_dc_slot(&checks[i])];
-        retry_at[i] = 0;
-        if (e->until > now && sl_dc_match(e, &checks[i])) {
-            retry_at[i] = e->retry_at;
-            hits++;
+        retry_at[i] = sl_dc_hit(dc, &checks[i], now, &r);
+        hits += retry_at[i] != 0;
+        if (recent) {
+            *recent |= r;
         }
     }
     return hits;
 }
 
-static int sl_dc_recent(const sl_dc_entry_t *e, const sl_check_t *c,
+static int sl_dc_recent(const sl_denycache_t *dc, const sl_check_t *c,
                         apr_time_t now)
 {
-    return e->until && e->until <= now && now - e->until < SL_DC_RECENT &&
-           sl_dc_match(e, c);
+    int recent;
+
+    sl_dc_hit(dc, c, now, &recent);
+    return recent;
 }
 
-static int sl_dc_probing(const sl_dc_entry_t *e, apr_time_t now)
+static int sl_dc_probing(const sl_dc_probe_t *pr, apr_time_t now)
 {
-    return e->probe && now < e->probe_end;
+    return pr->probe && now < pr->probe_end;
+}
+
+/* A number for an asker, unique in the server (0 means nobody). */
+static apr_uint32_t sl_dc_token(sl_denycache_t *dc)
+{
+    apr_uint32_t t;
+
+    do {
+        t = __atomic_add_fetch(&dc->table->tokens, 1, __ATOMIC_RELAXED);
+    } while (!t);
+    return t;
+}
+
+/* Gives up what this request asked about for others (probes), without an
+ * answer to leave: the waiters go on. */
+static void sl_dc_release(sl_denycache_t *dc, const sl_check_t *checks, int n,
+                          apr_uint32_t *probes)
+{
+    int i;
+
+    if (dc->threaded) {
+        apr_thread_mutex_lock(dc->mutex);
+    }
+    for (i = 0; i < n; i++) {
+        unsigned int s = sl_dc_slot(&checks[i]);
+        sl_dc_probe_t *pr = &dc->probes[s];
+        apr_uint32_t seq;
+        sl_dc_entry_t *e;
+
+        if (!probes[i]) {
+            continue;
+        }
+        if ((e = sl_dc_lock(&dc->slots[s], &seq)) != NULL) {
+            if (e->asker == probes[i]) {
+                e->asker = 0;
+            }
+            sl_dc_unlock(&dc->slots[s], seq);
+        }
+        if (pr->probe == probes[i]) {
+            pr->probe = 0;
+            if (dc->threaded) {
+                apr_thread_cond_broadcast(dc->cond[s % SL_DC_CONDS]);
+            }
+        }
+        probes[i] = 0;
+    }
+    if (dc->threaded) {
+        apr_thread_mutex_unlock(dc->mutex);
+    }
+}
+
+/* This request asks the store for its child about the keys in probes
+ * (refused until a moment ago). Another child may already be asking about
+ * one of them: then wait for that answer (polling, at most until end) and
+ * answer from it, as the threads of a child wait for their asker. Else
+ * become the asker for every child. Returns the hits, or 0 with probes
+ * still set: this request asks the store. */
+static int sl_dc_follow(sl_denycache_t *dc, const sl_check_t *checks, int n,
+                        apr_time_t end, apr_interval_time_t wait,
+                        apr_time_t *now, apr_time_t *retry_at,
+                        apr_uint32_t *probes)
+{
+    int i, hits, others;
+
+    for (;;) {
+        others = 0;
+        for (i = 0; i < n; i++) {
+            sl_dc_slot_t *sl = &dc->slots[sl_dc_slot(&checks[i])];
+            sl_dc_entry_t seen, *e;
+            apr_uint32_t seq;
+
+            if (!probes[i] || !sl_dc_read(sl, &seen) ||
+                !sl_dc_match(&seen, &checks[i]) ||
+                !sl_dc_ended_lately(&seen, *now) || seen.asker == probes[i]) {
+                continue;
+            }
+            if (seen.asker && seen.ask_end > *now) {
+                others = 1;
+                continue;
+            }
+            /* Nobody asking: this request will, unless another child's
+             * request got there first. */
+            if ((e = sl_dc_lock(sl, &seq)) != NULL) {
+                if (e->asker && e->ask_end > *now) {
+                    others = e->asker != probes[i];
+                }
+                else if (sl_dc_match(e, &checks[i])) {
+                    e->asker = probes[i];
+                    e->ask_end = *now + wait;
+                }
+                sl_dc_unlock(sl, seq);
+            }
+        }
+        hits = sl_dc_hits(dc, checks, n, *now, retry_at, NULL);
+        if (hits) {
+            sl_dc_release(dc, checks, n, probes);
+            return hits;
+        }
+        if (!others || *now >= end) {
+            return 0;
+        }
+        apr_sleep(SL_DC_POLL);
+        *now = apr_time_now();
+    }
 }
 
 int sl_denycache_find(sl_denycache_t *dc, const sl_check_t *checks, int n,
                       apr_interval_time_t wait, apr_time_t *now,
                       apr_time_t *retry_at, apr_uint32_t *probes)
 {
-    int i, hits;
+    int i, hits, recent;
     apr_time_t end;
 
+    *now = apr_time_now();
     if (!dc) {
-        *now = apr_time_now();
         for (i = 0; i < n; i++) {
             retry_at[i] = 0;
         }
         return 0;
     }
+    /* The flood's path, and the allowed path of a key not refused lately:
+     * no lock at all. */
+    hits = sl_dc_hits(dc, checks, n, *now, retry_at, &recent);
+    if (hits || !recent) {
+        return hits;
+    }
+    if (!dc->threaded) {
+        /* Alone in its process: the asker for its own child, and maybe for
+         * the others. */
+        for (i = 0; i < n; i++) {
+            if (sl_dc_recent(dc, &checks[i], *now)) {
+                probes[i] = sl_dc_token(dc);
+            }
+        }
+        return sl_dc_follow(dc, checks, n, *now + wait, wait, now, retry_at,
+                            probes);
+    }
+
     apr_thread_mutex_lock(dc->mutex);
+    /* An asker may have settled since: then its answer, not another ask. */
     *now = apr_time_now();
-    hits = sl_dc_hits(dc, checks, n, *now, retry_at);
-    if (hits || !dc->threaded) {
+    hits = sl_dc_hits(dc, checks, n, *now, retry_at, NULL);
+    if (hits) {
         apr_thread_mutex_unlock(dc->mutex);
         return hits;
     }
@@ -143,32 +411,35 @@ int sl_denycache_find(sl_denycache_t *dc, const sl_check_t *checks, int n,
      * all, makes the key not recent: everybody asks. */
     end = *now + wait;
     for (;;) {
-        const sl_dc_entry_t *e = NULL;
+        const sl_dc_probe_t *pr = NULL;
+        const sl_check_t *c = NULL;
         unsigned int s = 0;
         apr_uint32_t probe;
         apr_time_t deadline;
 
-        for (i = 0; i < n && !e; i++) {
-            s = sl_dc_slot(&checks[i]);
-            e = &dc->slots[s];
-            if (!sl_dc_probing(e, *now) || !sl_dc_recent(e, &checks[i], *now)) {
-                e = NULL;
+        for (i = 0; i < n && !pr; i++) {
+            c = &checks[i];
+            s = sl_dc_slot(c);
+            pr = &dc->probes[s];
+            if (!sl_dc_probing(pr, *now) || !sl_dc_recent(dc, c, *now)) {
+                pr = NULL;
             }
         }
-        if (!e || *now >= end) {
+        if (!pr || *now >= end) {
             break;
         }
-        probe = e->probe;
-        deadline = e->probe_end < end ? e->probe_end : end;
-        /* Until the asker settles, or anyone puts an entry for the key, or
-         * the slot goes to another key (which clears the marker), or time
-         * is up. */
-        while (e->probe == probe && e->until <= *now && *now < deadline) {
+        probe = pr->probe;
+        deadline = pr->probe_end < end ? pr->probe_end : end;
+        /* Until the asker settles, or anyone (in any child) puts an entry
+         * for the key, or the slot goes to another key in this child (which
+         * clears the marker), or time is up. */
+        while (pr->probe == probe && !sl_dc_hit(dc, c, *now, NULL) &&
+               *now < deadline) {
             apr_thread_cond_timedwait(dc->cond[s % SL_DC_CONDS], dc->mutex,
                                       deadline - *now);
             *now = apr_time_now();
         }
-        hits = sl_dc_hits(dc, checks, n, *now, retry_at);
+        hits = sl_dc_hits(dc, checks, n, *now, retry_at, NULL);
         if (hits) {
             apr_thread_mutex_unlock(dc->mutex);
             return hits;
@@ -176,20 +447,18 @@ int sl_denycache_find(sl_denycache_t *dc, const sl_check_t *checks, int n,
     }
 
     /* This request asks the store: for each recently refused key nobody
-     * else is asking about, it asks on behalf of the threads that come
-     * next. An asker that never settles is ignored after probe_end. */
+     * else in this child is asking about, it asks on behalf of the threads
+     * that come next. An asker that never settles is ignored after
+     * probe_end. */
     for (i = 0; i < n; i++) {
-        sl_dc_entry_t *e = &dc->slots[sl_dc_slot(&checks[i])];
-        if (!sl_dc_probing(e, *now) && sl_dc_recent(e, &checks[i], *now)) {
-            if (++dc->last_probe == 0) {
-                ++dc->last_probe; /* 0 means nobody */
-            }
-            e->probe = probes[i] = dc->last_probe;
-            e->probe_end = *now + wait;
+        sl_dc_probe_t *pr = &dc->probes[sl_dc_slot(&checks[i])];
+        if (!sl_dc_probing(pr, *now) && sl_dc_recent(dc, &checks[i], *now)) {
+            pr->probe = probes[i] = sl_dc_token(dc);
+            pr->probe_end = *now + wait;
         }
     }
     apr_thread_mutex_unlock(dc->mutex);
-    return 0;
+    return sl_dc_follow(dc, checks, n, end, wait, now, retry_at, probes);
 }
 
 /* Limit i of the answer has no room for one more request until its reset:
@@ -203,9 +472,18 @@ static int sl_dc_full(const sl_decision_t *d, int i)
     return d->admitted ? r->remaining <= 0 && r->reset > 0 : !r->ok;
 }
 
-static void sl_dc_put(sl_dc_entry_t *e, const sl_check_t *c, apr_time_t until,
-                      apr_time_t retry_at)
+/* Remembers c refused until until; 1 when that took the slot from another
+ * key (or from nothing). A slot another writer holds is left alone. */
+static int sl_dc_put(sl_dc_slot_t *sl, const sl_check_t *c, apr_time_t until,
+                     apr_time_t retry_at, apr_uint32_t token)
 {
+    apr_uint32_t seq;
+    sl_dc_entry_t *e = sl_dc_lock(sl, &seq);
+    int taken = 0;
+
+    if (!e) {
+        return 0;
+    }
     if (!sl_dc_match(e, c)) {
         memcpy(e->key, c->key, c->key_len);
         e->key[c->key_len] = '\0';
@@ -215,17 +493,44 @@ static void sl_dc_put(sl_dc_entry_t *e, const sl_check_t *c, apr_time_t until,
         e->algorithm = c->algorithm;
         e->until = until;
         e->retry_at = retry_at;
-        /* The old key's waiters stop waiting, and its asker's settle no
-         * longer finds its marker. */
-        e->probe = 0;
+        e->asker = 0;
+        taken = 1;
+    }
+    else {
+        if (until > e->until) {
+            /* Answers from several requests all hold: the latest end wins,
+             * whatever order they arrive in. */
+            e->until = until;
+            e->retry_at = retry_at;
+        }
+        if (token && e->asker == token) {
+            e->asker = 0; /* the other children's waiters are answered */
+        }
+    }
+    sl_dc_unlock(sl, seq);
+    return taken;
+}
+
+/* The asker token (for this child: mine) got an answer with room for c, or
+ * none: unless a refusal for c holds past got, c is no longer a key to
+ * wait for, in any child. */
+static void sl_dc_forget(sl_dc_slot_t *sl, const sl_check_t *c, apr_time_t got,
+                         apr_uint32_t token, int mine)
+{
+    apr_uint32_t seq;
+    sl_dc_entry_t *e = sl_dc_lock(sl, &seq);
+
+    if (!e) {
         return;
     }
-    /* Answers from several threads all hold: the latest end wins, whatever
-     * order they arrive in. */
-    if (until > e->until) {
-        e->until = until;
-        e->retry_at = retry_at;
+    if (e->asker == token) {
+        e->asker = 0;
+        mine = 1;
     }
+    if (mine && e->until && e->until <= got && sl_dc_match(e, c)) {
+        e->until = 0;
+    }
+    sl_dc_unlock(sl, seq);
 }
 
 void sl_denycache_settle(sl_denycache_t *dc, const sl_check_t *checks, int n,
@@ -242,33 +547,43 @@ void sl_denycache_settle(sl_denycache_t *dc, const sl_check_t *checks, int n,
     if (!todo) {
         return;
     }
-    apr_thread_mutex_lock(dc->mutex);
+    /* Without threads there are no probes and no waiters: the shared
+     * table's own slot locks are all it takes. */
+    if (dc->threaded) {
+        apr_thread_mutex_lock(dc->mutex);
+    }
     for (i = 0; i < n; i++) {
         const sl_check_t *c = &checks[i];
         unsigned int s = sl_dc_slot(c);
-        sl_dc_entry_t *e = &dc->slots[s];
-        int waited_on = e->probe != 0;
-        int mine = probes[i] && e->probe == probes[i];
+        sl_dc_probe_t *pr = &dc->probes[s];
+        int waited_on = pr->probe != 0;
+        int mine = probes[i] && pr->probe == probes[i];
 
         if (d && sl_dc_full(d, i)) {
-            if (c->key_len < SL_DC_KEY) {
-                sl_dc_put(e, c, sent + d->res[i].reset, got + d->res[i].reset);
+            if (c->key_len < SL_DC_KEY &&
+                sl_dc_put(&dc->slots[s], c, sent + d->res[i].reset,
+                          got + d->res[i].reset, probes[i])) {
+                /* The old key's waiters stop waiting, and its asker's
+                 * settle no longer finds its marker. */
+                pr->probe = 0;
             }
         }
-        else if (mine && e->until <= got) {
+        else if (probes[i]) {
             /* The key had room (it is not flooding), or the store did not
              * answer (the waiters ask it themselves, under the breaker):
              * nobody waits for this key until it is refused again. */
-            e->until = 0;
+            sl_dc_forget(&dc->slots[s], c, got, probes[i], mine);
         }
         /* Whatever happened (an answer with room, an error, a timeout),
          * the waiters go on: with an entry, or to the store themselves. */
         if (mine) {
-            e->probe = 0;
+            pr->probe = 0;
         }
         if (waited_on && dc->threaded) {
             apr_thread_cond_broadcast(dc->cond[s % SL_DC_CONDS]);
         }
     }
-    apr_thread_mutex_unlock(dc->mutex);
+    if (dc->threaded) {
+        apr_thread_mutex_unlock(dc->mutex);
+    }
 }

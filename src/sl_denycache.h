@@ -1,27 +1,45 @@
-/* Per-process cache of refusals: once the store says a key has no room
- * until T, nothing can free quota for it before T (only admissions change
- * its state, and it admits none), so later requests on that key are refused
- * here until T without a store call. That keeps a flood from one key off the
- * store and off the network.
+/* Cache of refusals shared by all children of the server: once the store
+ * says a key has no room until T, nothing can free quota for it before T
+ * (only admissions change its state, and it admits none), so later requests
+ * on that key are refused here until T without a store call, by whichever
+ * child gets them. That keeps a flood from one key off the store and off
+ * the network, however many children (prefork) answer it.
  *
  * An admission that leaves a limit with nothing remaining is cached the
  * same way: the script's reset for remaining 0 is the exact earliest time
  * one more request fits, and other servers can only consume more.
  *
+ * The table lives in shared memory made before fork, one per generation
+ * (children of an old generation keep theirs). Readers take no lock: each
+ * slot has a sequence number a writer makes odd while it writes, and a
+ * reader uses only a copy taken between two equal even values.
+ *
  * Single flight: when a refusal just ended and the key is still flooding,
- * every thread of the child would ask the store at the same moment. The
- * first asks; the others wait (bounded) for its answer and are answered here
- * when it refused or exhausted the key. */
+ * every thread of every child would ask the store at the same moment. The
+ * first thread of a child asks for its child, the others wait on a
+ * condition variable for its answer; and the first of those askers, in any
+ * child, asks for all children: the askers of the other children wait for
+ * its answer by looking at the slot again every 200 us (children share no
+ * condition variable). All waits end with the answer, or at the command
+ * timeout; the waiters are answered here when it refused or exhausted the
+ * key, else ask the store themselves. */
 #ifndef SL_DENYCACHE_H
 #define SL_DENYCACHE_H
 
 #include "sl_core.h"
 
+typedef struct sl_denycache_shm sl_denycache_shm_t;
 typedef struct sl_denycache sl_denycache_t;
 
-/* threaded: other threads of this process decide at the same time, so a
+/* The shared table, in the parent before fork (post_config): its life is
+ * p's (the configuration pool: one table per generation). */
+apr_status_t sl_denycache_shm_create(apr_pool_t *p, sl_denycache_shm_t **out);
+
+/* A process's handle on the shared table (child_init; NULL shm: no cache).
+ * threaded: other threads of this process decide at the same time, so a
  * request may wait for one of them; without threads nobody ever waits. */
-sl_denycache_t *sl_denycache_create(apr_pool_t *p, int threaded);
+sl_denycache_t *sl_denycache_create(apr_pool_t *p, sl_denycache_shm_t *shm,
+                                    int threaded);
 
 /* Before a store call. Returns how many checks are refused here: for each,
  * retry_at[i] is the time to tell the client (0 for the others); *now is
@@ -29,8 +47,9 @@ sl_denycache_t *sl_denycache_create(apr_pool_t *p, int threaded);
  * after it (it may be later than on entry: see wait).
  *
  * When none is refused but one of the checks was refused until a moment ago
- * and another thread is asking the store about it, this waits for that
- * answer, at most wait, then looks again. probes (n entries, zeroed by the
+ * and another request (another thread, or another child) is asking the
+ * store about it, this waits for that answer, at most wait, then looks
+ * again. probes (n entries, zeroed by the
  * caller) records the checks this request asks the store about on behalf
  * of the others: pass it to sl_denycache_settle, whatever the store does. */
 int sl_denycache_find(sl_denycache_t *dc, const sl_check_t *checks, int n,

@@ -60,7 +60,9 @@ ok t_cmp($all, 23, 'no other decision was counted: 23 in all');
 my $calls = $delta->('slidinglimit_store_calls_total');
 my $hits  = $delta->('slidinglimit_deny_cache_hits_total');
 ok t_cmp($calls + $hits, 23, "store calls ($calls) + deny-cache hits ($hits) = 23");
-ok($calls >= 8 + 1 + 1, 'every admission went to the store');
+# 8 + 1 admissions; the refusals may all be deny-cache hits (the eighth
+# admission leaves nothing, and every child shares what it learned).
+ok($calls >= 8 + 1, 'every admission went to the store');
 ok t_cmp($delta->('slidinglimit_store_errors_total'), 0, 'no store error');
 ok t_cmp($delta->('slidinglimit_local_fallback_total'), 0, 'no local fallback');
 ok t_cmp(metric($m1, 'slidinglimit_breaker_open'), 0, 'breaker closed');

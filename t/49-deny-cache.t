@@ -5,7 +5,9 @@
 #    with the headers the store would have given, until the exact earliest
 #    time one more fits, and is admitted right after it;
 #  - a GCRA flood from concurrent clients costs about one store call per
-#    child and free slot, not one per thread that finds the slot open;
+#    free slot, not one per thread or child that finds the slot open;
+#  - the table is shared by the server's children: a limit exhausted in
+#    one child is refused by every other child without a store call;
 #  - the cache never refuses what the store admits: a concurrent burst
 #    gets exactly the quota.
 use strict;
@@ -21,7 +23,7 @@ use SL::Algo;
 use SL::Httpd;
 use SL::Wire;
 
-plan tests => 3 * 11 + 4 + 9 + 2 * 2;
+plan tests => 3 * 11 + 4 + 9 + 2 * 2 + 2 * 4;
 
 # Script runs so far: EVALSHA and EVAL calls that did not fail (the first
 # EVALSHA on a fresh Redis fails with NOSCRIPT and the script is sent again:
@@ -33,6 +35,28 @@ sub script_calls {
         $n += $1 - $2 - $3;
     }
     return $n;
+}
+
+# How many children of SL::Httpd $h answered the total requests tagged
+# X-Test-Id: $id (from its access log, written after each answer).
+sub children {
+    my ($h, $id, $total) = @_;
+    my %pids;
+    for (1 .. 30) {
+        %pids = ();
+        my $n = 0;
+        if (open my $fh, '<', $h->dir . '/logs/dc_access.log') {
+            while (<$fh>) {
+                my ($lid, undef, $pid) = split;
+                next unless defined $pid && $lid eq $id;
+                $pids{$pid} = 1;
+                $n++;
+            }
+        }
+        last if $n >= $total;
+        sleep 0.1;
+    }
+    return scalar keys %pids;
 }
 
 sub sleep_until {
@@ -182,22 +206,7 @@ for my $alg (qw(c l g)) {
     my ($ok, $no) = ($got->{200} // 0, $got->{429} // 0);
     my $total = 0;
     $total += $_ for values %$got;
-    my %pids;
-    for (1 .. 30) {    # httpd logs a request after answering it
-        %pids = ();
-        my $n = 0;
-        if (open my $fh, '<', $h->dir . '/logs/dc_access.log') {
-            while (<$fh>) {
-                my ($lid, undef, $pid) = split;
-                next unless defined $pid && $lid eq $id;
-                $pids{$pid} = 1;
-                $n++;
-            }
-        }
-        last if $n >= $total;
-        sleep 0.1;
-    }
-    my $children = keys %pids;
+    my $children = children($h, $id, $total);
     my $elapsed  = ($s1 - $s0) / 1e6;
     t_debug(sprintf 'flood: %d admitted, %d refused, %d store calls (%.4f per refusal), '
           . '%d children, %.2f s, slowest request %d ms', $ok, $no, $calls, $no ? $calls / $no : 0,
@@ -216,14 +225,17 @@ for my $alg (qw(c l g)) {
     # flood lasts (gaps shorter than the burst's 1 s are made up for).
     ok($ok >= $N + $N * $secs - 10 && $ok <= $N + $N * $elapsed + 1,
         "flood: $ok admitted: the burst plus the rate over $secs..$elapsed s");
-    # Each admission is one store call. Beyond those, a child asks the
-    # store once per free slot that another child took (its refusal is
-    # then cached), and rarely once early (the cache ends a refusal at its
-    # start on this host's clock, a little before the store does): at most
-    # two calls per child and slot. Without single flight every thread
-    # that finds the slot open asks, and without caching the exhausting
-    # admission the admitting thread's next request asks again.
-    my $bound = 2 * $children * ($ok + 1);
+    # Each admission is one store call. When a slot opens, one request
+    # asks for every thread and every child, the others wait for its
+    # answer; beyond that, rarely a call early (the cache ends a refusal at
+    # its start on this host's clock, a little before the store does) or a
+    # refused ask (another request took the slot): at most two calls per
+    # slot, however many children. Each child asking for itself cost about
+    # 2 per slot with 2 event children and 4 with 7 prefork children;
+    # without single flight every thread that finds the slot open asks,
+    # and without caching the exhausting admission the admitting thread's
+    # next request asks again.
+    my $bound = 2 * ($ok + 1);
     ok($children >= 1 && $calls <= $bound,
         "flood: $calls store calls for $ok admissions and $no refusals "
           . "($children children: at most $bound)");
@@ -249,4 +261,34 @@ for my $alg (qw(l c)) {
     my $stored = $alg eq 'l' ? redis('ZCARD', $key)
                              : (counter_decode(redis('GET', $key), store_now(), 600e6))[1];
     ok t_cmp($stored, 20, "$alg: the store holds 20 admissions");
+}
+
+# (d) Shared by the children: a limit exhausted on one connection (one
+# child) is refused by every other child with no store call at all, however
+# many children answer (prefork: one per concurrent connection). A
+# per-child table would cost one call in each other child.
+{
+    my $h = SL::Httpd->start(conf => ['denycache.conf'], name => "dc-spread-$$");
+    my $mpm = $ENV{SL_TEST_MPM} || 'event';
+    for my $alg (qw(c l)) {
+        my $ip  = fresh_ip();
+        my $url = $h->url . "/dc/spread-$alg.html";
+        my $id  = "dc-spread-$alg-$$-" . time;
+        my $ua  = HTTP::Tiny->new(keep_alive => 1, timeout => 10);
+        my @st  = map { $ua->get($url, { headers => { 'X-Forwarded-For' => $ip } })->{status} } 1 .. 3;
+        undef $ua;    # under prefork, frees its child for the burst
+        my $c0  = script_calls();
+        my $got = burst($url, total => 64, workers => 8,
+            headers => { 'X-Forwarded-For' => $ip, 'X-Test-Id' => $id });
+        my $calls    = script_calls() - $c0;
+        my $children = children($h, $id, 64);
+        t_debug("spread $alg: 64 requests answered by $children children, $calls store calls");
+        ok t_cmp("@st", '200 200 200', "spread $alg: three admitted on one connection");
+        ok t_cmp($got->{429} // 0, 64, "spread $alg: then 64 requests on 8 connections all refused");
+        # Under prefork each concurrent connection holds a child of its own
+        # (4 started, more spawned while the connections wait).
+        ok($children >= ($mpm eq 'prefork' ? 3 : 1), "spread $alg: answered by $children children");
+        ok t_cmp($calls, 0, "spread $alg: ... with no store call");
+    }
+    $h->stop;
 }

@@ -10,6 +10,8 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "sl_check.h"
 
@@ -27,6 +29,21 @@ static sl_check_t sl_mk(const char *key)
     c.window = apr_time_from_sec(1);
     c.burst = 50;
     return c;
+}
+
+/* A fresh shared table and this process's handle on it. */
+static sl_denycache_t *sl_new(apr_pool_t *p, int threaded,
+                              sl_denycache_shm_t **shm)
+{
+    sl_denycache_shm_t *t;
+
+    if (sl_denycache_shm_create(p, &t) != APR_SUCCESS) {
+        return NULL;
+    }
+    if (shm) {
+        *shm = t;
+    }
+    return sl_denycache_create(p, t, threaded);
 }
 
 /* One limit's answer: admitted or not, remaining, reset. */
@@ -61,7 +78,7 @@ static int sl_request(sl_denycache_t *dc, const sl_check_t *c,
 
 static void test_what_is_cached(apr_pool_t *p)
 {
-    sl_denycache_t *dc = sl_denycache_create(p, 0);
+    sl_denycache_t *dc = sl_new(p, 0, NULL);
     sl_check_t a = sl_mk("t:{a}x.g"), b = sl_mk("t:{b}x.g"),
                c = sl_mk("t:{c}x.g"), e = sl_mk("t:{e}x.g");
     sl_check_t two[2];
@@ -148,6 +165,30 @@ static void sl_join(apr_thread_t *t)
     apr_thread_join(&rv, t);
 }
 
+/* A key name whose slot is c's: the slot function is FNV-1a modulo 4096,
+ * as in sl_denycache.c. */
+static const char *sl_collider(apr_pool_t *p, const sl_check_t *c)
+{
+    char *name = NULL;
+    unsigned int i, want, h;
+    apr_size_t j;
+
+    for (h = 2166136261u, j = 0; j < c->key_len; j++) {
+        h = (h ^ (unsigned char) c->key[j]) * 16777619u;
+    }
+    want = h % 4096;
+    for (i = 0; i < 10000000; i++) {
+        name = apr_psprintf(p, "t:{k%u}x.g", i);
+        for (h = 2166136261u, j = 0; name[j]; j++) {
+            h = (h ^ (unsigned char) name[j]) * 16777619u;
+        }
+        if (h % 4096 == want) {
+            break;
+        }
+    }
+    return name;
+}
+
 /* A key whose refusal ended a moment ago, and a thread asking about it. */
 static apr_uint32_t sl_recent_with_asker(apr_pool_t *p, sl_denycache_t *dc,
                                          const sl_check_t *c, apr_time_t *sent)
@@ -164,7 +205,7 @@ static apr_uint32_t sl_recent_with_asker(apr_pool_t *p, sl_denycache_t *dc,
 
 static void test_single_flight(apr_pool_t *p)
 {
-    sl_denycache_t *dc = sl_denycache_create(p, 1);
+    sl_denycache_t *dc = sl_new(p, 1, NULL);
     sl_check_t c = sl_mk("t:{f}x.g");
     sl_waiter_t w;
     apr_thread_t *t;
@@ -278,26 +319,11 @@ static void test_single_flight(apr_pool_t *p)
     /* Another key takes the slot (direct-mapped): the waiter stops
      * waiting, and the first asker's late settle leaves the new key alone. */
     {
-        char *name = NULL;
+        const char *name;
         sl_check_t k2;
-        unsigned int i, want, h;
-        apr_size_t j;
 
         c = sl_mk("t:{i}x.g");
-        /* The slot function: FNV-1a modulo 4096, as in sl_denycache.c. */
-        for (h = 2166136261u, j = 0; j < c.key_len; j++) {
-            h = (h ^ (unsigned char) c.key[j]) * 16777619u;
-        }
-        want = h % 4096;
-        for (i = 0; i < 10000000; i++) {
-            name = apr_psprintf(p, "t:{k%u}x.g", i);
-            for (h = 2166136261u, j = 0; name[j]; j++) {
-                h = (h ^ (unsigned char) name[j]) * 16777619u;
-            }
-            if (h % 4096 == want) {
-                break;
-            }
-        }
+        name = sl_collider(p, &c);
         k2 = sl_mk(name);
         probe = sl_recent_with_asker(p, dc, &c, &sent);
         memset(&w, 0, sizeof(w));
@@ -322,6 +348,168 @@ static void test_single_flight(apr_pool_t *p)
     }
 }
 
+/* The exit status of child pid. */
+static int sl_wait(pid_t pid)
+{
+    int st = 0;
+
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Children of one server share the table: what one learns, every other
+ * answers, and a reader never takes a half-written slot for a refusal. */
+static void test_processes(apr_pool_t *p)
+{
+    sl_denycache_shm_t *shm;
+    sl_denycache_t *dc = sl_new(p, 0, &shm);
+    sl_check_t a = sl_mk("t:{pa}x.g"), b = sl_mk("t:{pb}x.g");
+    sl_check_t a51, b50;
+    sl_decision_t d = sl_answer(p, 0, 0, 0, apr_time_from_sec(5));
+    apr_time_t ra, now, end;
+    pid_t pid, w[2];
+    int i, reads = 0, hits_a = 0, hits_b = 0, wrong = 0;
+
+    pid = fork();
+    if (pid == 0) {
+        /* Another child: its own handle, its own request. */
+        sl_denycache_t *mine = sl_denycache_create(p, shm, 0);
+        sl_request(mine, &a, &d, &ra);
+        _exit(0);
+    }
+    CHECK(sl_wait(pid) == 0, "a child learned a refusal");
+    now = apr_time_now();
+    CHECK(sl_denycache_find(dc, &a, 1, MS(200), &now, &ra,
+                            (apr_uint32_t[]){0}) == 1 &&
+              ra > now + MS(4500) && ra <= now + apr_time_from_sec(5),
+          "another process answers it, with the same retry_at");
+
+    d = sl_answer(p, 1, 1, 0, apr_time_from_sec(5));
+    sl_request(dc, &b, &d, &ra);
+    pid = fork();
+    if (pid == 0) {
+        sl_denycache_t *mine = sl_denycache_create(p, shm, 0);
+        _exit(sl_request(mine, &b, NULL, &ra) == 1 ? 0 : 1);
+    }
+    CHECK(sl_wait(pid) == 0,
+          "an exhausting admission in one process: a child refuses locally");
+
+    /* Torn reads: two writers put two keys, with different limits and
+     * resets, into the same slot as fast as they can; a reader must never
+     * see one key with the other's limit or the other's reset. */
+    b = sl_mk(sl_collider(p, &a));
+    b.requests = 51;
+    a51 = a;
+    a51.requests = 51;
+    b50 = b;
+    b50.requests = 50;
+    for (i = 0; i < 2; i++) {
+        w[i] = fork();
+        if (w[i] == 0) {
+            sl_denycache_t *mine = sl_denycache_create(p, shm, 0);
+            sl_decision_t da = sl_answer(p, 0, 0, 0, apr_time_from_sec(10));
+            sl_decision_t db = sl_answer(p, 0, 0, 0, apr_time_from_sec(1000));
+            apr_uint32_t none = 0;
+            apr_time_t stop = apr_time_now() + MS(400);
+            while ((now = apr_time_now()) < stop) {
+                sl_denycache_settle(mine, &a, 1, &da, now, now, &none);
+                sl_denycache_settle(mine, &b, 1, &db, now, now, &none);
+            }
+            _exit(0);
+        }
+    }
+    end = apr_time_now() + MS(400);
+    while (apr_time_now() < end) {
+        apr_uint32_t none = 0;
+        if (sl_denycache_find(dc, &a, 1, 0, &now, &ra, &none)) {
+            hits_a++;
+            wrong += ra > now + apr_time_from_sec(100);
+        }
+        if (sl_denycache_find(dc, &b, 1, 0, &now, &ra, &none)) {
+            hits_b++;
+            wrong += ra < now + apr_time_from_sec(100);
+        }
+        wrong += sl_denycache_find(dc, &a51, 1, 0, &now, &ra, &none);
+        wrong += sl_denycache_find(dc, &b50, 1, 0, &now, &ra, &none);
+        reads += 4;
+    }
+    CHECK(sl_wait(w[0]) == 0 && sl_wait(w[1]) == 0, "two writers done");
+    CHECK(wrong == 0 && hits_a > 0 && hits_b > 0,
+          "%d reads during the writes: %d hits on one key, %d on the other, "
+          "%d wrong",
+          reads, hits_a, hits_b, wrong);
+}
+
+/* In another process: one request on c, waiting at most 500 ms. Exit 0
+ * when it is answered as want (1: refused here; 0: to the store, as the
+ * asker) after between lo and hi ms; else 1, 2 (too soon) or 3 (too late). */
+static void sl_child_request(apr_pool_t *p, sl_denycache_shm_t *shm,
+                             const sl_check_t *c, int want, int lo, int hi)
+{
+    sl_denycache_t *mine = sl_denycache_create(p, shm, 0);
+    apr_uint32_t probe = 0;
+    apr_time_t now, ra, start = apr_time_now(), took;
+    int hits = sl_denycache_find(mine, c, 1, MS(500), &now, &ra, &probe);
+
+    took = apr_time_now() - start;
+    if (hits != want || (want == 0) != (probe != 0)) {
+        _exit(1);
+    }
+    _exit(took < MS(lo) ? 2 : took >= MS(hi) ? 3 : 0);
+}
+
+/* Single flight across children: a child whose key's refusal just ended
+ * waits (polling) for the answer another child is already asking for. */
+static void test_children_single_flight(apr_pool_t *p)
+{
+    sl_denycache_shm_t *shm;
+    sl_denycache_t *dc = sl_new(p, 0, &shm);
+    sl_check_t c = sl_mk("t:{sf}x.g");
+    apr_time_t sent;
+    apr_uint32_t probe;
+    sl_decision_t d;
+    pid_t pid;
+
+    probe = sl_recent_with_asker(p, dc, &c, &sent);
+    CHECK(probe != 0,
+          "alone in its process, the first request after a refusal asks for "
+          "every child");
+    pid = fork();
+    if (pid == 0) {
+        sl_child_request(p, shm, &c, 1, 40, 300);
+    }
+    apr_sleep(MS(60));
+    d = sl_answer(p, 1, 1, 0, MS(200));
+    sl_denycache_settle(dc, &c, 1, &d, sent, apr_time_now(), &probe);
+    CHECK(sl_wait(pid) == 0,
+          "another child waits for the asker's exhausting answer and refuses "
+          "from it, no store call");
+
+    /* An answer with room: the waiting child goes to the store at once. */
+    apr_sleep(MS(250));
+    probe = sl_recent_with_asker(p, dc, &c, &sent);
+    pid = fork();
+    if (pid == 0) {
+        sl_child_request(p, shm, &c, 0, 40, 300);
+    }
+    apr_sleep(MS(60));
+    d = sl_answer(p, 1, 1, 5, MS(200));
+    sl_denycache_settle(dc, &c, 1, &d, sent, apr_time_now(), &probe);
+    CHECK(sl_wait(pid) == 0,
+          "an answer with room releases the other child to the store");
+
+    /* The asker never settles (its child died): the other child waits
+     * until the asker's bound (200 ms from its start), then asks itself. */
+    c = sl_mk("t:{sg}x.g");
+    probe = sl_recent_with_asker(p, dc, &c, &sent);
+    pid = fork();
+    if (pid == 0) {
+        sl_child_request(p, shm, &c, 0, 120, 450);
+    }
+    CHECK(sl_wait(pid) == 0,
+          "a lost asker holds the other children for its bound only");
+}
+
 int main(void)
 {
     apr_pool_t *p;
@@ -330,6 +518,8 @@ int main(void)
     apr_pool_create(&p, NULL);
     test_what_is_cached(p);
     test_single_flight(p);
+    test_processes(p);
+    test_children_single_flight(p);
     printf("sl_denycache_test: %d passed, %d failed\n", passed, failed);
     apr_terminate();
     return failed ? 1 : 0;
