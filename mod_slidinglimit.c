@@ -394,6 +394,7 @@ static int sl_fixups(request_rec *r)
                            : SL_OR(q.dc->algorithm, SL_ALG_LOG);
         c->key = sl_store_key(r->pool, prefix, identity, l, c->algorithm);
         c->key_len = strlen(c->key);
+        c->store = q.sc->store ? q.sc->store->tag : 0;
         c->requests = l->requests;
         c->window = l->window;
         c->burst = l->burst;

@@ -494,8 +494,8 @@ static const char *sl_parse_hostport(apr_pool_t *p, const char *s,
     return NULL;
 }
 
-const char *sl_parse_store_url(apr_pool_t *p, const char *url,
-                               sl_store_url_t *out)
+static const char *sl_parse_store_url_only(apr_pool_t *p, const char *url,
+                                           sl_store_url_t *out)
 {
     const char *err;
     apr_int64_t db = 0;
@@ -587,6 +587,25 @@ const char *sl_parse_store_url(apr_pool_t *p, const char *url,
                         "'%s' is not a store (redis://host[:port][/db], "
                         "unix:/path[?db=N], cluster://host:port[,...] or shm)",
                         url);
+}
+
+const char *sl_parse_store_url(apr_pool_t *p, const char *url,
+                               sl_store_url_t *out)
+{
+    const char *err = sl_parse_store_url_only(p, url, out), *c;
+    apr_uint32_t h = 2166136261u;
+
+    if (err) {
+        return err;
+    }
+    /* FNV-1a of what names the data: where (the display form, which holds
+     * no password) and the database. Two spellings of one server only
+     * cost the deny cache a store call. */
+    for (c = out->display; *c; c++) {
+        h = (h ^ (unsigned char) *c) * 16777619u;
+    }
+    out->tag = (h ^ (apr_uint32_t) out->db) * 16777619u;
+    return NULL;
 }
 
 unsigned int sl_key_slot(const char *key, apr_size_t len)

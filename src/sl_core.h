@@ -32,6 +32,10 @@ typedef struct sl_limit {
 typedef struct sl_check {
     const char *key;
     apr_size_t key_len;
+    /* The store that decides it (sl_store_url_t.tag): two virtual hosts
+     * with their own stores and one key prefix make the same keys, which
+     * are still two budgets. */
+    apr_uint32_t store;
     int algorithm;
     apr_int64_t requests;
     apr_int64_t window;
@@ -121,6 +125,7 @@ typedef struct sl_store_url {
     const char *user;
     const char *password;
     const char *display; /* for logs: never the password */
+    apr_uint32_t tag;    /* the same for URLs naming the same data */
 } sl_store_url_t;
 
 const char *sl_parse_store_url(apr_pool_t *p, const char *url,

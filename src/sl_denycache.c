@@ -37,6 +37,7 @@ typedef struct sl_dc_entry {
     apr_int64_t window;
     apr_int64_t burst;
     int algorithm;
+    apr_uint32_t store;
     apr_time_t until; /* 0: nothing known */
     apr_time_t retry_at;
     /* The request (any child's) asking the store about this key for all
@@ -192,8 +193,8 @@ static int sl_dc_match(const sl_dc_entry_t *e, const sl_check_t *c)
 {
     return e->requests == c->requests && e->window == c->window &&
            e->burst == c->burst && e->algorithm == c->algorithm &&
-           c->key_len < SL_DC_KEY && !memcmp(e->key, c->key, c->key_len) &&
-           e->key[c->key_len] == '\0';
+           e->store == c->store && c->key_len < SL_DC_KEY &&
+           !memcmp(e->key, c->key, c->key_len) && e->key[c->key_len] == '\0';
 }
 
 /* A refusal that ended less than SL_DC_RECENT ago. */
@@ -491,6 +492,7 @@ static int sl_dc_put(sl_dc_slot_t *sl, const sl_check_t *c, apr_time_t until,
         e->window = c->window;
         e->burst = c->burst;
         e->algorithm = c->algorithm;
+        e->store = c->store;
         e->until = until;
         e->retry_at = retry_at;
         e->asker = 0;

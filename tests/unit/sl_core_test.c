@@ -173,6 +173,19 @@ static void test_store_urls(apr_pool_t *p)
     CHECK(!err && u.nodes->nelts == 3 &&
               !strcmp(APR_ARRAY_IDX(u.nodes, 2, sl_hostport_t).host, "::1"),
           "cluster url");
+    {
+        sl_store_url_t a, b;
+        sl_parse_store_url(p, "redis://10.0.0.1:6379/0", &a);
+        sl_parse_store_url(p, "redis://10.0.0.1:6379/0", &b);
+        CHECK(a.tag == b.tag, "one store, one tag");
+        sl_parse_store_url(p, "redis://10.0.0.1:6380/0", &b);
+        CHECK(a.tag != b.tag, "another port, another tag");
+        sl_parse_store_url(p, "redis://10.0.0.1:6379/1", &b);
+        CHECK(a.tag != b.tag, "another database, another tag");
+        sl_parse_store_url(p, "unix:/run/r.sock?db=1", &a);
+        sl_parse_store_url(p, "unix:/run/r.sock", &b);
+        CHECK(a.tag != b.tag, "unix socket: the database counts too");
+    }
     CHECK(sl_parse_store_url(p, "redis://h:99999", &u) != NULL, "bad port");
     CHECK(sl_parse_store_url(p, "redis://h/x", &u) != NULL, "bad db");
     CHECK(sl_parse_store_url(p, "memcached://h", &u) != NULL, "bad scheme");

@@ -125,6 +125,13 @@ static void test_what_is_cached(apr_pool_t *p)
     b.requests = 51;
     CHECK(sl_request(dc, &b, NULL, ra) == 0,
           "another limit on the key: no hit");
+
+    /* Nor is the same key of another store (a virtual host's own Redis). */
+    b = a;
+    b.store = a.store + 1;
+    CHECK(sl_request(dc, &b, NULL, ra) == 0,
+          "the same key in another store: no hit");
+    CHECK(sl_request(dc, &a, NULL, ra) == 1, "... while its own still is");
 }
 
 typedef struct sl_waiter {
