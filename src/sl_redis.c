@@ -3,6 +3,7 @@
 
 #include <apr_sha1.h>
 #include <apr_strings.h>
+#include <apr_thread_cond.h>
 #include <apr_thread_mutex.h>
 
 #include <hiredis/hiredis.h>
@@ -17,6 +18,12 @@
 /* A misbehaving cluster cannot make a child open sockets without bound. */
 #define SL_MAX_NODES     64
 #define SL_MAX_REDIRECTS 3
+
+/* Auto-pipelining (threaded MPMs): at most this many commands share one
+ * write and one read, and at most SL_PIPE_INFLIGHT batches per node are in
+ * flight at once, each on its own connection. */
+#define SL_PIPE_BATCH    64
+#define SL_PIPE_INFLIGHT 1
 
 /* Allocated with malloc, not from the child's pool: connections come and go
  * with every Redis restart for the life of the child, and a pool would keep
@@ -44,7 +51,39 @@ typedef struct sl_node {
      * restart closes all of them): idle connections from before are
      * dropped when next acquired instead of each failing a request. */
     volatile apr_uint32_t gen;
+    /* Auto-pipelining, all under lock: commands waiting for a batch (FIFO),
+     * the batches in flight, and the condition variables of waiting
+     * threads (one per thread of the child, handed out while it waits). */
+    struct sl_pcmd *qhead, *qtail;
+    int inflight;
+    apr_thread_cond_t **conds;
+    int nconds;
 } sl_node_t;
+
+/* One request's command on its way through a node's pipeline. It lives on
+ * the requesting thread's stack and its text in the request pool: once a
+ * leader has taken it into a batch (SL_PCMD_TAKEN) the requester waits for
+ * the leader's outcome whatever its deadline, so neither is ever freed
+ * while the leader still reads it. */
+#define SL_PCMD_QUEUED 0
+#define SL_PCMD_LEAD   1 /* handed the node's pipeline: run the next batch */
+#define SL_PCMD_TAKEN  2
+#define SL_PCMD_DONE   3
+
+typedef struct sl_pcmd {
+    struct sl_pcmd *next;
+    const char *buf;
+    apr_size_t len;
+    apr_thread_cond_t *cond;
+    int state;
+    /* DONE: the reply, or NULL and rv, err (a copy: the context that said
+     * it is gone) and stale (it failed on a pooled connection that the
+     * server had closed, so one retry on a fresh one is safe). */
+    redisReply *reply;
+    apr_status_t rv;
+    int stale;
+    char err[128];
+} sl_pcmd_t;
 
 struct sl_redis {
     apr_pool_t *pool;
@@ -52,6 +91,10 @@ struct sl_redis {
     struct timeval connect_tv;
     struct timeval command_tv;
     int max_connections;
+    /* Threads of a child share round trips to a node (see sl_pipe_exec);
+     * never under a single-threaded MPM. */
+    int pipeline;
+    apr_interval_time_t queue_timeout; /* connect + command timeouts */
     const char *sha;
     sl_breaker_t *breaker;
     /* Guards nodes, slots and allocations from pool: threads of one child
@@ -226,6 +269,18 @@ static sl_node_t *sl_node_add(sl_redis_t *rs, const char *host, int port)
                                 rs->pool) != APR_SUCCESS) {
         return NULL;
     }
+    if (rs->pipeline) {
+        /* A thread waits on at most one node at a time, so one condition
+         * variable per thread of the child is enough. */
+        node->conds =
+            apr_palloc(rs->pool, sizeof(*node->conds) * rs->max_connections);
+        for (; node->nconds < rs->max_connections; node->nconds++) {
+            if (apr_thread_cond_create(&node->conds[node->nconds], rs->pool) !=
+                APR_SUCCESS) {
+                return NULL;
+            }
+        }
+    }
     apr_pool_cleanup_register(rs->pool, node, sl_node_cleanup,
                               apr_pool_cleanup_null);
     APR_ARRAY_PUSH(rs->nodes, sl_node_t *) = node;
@@ -246,6 +301,10 @@ apr_status_t sl_redis_create(apr_pool_t *p, const sl_store_url_t *url,
     rs->connect_tv = sl_tv(connect_timeout);
     rs->command_tv = sl_tv(command_timeout);
     rs->max_connections = max_connections > 0 ? max_connections : 1;
+#if APR_HAS_THREADS
+    rs->pipeline = rs->max_connections > 1;
+#endif
+    rs->queue_timeout = connect_timeout + command_timeout;
     rs->sha = sl_redis_script_sha(p);
     rs->nodes = apr_array_make(p, 4, sizeof(sl_node_t *));
     rv = apr_thread_mutex_create(&rs->mutex, APR_THREAD_MUTEX_DEFAULT, p);
@@ -422,17 +481,267 @@ static const char *sl_reply_decision(apr_pool_t *p, const redisReply *r, int n,
     return sl_decision_parse(p, v, r->elements, n, d);
 }
 
+/* Errors that leave the connection fine: the request's second trip
+ * reloads the script or follows the redirection. Any other error may be
+ * the connection's own state (NOAUTH after a restart with a password,
+ * READONLY after a failover, LOADING): a new connection starts over, a
+ * pooled one would fail every request it serves. */
+static int sl_error_usable(const char *msg)
+{
+    return !strncmp(msg, "NOSCRIPT", 8) || !strncmp(msg, "MOVED ", 6) ||
+           !strncmp(msg, "ASK ", 4);
+}
+
+static char *sl_resp_header(char *o, char type, apr_size_t n)
+{
+    char digits[24];
+    int k = 0;
+
+    *o++ = type;
+    do {
+        digits[k++] = (char) ('0' + n % 10);
+        n /= 10;
+    } while (n);
+    while (k) {
+        *o++ = digits[--k];
+    }
+    *o++ = '\r';
+    *o++ = '\n';
+    return o;
+}
+
+/* The command in RESP, as redisFormatCommandArgv makes it, but in the
+ * request pool rather than malloc'd: it lives as long as its request. */
+static const char *sl_resp_format(apr_pool_t *p, int argc, const char **argv,
+                                  const size_t *argvlen, apr_size_t *len)
+{
+    apr_size_t total = 24 + 2;
+    char *buf, *o;
+    int i;
+
+    for (i = 0; i < argc; i++) {
+        total += 24 + 2 + argvlen[i] + 2;
+    }
+    buf = o = apr_palloc(p, total);
+    o = sl_resp_header(o, '*', (apr_size_t) argc);
+    for (i = 0; i < argc; i++) {
+        o = sl_resp_header(o, '$', argvlen[i]);
+        memcpy(o, argv[i], argvlen[i]);
+        o += argvlen[i];
+        *o++ = '\r';
+        *o++ = '\n';
+    }
+    *len = (apr_size_t) (o - buf);
+    return buf;
+}
+
+/* The leader's round trip, entered and left with node->lock held and one
+ * of the node's in-flight batches counted for it: its own command, then as
+ * many queued ones as fit, all written at once (hiredis flushes its output
+ * buffer in one write), then every reply in order on the same connection.
+ * Each command gets its reply or the batch's failure, exactly as a direct
+ * call would have seen it; then the pipeline passes to the thread of the
+ * next queued command, so no request waits for batches after its own. */
+static void sl_pipe_run(sl_node_t *node, sl_pcmd_t *own, int *trips)
+{
+    sl_pcmd_t *batch[SL_PIPE_BATCH];
+    sl_conn_t *conn = NULL;
+    const char *err = NULL;
+    apr_status_t rv;
+    int n = 0, got = 0, ok = 1, keep = 1, stale = 0, i;
+
+    own->state = SL_PCMD_TAKEN;
+    batch[n++] = own;
+    while (n < SL_PIPE_BATCH && node->qhead) {
+        sl_pcmd_t *c = node->qhead;
+        node->qhead = c->next;
+        c->next = NULL;
+        c->state = SL_PCMD_TAKEN;
+        batch[n++] = c;
+    }
+    if (!node->qhead) {
+        node->qtail = NULL;
+    }
+    apr_thread_mutex_unlock(node->lock);
+
+    rv = sl_conn_acquire(node, &conn);
+    if (rv != APR_SUCCESS) {
+        err = sl_acquire_error(rv);
+        conn = NULL;
+    }
+    else {
+        (*trips)++;
+        for (i = 0; ok && i < n; i++) {
+            ok = redisAppendFormattedCommand(conn->ctx, batch[i]->buf,
+                                             batch[i]->len) == REDIS_OK;
+        }
+        for (got = 0; ok && got < n; got++) {
+            void *reply = NULL;
+            if (redisGetReply(conn->ctx, &reply) != REDIS_OK || !reply) {
+                ok = 0;
+                break;
+            }
+            batch[got]->reply = reply;
+            if (batch[got]->reply->type == REDIS_REPLY_ERROR &&
+                !sl_error_usable(batch[got]->reply->str
+                                     ? batch[got]->reply->str
+                                     : "")) {
+                keep = 0;
+            }
+        }
+        if (ok) {
+            conn->uses++;
+        }
+        else {
+            int e = errno;
+            rv = sl_ctx_status(conn->ctx, e);
+            err = rv == APR_TIMEUP          ? "command timed out"
+                  : conn->ctx->errstr[0] ? conn->ctx->errstr
+                                         : "I/O error";
+            /* As in sl_redis_check: a pooled connection that the server
+             * closed marks its generation stale, and its commands may be
+             * sent again; never after a timeout, which may have run them. */
+            stale = rv == APR_ECONNRESET && conn->uses > 0;
+            if (stale) {
+                apr_atomic_cas32(&node->gen, conn->gen + 1, conn->gen);
+            }
+            rv = rv == APR_TIMEUP ? APR_TIMEUP : APR_EGENERAL;
+            keep = 0;
+        }
+    }
+    /* The commands without a reply, err copied before the context that
+     * holds it is freed. */
+    for (i = got; i < n; i++) {
+        batch[i]->rv = rv;
+        batch[i]->stale = stale;
+        apr_cpystrn(batch[i]->err, err, sizeof(batch[i]->err));
+    }
+    if (conn) {
+        if (keep) {
+            sl_conn_release(node, conn);
+        }
+        else {
+            sl_conn_destroy(conn);
+        }
+    }
+
+    apr_thread_mutex_lock(node->lock);
+    for (i = 0; i < n; i++) {
+        batch[i]->state = SL_PCMD_DONE;
+        if (batch[i] != own) {
+            apr_thread_cond_signal(batch[i]->cond);
+        }
+    }
+    if (node->qhead) {
+        sl_pcmd_t *next = node->qhead;
+        node->qhead = next->next;
+        if (!node->qhead) {
+            node->qtail = NULL;
+        }
+        next->next = NULL;
+        next->state = SL_PCMD_LEAD;
+        apr_thread_cond_signal(next->cond);
+    }
+    else {
+        node->inflight--;
+    }
+}
+
+/* One request's command through the node's pipeline: the thread that finds
+ * no batch in flight sends it at once (with whatever queues meanwhile);
+ * the others queue and wait to be answered or handed the pipeline. A
+ * command still queued at its deadline (the bound of a direct call:
+ * connect and command timeouts) leaves the queue unsent and fails with
+ * APR_TIMEUP. APR_SUCCESS with *reply, else the failure with *stale and
+ * *err; APR_ENOTIMPL when no thread slot was free (the caller then goes
+ * the direct way). */
+static apr_status_t sl_pipe_exec(sl_redis_t *rs, sl_node_t *node,
+                                 apr_pool_t *p, const char *buf,
+                                 apr_size_t len, redisReply **reply,
+                                 int *stale, const char **err, int *trips)
+{
+    sl_pcmd_t cmd;
+
+    cmd.next = NULL;
+    cmd.buf = buf;
+    cmd.len = len;
+    cmd.cond = NULL;
+    cmd.state = SL_PCMD_QUEUED;
+    cmd.reply = NULL;
+    cmd.rv = APR_SUCCESS;
+    cmd.stale = 0;
+    cmd.err[0] = '\0';
+
+    apr_thread_mutex_lock(node->lock);
+    if (node->inflight < SL_PIPE_INFLIGHT && !node->qhead) {
+        node->inflight++;
+        sl_pipe_run(node, &cmd, trips);
+    }
+    else if (node->nconds == 0) {
+        apr_thread_mutex_unlock(node->lock);
+        return APR_ENOTIMPL;
+    }
+    else {
+        apr_time_t deadline = apr_time_now() + rs->queue_timeout;
+        cmd.cond = node->conds[--node->nconds];
+        if (node->qtail) {
+            node->qtail->next = &cmd;
+        }
+        else {
+            node->qhead = &cmd;
+        }
+        node->qtail = &cmd;
+        while (cmd.state == SL_PCMD_QUEUED) {
+            apr_interval_time_t left = deadline - apr_time_now();
+            if (left <= 0) {
+                sl_pcmd_t **pp = &node->qhead, *prev = NULL;
+                while (*pp != &cmd) {
+                    prev = *pp;
+                    pp = &(*pp)->next;
+                }
+                *pp = cmd.next;
+                if (node->qtail == &cmd) {
+                    node->qtail = prev;
+                }
+                cmd.state = SL_PCMD_DONE;
+                cmd.rv = APR_TIMEUP;
+                apr_cpystrn(cmd.err, "timed out waiting for a batch",
+                            sizeof(cmd.err));
+                break;
+            }
+            apr_thread_cond_timedwait(cmd.cond, node->lock, left);
+        }
+        if (cmd.state == SL_PCMD_LEAD) {
+            sl_pipe_run(node, &cmd, trips);
+        }
+        /* Taken into a batch: its leader is bounded by the command
+         * timeout and always signals. */
+        while (cmd.state != SL_PCMD_DONE) {
+            apr_thread_cond_wait(cmd.cond, node->lock);
+        }
+        node->conds[node->nconds++] = cmd.cond;
+    }
+    apr_thread_mutex_unlock(node->lock);
+    if (cmd.reply) {
+        *reply = cmd.reply;
+        return APR_SUCCESS;
+    }
+    *stale = cmd.stale;
+    *err = apr_pstrdup(p, cmd.err);
+    return cmd.rv;
+}
+
 apr_status_t sl_redis_check(sl_redis_t *rs, apr_pool_t *p,
                             const sl_check_t *checks, int n, const char *member,
                             apr_size_t member_len, sl_decision_t *d,
-                            const char **err)
+                            const char **err, int *trips)
 {
     int argc = 4 + n + 4 * n, i, k, attempt;
     const char **argv = apr_palloc(p, sizeof(*argv) * argc);
     size_t *argvlen = apr_palloc(p, sizeof(*argvlen) * argc);
     sl_node_t *node =
         sl_node_for(rs, sl_key_slot(checks[0].key, checks[0].key_len));
-    int reload = 0, asking = 0, retried = 0, reloads = 0;
+    int reload = 0, asking = 0, retried = 0, reloads = 0, first = 0;
 
     /* Binary-safe arguments: no key or value can be read as a command. */
     argv[0] = "EVALSHA";
@@ -461,8 +770,51 @@ apr_status_t sl_redis_check(sl_redis_t *rs, apr_pool_t *p,
             argvlen[i] = strlen(argv[i]);
         }
     }
+    *trips = 0;
 
-    for (attempt = 0; attempt <= SL_MAX_REDIRECTS + 1; attempt++) {
+    if (rs->pipeline && node) {
+        /* The first trip shares a batch; a second one (reload, redirect,
+         * retry on a fresh connection) goes the direct way below. */
+        redisReply *reply = NULL;
+        apr_size_t len;
+        const char *buf = sl_resp_format(p, argc, argv, argvlen, &len);
+        int stale = 0;
+        apr_status_t rv =
+            sl_pipe_exec(rs, node, p, buf, len, &reply, &stale, err, trips);
+
+        if (rv == APR_SUCCESS) {
+            const char *msg = reply->str ? reply->str : "";
+            first = 1;
+            if (reply->type != REDIS_REPLY_ERROR) {
+                *err = sl_reply_decision(p, reply, n, d);
+                freeReplyObject(reply);
+                return *err ? APR_EGENERAL : APR_SUCCESS;
+            }
+            if (!strncmp(msg, "NOSCRIPT", 8)) {
+                reload = 1;
+                reloads++;
+            }
+            else if (!strncmp(msg, "MOVED ", 6) || !strncmp(msg, "ASK ", 4)) {
+                asking = msg[1] == 'S';
+                node = sl_node_redirect(rs, msg, !asking);
+            }
+            else {
+                *err = apr_pstrdup(p, msg);
+                freeReplyObject(reply);
+                return APR_EGENERAL;
+            }
+            freeReplyObject(reply);
+        }
+        else if (rv != APR_ENOTIMPL) {
+            if (!stale) {
+                return rv;
+            }
+            first = 1;
+            retried = 1;
+        }
+    }
+
+    for (attempt = first; attempt <= SL_MAX_REDIRECTS + 1; attempt++) {
         sl_conn_t *conn;
         redisReply *reply = NULL, *last = NULL;
         int replies = 1, ok = 1, e;
@@ -477,6 +829,7 @@ apr_status_t sl_redis_check(sl_redis_t *rs, apr_pool_t *p,
             *err = sl_acquire_error(rv);
             return rv;
         }
+        (*trips)++;
         if (asking) {
             ok = redisAppendCommand(conn->ctx, "ASKING") == REDIS_OK;
             replies++;
@@ -534,13 +887,7 @@ apr_status_t sl_redis_check(sl_redis_t *rs, apr_pool_t *p,
         reload = 0;
         if (last->type == REDIS_REPLY_ERROR) {
             const char *msg = last->str ? last->str : "";
-            int usable = !strncmp(msg, "NOSCRIPT", 8) ||
-                         !strncmp(msg, "MOVED ", 6) || !strncmp(msg, "ASK ", 4);
-            /* Any other error may be the connection's own state (NOAUTH
-             * after a restart with a password, READONLY after a failover,
-             * LOADING): a new connection starts over, a pooled one would
-             * fail every request it serves. */
-            if (usable) {
+            if (sl_error_usable(msg)) {
                 sl_conn_release(node, conn);
             }
             else {
