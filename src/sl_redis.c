@@ -21,9 +21,12 @@
 
 /* Auto-pipelining (threaded MPMs): at most this many commands share one
  * write and one read, and at most SL_PIPE_INFLIGHT batches per node are in
- * flight at once, each on its own connection. */
-#define SL_PIPE_BATCH    64
+ * flight at once, each on its own connection (0 turns pipelining off; a
+ * build-time knob for measuring, see bench/NOTES.md). */
+#define SL_PIPE_BATCH 64
+#ifndef SL_PIPE_INFLIGHT
 #define SL_PIPE_INFLIGHT 1
+#endif
 
 /* Allocated with malloc, not from the child's pool: connections come and go
  * with every Redis restart for the life of the child, and a pool would keep
@@ -302,7 +305,7 @@ apr_status_t sl_redis_create(apr_pool_t *p, const sl_store_url_t *url,
     rs->command_tv = sl_tv(command_timeout);
     rs->max_connections = max_connections > 0 ? max_connections : 1;
 #if APR_HAS_THREADS
-    rs->pipeline = rs->max_connections > 1;
+    rs->pipeline = rs->max_connections > 1 && SL_PIPE_INFLIGHT > 0;
 #endif
     rs->queue_timeout = connect_timeout + command_timeout;
     rs->sha = sl_redis_script_sha(p);
@@ -535,20 +538,22 @@ static const char *sl_resp_format(apr_pool_t *p, int argc, const char **argv,
     return buf;
 }
 
-/* The leader's round trip, entered and left with node->lock held and one
- * of the node's in-flight batches counted for it: its own command, then as
- * many queued ones as fit, all written at once (hiredis flushes its output
- * buffer in one write), then every reply in order on the same connection.
- * Each command gets its reply or the batch's failure, exactly as a direct
- * call would have seen it; then the pipeline passes to the thread of the
- * next queued command, so no request waits for batches after its own. */
+/* The leader's round trip, entered with node->lock held and one of the
+ * node's in-flight batches counted for it, left with the lock released:
+ * its own command, then as many queued ones as fit, all written at once
+ * (hiredis flushes its output buffer in one write), then every reply in
+ * order on the same connection. Each command gets its reply or the batch's
+ * failure, as a direct call would have seen it; then the pipeline passes
+ * to the thread of the next queued command, so no request waits for
+ * batches after its own. */
 static void sl_pipe_run(sl_node_t *node, sl_pcmd_t *own, int *trips)
 {
     sl_pcmd_t *batch[SL_PIPE_BATCH];
+    apr_thread_cond_t *wake[SL_PIPE_BATCH];
     sl_conn_t *conn = NULL;
     const char *err = NULL;
     apr_status_t rv;
-    int n = 0, got = 0, ok = 1, keep = 1, stale = 0, i;
+    int n = 0, got = 0, nwake = 0, ok = 1, keep = 1, stale = 0, i;
 
     own->state = SL_PCMD_TAKEN;
     batch[n++] = own;
@@ -609,7 +614,7 @@ static void sl_pipe_run(sl_node_t *node, sl_pcmd_t *own, int *trips)
             keep = 0;
         }
     }
-    /* The commands without a reply, err copied before the context that
+    /* The commands without a reply; err copied before the context that
      * holds it is freed. */
     for (i = got; i < n; i++) {
         batch[i]->rv = rv;
@@ -629,7 +634,7 @@ static void sl_pipe_run(sl_node_t *node, sl_pcmd_t *own, int *trips)
     for (i = 0; i < n; i++) {
         batch[i]->state = SL_PCMD_DONE;
         if (batch[i] != own) {
-            apr_thread_cond_signal(batch[i]->cond);
+            wake[nwake++] = batch[i]->cond;
         }
     }
     if (node->qhead) {
@@ -640,10 +645,23 @@ static void sl_pipe_run(sl_node_t *node, sl_pcmd_t *own, int *trips)
         }
         next->next = NULL;
         next->state = SL_PCMD_LEAD;
-        apr_thread_cond_signal(next->cond);
+        wake[nwake++] = next->cond;
     }
     else {
         node->inflight--;
+    }
+    if (own->cond) {
+        node->conds[node->nconds++] = own->cond;
+    }
+    apr_thread_mutex_unlock(node->lock);
+    /* Signalled after the unlock, so that a woken thread does not block
+     * at once on the lock still held here. A waiter may have seen its
+     * state and gone, its condition variable handed to another thread:
+     * that one wakes for nothing and waits again (every wait loops on
+     * its state, changed only under the lock), and the variables live as
+     * long as the child. The commands themselves are not touched again. */
+    for (i = 0; i < nwake; i++) {
+        apr_thread_cond_signal(wake[i]);
     }
 }
 
@@ -714,14 +732,16 @@ static apr_status_t sl_pipe_exec(sl_redis_t *rs, sl_node_t *node,
         if (cmd.state == SL_PCMD_LEAD) {
             sl_pipe_run(node, &cmd, trips);
         }
-        /* Taken into a batch: its leader is bounded by the command
-         * timeout and always signals. */
-        while (cmd.state != SL_PCMD_DONE) {
-            apr_thread_cond_wait(cmd.cond, node->lock);
+        else {
+            /* Taken into a batch: its leader is bounded by the command
+             * timeout and always signals. */
+            while (cmd.state != SL_PCMD_DONE) {
+                apr_thread_cond_wait(cmd.cond, node->lock);
+            }
+            node->conds[node->nconds++] = cmd.cond;
+            apr_thread_mutex_unlock(node->lock);
         }
-        node->conds[node->nconds++] = cmd.cond;
     }
-    apr_thread_mutex_unlock(node->lock);
     if (cmd.reply) {
         *reply = cmd.reply;
         return APR_SUCCESS;
