@@ -5,6 +5,7 @@
 #include <apr_strings.h>
 #include <apr_thread_cond.h>
 #include <apr_thread_mutex.h>
+#include <apr_thread_proc.h>
 
 #include <hiredis/hiredis.h>
 
@@ -54,31 +55,42 @@ typedef struct sl_node {
      * restart closes all of them): idle connections from before are
      * dropped when next acquired instead of each failing a request. */
     volatile apr_uint32_t gen;
-    /* Auto-pipelining, all under lock: commands waiting for a batch (FIFO),
-     * the batches in flight, and the condition variables of waiting
-     * threads (one per thread of the child, handed out while it waits). */
+    /* Auto-pipelining, under qlock (not lock, which the leaders take for
+     * the idle stack): commands waiting for a batch (FIFO) and the
+     * batches in flight. */
+    apr_thread_mutex_t *qlock;
     struct sl_pcmd *qhead, *qtail;
     int inflight;
-    apr_thread_cond_t **conds;
-    int nconds;
 } sl_node_t;
+
+/* What a thread waits on while another carries its command: one per thread
+ * and client, made on the thread's first wait and kept for the child's
+ * life (the threaded MPMs keep their worker threads as long). Its own
+ * lock, not the node's queue lock, so that the threads a leader wakes do
+ * not all queue for one lock. */
+typedef struct sl_waiter {
+    apr_thread_mutex_t *lock;
+    apr_thread_cond_t *cond;
+} sl_waiter_t;
 
 /* One request's command on its way through a node's pipeline. It lives on
  * the requesting thread's stack and its text in the request pool: once a
- * leader has taken it into a batch (SL_PCMD_TAKEN) the requester waits for
- * the leader's outcome whatever its deadline, so neither is ever freed
- * while the leader still reads it. */
+ * leader has taken it (SL_PCMD_TAKEN) the requester waits for the leader's
+ * word (DONE, or LEAD when handed the pipeline) whatever its deadline, so
+ * neither is freed while the leader still reads it. QUEUED becomes TAKEN
+ * under the node's qlock; TAKEN becomes DONE or LEAD under the waiter's
+ * lock, after the leader wrote the outcome. */
 #define SL_PCMD_QUEUED 0
-#define SL_PCMD_LEAD   1 /* handed the node's pipeline: run the next batch */
-#define SL_PCMD_TAKEN  2
+#define SL_PCMD_TAKEN  1
+#define SL_PCMD_LEAD   2 /* handed the node's pipeline: run the next batch */
 #define SL_PCMD_DONE   3
 
 typedef struct sl_pcmd {
     struct sl_pcmd *next;
     const char *buf;
     apr_size_t len;
-    apr_thread_cond_t *cond;
-    int state;
+    sl_waiter_t *waiter; /* NULL for the thread that led at once */
+    volatile apr_uint32_t state;
     /* DONE: the reply, or NULL and rv, err (a copy: the context that said
      * it is gone) and stale (it failed on a pooled connection that the
      * server had closed, so one retry on a fresh one is safe). */
@@ -98,6 +110,7 @@ struct sl_redis {
      * never under a single-threaded MPM. */
     int pipeline;
     apr_interval_time_t queue_timeout; /* connect + command timeouts */
+    apr_threadkey_t *waiter_key;       /* this thread's sl_waiter_t */
     const char *sha;
     sl_breaker_t *breaker;
     /* Guards nodes, slots and allocations from pool: threads of one child
@@ -272,17 +285,10 @@ static sl_node_t *sl_node_add(sl_redis_t *rs, const char *host, int port)
                                 rs->pool) != APR_SUCCESS) {
         return NULL;
     }
-    if (rs->pipeline) {
-        /* A thread waits on at most one node at a time, so one condition
-         * variable per thread of the child is enough. */
-        node->conds =
-            apr_palloc(rs->pool, sizeof(*node->conds) * rs->max_connections);
-        for (; node->nconds < rs->max_connections; node->nconds++) {
-            if (apr_thread_cond_create(&node->conds[node->nconds], rs->pool) !=
-                APR_SUCCESS) {
-                return NULL;
-            }
-        }
+    if (rs->pipeline &&
+        apr_thread_mutex_create(&node->qlock, APR_THREAD_MUTEX_DEFAULT,
+                                rs->pool) != APR_SUCCESS) {
+        return NULL;
     }
     apr_pool_cleanup_register(rs->pool, node, sl_node_cleanup,
                               apr_pool_cleanup_null);
@@ -308,6 +314,11 @@ apr_status_t sl_redis_create(apr_pool_t *p, const sl_store_url_t *url,
     rs->pipeline = rs->max_connections > 1 && SL_PIPE_INFLIGHT > 0;
 #endif
     rs->queue_timeout = connect_timeout + command_timeout;
+    if (rs->pipeline &&
+        apr_threadkey_private_create(&rs->waiter_key, NULL, p) !=
+            APR_SUCCESS) {
+        rs->pipeline = 0;
+    }
     rs->sha = sl_redis_script_sha(p);
     rs->nodes = apr_array_make(p, 4, sizeof(sl_node_t *));
     rv = apr_thread_mutex_create(&rs->mutex, APR_THREAD_MUTEX_DEFAULT, p);
@@ -538,36 +549,73 @@ static const char *sl_resp_format(apr_pool_t *p, int argc, const char **argv,
     return buf;
 }
 
-/* The leader's round trip, entered with node->lock held and one of the
- * node's in-flight batches counted for it, left with the lock released:
- * its own command, then as many queued ones as fit, all written at once
- * (hiredis flushes its output buffer in one write), then every reply in
- * order on the same connection. Each command gets its reply or the batch's
- * failure, as a direct call would have seen it; then the pipeline passes
- * to the thread of the next queued command, so no request waits for
- * batches after its own. */
+/* This thread's waiter for rs, made on first use (from the child's pool,
+ * under rs->mutex); NULL if that failed. */
+static sl_waiter_t *sl_waiter(sl_redis_t *rs)
+{
+    void *data = NULL;
+    sl_waiter_t *w;
+
+    if (apr_threadkey_private_get(&data, rs->waiter_key) == APR_SUCCESS &&
+        data) {
+        return data;
+    }
+    apr_thread_mutex_lock(rs->mutex);
+    w = apr_pcalloc(rs->pool, sizeof(*w));
+    if (apr_thread_mutex_create(&w->lock, APR_THREAD_MUTEX_DEFAULT,
+                                rs->pool) != APR_SUCCESS ||
+        apr_thread_cond_create(&w->cond, rs->pool) != APR_SUCCESS) {
+        w = NULL;
+    }
+    apr_thread_mutex_unlock(rs->mutex);
+    if (w && apr_threadkey_private_set(w, rs->waiter_key) != APR_SUCCESS) {
+        w = NULL;
+    }
+    return w;
+}
+
+/* Tells a waiting thread that its command is answered or that it leads
+ * now. After the unlock the command may be gone (its thread saw the state
+ * and returned); the waiter lives on, and a thread woken for nothing waits
+ * again: every wait loops on its state. */
+static void sl_pcmd_post(sl_pcmd_t *c, apr_uint32_t state)
+{
+    sl_waiter_t *w = c->waiter;
+
+    apr_thread_mutex_lock(w->lock);
+    apr_atomic_set32(&c->state, state);
+    apr_thread_mutex_unlock(w->lock);
+    apr_thread_cond_signal(w->cond);
+}
+
+/* The leader's round trip, entered with node->qlock held and one of the
+ * node's in-flight batches counted for it, left with it released: its own
+ * command, then as many queued ones as fit, all written at once (hiredis
+ * flushes its output buffer in one write), then every reply in order on
+ * the same connection. The pipeline then passes to the thread of the next
+ * queued command, so no request waits for batches after its own, and each
+ * command gets its reply or the batch's failure, as a direct call would
+ * have seen it. */
 static void sl_pipe_run(sl_node_t *node, sl_pcmd_t *own, int *trips)
 {
-    sl_pcmd_t *batch[SL_PIPE_BATCH];
-    apr_thread_cond_t *wake[SL_PIPE_BATCH];
+    sl_pcmd_t *batch[SL_PIPE_BATCH], *next = NULL;
     sl_conn_t *conn = NULL;
     const char *err = NULL;
     apr_status_t rv;
-    int n = 0, got = 0, nwake = 0, ok = 1, keep = 1, stale = 0, i;
+    int n = 0, got = 0, ok = 1, keep = 1, stale = 0, i;
 
-    own->state = SL_PCMD_TAKEN;
     batch[n++] = own;
     while (n < SL_PIPE_BATCH && node->qhead) {
         sl_pcmd_t *c = node->qhead;
         node->qhead = c->next;
         c->next = NULL;
-        c->state = SL_PCMD_TAKEN;
+        apr_atomic_set32(&c->state, SL_PCMD_TAKEN);
         batch[n++] = c;
     }
     if (!node->qhead) {
         node->qtail = NULL;
     }
-    apr_thread_mutex_unlock(node->lock);
+    apr_thread_mutex_unlock(node->qlock);
 
     rv = sl_conn_acquire(node, &conn);
     if (rv != APR_SUCCESS) {
@@ -630,38 +678,26 @@ static void sl_pipe_run(sl_node_t *node, sl_pcmd_t *own, int *trips)
         }
     }
 
-    apr_thread_mutex_lock(node->lock);
-    for (i = 0; i < n; i++) {
-        batch[i]->state = SL_PCMD_DONE;
-        if (batch[i] != own) {
-            wake[nwake++] = batch[i]->cond;
-        }
-    }
+    /* The next batch first: its commands have waited longest. */
+    apr_thread_mutex_lock(node->qlock);
     if (node->qhead) {
-        sl_pcmd_t *next = node->qhead;
+        next = node->qhead;
         node->qhead = next->next;
         if (!node->qhead) {
             node->qtail = NULL;
         }
         next->next = NULL;
-        next->state = SL_PCMD_LEAD;
-        wake[nwake++] = next->cond;
+        apr_atomic_set32(&next->state, SL_PCMD_TAKEN);
     }
     else {
         node->inflight--;
     }
-    if (own->cond) {
-        node->conds[node->nconds++] = own->cond;
+    apr_thread_mutex_unlock(node->qlock);
+    if (next) {
+        sl_pcmd_post(next, SL_PCMD_LEAD);
     }
-    apr_thread_mutex_unlock(node->lock);
-    /* Signalled after the unlock, so that a woken thread does not block
-     * at once on the lock still held here. A waiter may have seen its
-     * state and gone, its condition variable handed to another thread:
-     * that one wakes for nothing and waits again (every wait loops on
-     * its state, changed only under the lock), and the variables live as
-     * long as the child. The commands themselves are not touched again. */
-    for (i = 0; i < nwake; i++) {
-        apr_thread_cond_signal(wake[i]);
+    for (i = 1; i < n; i++) {
+        sl_pcmd_post(batch[i], SL_PCMD_DONE);
     }
 }
 
@@ -671,7 +707,7 @@ static void sl_pipe_run(sl_node_t *node, sl_pcmd_t *own, int *trips)
  * command still queued at its deadline (the bound of a direct call:
  * connect and command timeouts) leaves the queue unsent and fails with
  * APR_TIMEUP. APR_SUCCESS with *reply, else the failure with *stale and
- * *err; APR_ENOTIMPL when no thread slot was free (the caller then goes
+ * *err; APR_ENOTIMPL when this thread has no waiter (the caller then goes
  * the direct way). */
 static apr_status_t sl_pipe_exec(sl_redis_t *rs, sl_node_t *node,
                                  apr_pool_t *p, const char *buf,
@@ -679,29 +715,32 @@ static apr_status_t sl_pipe_exec(sl_redis_t *rs, sl_node_t *node,
                                  int *stale, const char **err, int *trips)
 {
     sl_pcmd_t cmd;
+    sl_waiter_t *w;
+    apr_uint32_t state;
 
     cmd.next = NULL;
     cmd.buf = buf;
     cmd.len = len;
-    cmd.cond = NULL;
+    cmd.waiter = NULL;
     cmd.state = SL_PCMD_QUEUED;
     cmd.reply = NULL;
     cmd.rv = APR_SUCCESS;
     cmd.stale = 0;
     cmd.err[0] = '\0';
 
-    apr_thread_mutex_lock(node->lock);
+    w = sl_waiter(rs);
+    apr_thread_mutex_lock(node->qlock);
     if (node->inflight < SL_PIPE_INFLIGHT && !node->qhead) {
         node->inflight++;
         sl_pipe_run(node, &cmd, trips);
     }
-    else if (node->nconds == 0) {
-        apr_thread_mutex_unlock(node->lock);
+    else if (!w) {
+        apr_thread_mutex_unlock(node->qlock);
         return APR_ENOTIMPL;
     }
     else {
         apr_time_t deadline = apr_time_now() + rs->queue_timeout;
-        cmd.cond = node->conds[--node->nconds];
+        cmd.waiter = w;
         if (node->qtail) {
             node->qtail->next = &cmd;
         }
@@ -709,9 +748,26 @@ static apr_status_t sl_pipe_exec(sl_redis_t *rs, sl_node_t *node,
             node->qhead = &cmd;
         }
         node->qtail = &cmd;
-        while (cmd.state == SL_PCMD_QUEUED) {
-            apr_interval_time_t left = deadline - apr_time_now();
-            if (left <= 0) {
+        apr_thread_mutex_unlock(node->qlock);
+
+        apr_thread_mutex_lock(w->lock);
+        for (;;) {
+            apr_interval_time_t left;
+            state = apr_atomic_read32(&cmd.state);
+            if (state == SL_PCMD_LEAD || state == SL_PCMD_DONE) {
+                break;
+            }
+            left = deadline - apr_time_now();
+            if (left > 0) {
+                apr_thread_cond_timedwait(w->cond, w->lock, left);
+                continue;
+            }
+            /* Deadline: leave the queue unsent, unless a leader has taken
+             * the command already (then wait for its word, unbounded: the
+             * leader is bounded by the command timeout). */
+            apr_thread_mutex_unlock(w->lock);
+            apr_thread_mutex_lock(node->qlock);
+            if (apr_atomic_read32(&cmd.state) == SL_PCMD_QUEUED) {
                 sl_pcmd_t **pp = &node->qhead, *prev = NULL;
                 while (*pp != &cmd) {
                     prev = *pp;
@@ -721,25 +777,22 @@ static apr_status_t sl_pipe_exec(sl_redis_t *rs, sl_node_t *node,
                 if (node->qtail == &cmd) {
                     node->qtail = prev;
                 }
-                cmd.state = SL_PCMD_DONE;
-                cmd.rv = APR_TIMEUP;
-                apr_cpystrn(cmd.err, "timed out waiting for a batch",
-                            sizeof(cmd.err));
-                break;
+                apr_thread_mutex_unlock(node->qlock);
+                *err = "timed out waiting for a batch";
+                return APR_TIMEUP;
             }
-            apr_thread_cond_timedwait(cmd.cond, node->lock, left);
+            apr_thread_mutex_unlock(node->qlock);
+            apr_thread_mutex_lock(w->lock);
+            while ((state = apr_atomic_read32(&cmd.state)) != SL_PCMD_LEAD &&
+                   state != SL_PCMD_DONE) {
+                apr_thread_cond_wait(w->cond, w->lock);
+            }
+            break;
         }
-        if (cmd.state == SL_PCMD_LEAD) {
+        apr_thread_mutex_unlock(w->lock);
+        if (state == SL_PCMD_LEAD) {
+            apr_thread_mutex_lock(node->qlock);
             sl_pipe_run(node, &cmd, trips);
-        }
-        else {
-            /* Taken into a batch: its leader is bounded by the command
-             * timeout and always signals. */
-            while (cmd.state != SL_PCMD_DONE) {
-                apr_thread_cond_wait(cmd.cond, node->lock);
-            }
-            node->conds[node->nconds++] = cmd.cond;
-            apr_thread_mutex_unlock(node->lock);
         }
     }
     if (cmd.reply) {
