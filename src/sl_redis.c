@@ -3,7 +3,6 @@
 
 #include <apr_sha1.h>
 #include <apr_strings.h>
-#include <apr_thread_cond.h>
 #include <apr_thread_mutex.h>
 #include <apr_thread_proc.h>
 
@@ -12,9 +11,11 @@
 #include <apr_atomic.h>
 
 #include <errno.h>
+#include <semaphore.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* A misbehaving cluster cannot make a child open sockets without bound. */
 #define SL_MAX_NODES     64
@@ -65,12 +66,13 @@ typedef struct sl_node {
 
 /* What a thread waits on while another carries its command: one per thread
  * and client, made on the thread's first wait and kept for the child's
- * life (the threaded MPMs keep their worker threads as long). Its own
- * lock, not the node's queue lock, so that the threads a leader wakes do
- * not all queue for one lock. */
+ * life (the threaded MPMs keep their worker threads as long). A POSIX
+ * semaphore rather than an APR mutex and condition variable: a waiter is
+ * woken exactly once per wait (one futex wake, one futex wait), where the
+ * condition variable cost the leader a lock, a signal and often a second
+ * wake for every thread it answered (bench/NOTES.md). */
 typedef struct sl_waiter {
-    apr_thread_mutex_t *lock;
-    apr_thread_cond_t *cond;
+    sem_t sem;
 } sl_waiter_t;
 
 /* One request's command on its way through a node's pipeline. It lives on
@@ -78,8 +80,8 @@ typedef struct sl_waiter {
  * leader has taken it (SL_PCMD_TAKEN) the requester waits for the leader's
  * word (DONE, or LEAD when handed the pipeline) whatever its deadline, so
  * neither is freed while the leader still reads it. QUEUED becomes TAKEN
- * under the node's qlock; TAKEN becomes DONE or LEAD under the waiter's
- * lock, after the leader wrote the outcome. */
+ * under the node's qlock; TAKEN becomes DONE or LEAD with one post of the
+ * waiter's semaphore, after the leader wrote the outcome. */
 #define SL_PCMD_QUEUED 0
 #define SL_PCMD_TAKEN  1
 #define SL_PCMD_LEAD   2 /* handed the node's pipeline: run the next batch */
@@ -549,6 +551,14 @@ static const char *sl_resp_format(apr_pool_t *p, int argc, const char **argv,
     return buf;
 }
 
+static apr_status_t sl_waiter_cleanup(void *data)
+{
+    sl_waiter_t *w = data;
+
+    sem_destroy(&w->sem);
+    return APR_SUCCESS;
+}
+
 /* This thread's waiter for rs, made on first use (from the child's pool,
  * under rs->mutex); NULL if that failed. */
 static sl_waiter_t *sl_waiter(sl_redis_t *rs)
@@ -562,9 +572,11 @@ static sl_waiter_t *sl_waiter(sl_redis_t *rs)
     }
     apr_thread_mutex_lock(rs->mutex);
     w = apr_pcalloc(rs->pool, sizeof(*w));
-    if (apr_thread_mutex_create(&w->lock, APR_THREAD_MUTEX_DEFAULT,
-                                rs->pool) != APR_SUCCESS ||
-        apr_thread_cond_create(&w->cond, rs->pool) != APR_SUCCESS) {
+    if (sem_init(&w->sem, 0, 0) == 0) {
+        apr_pool_cleanup_register(rs->pool, w, sl_waiter_cleanup,
+                                  apr_pool_cleanup_null);
+    }
+    else {
         w = NULL;
     }
     apr_thread_mutex_unlock(rs->mutex);
@@ -575,17 +587,15 @@ static sl_waiter_t *sl_waiter(sl_redis_t *rs)
 }
 
 /* Tells a waiting thread that its command is answered or that it leads
- * now. After the unlock the command may be gone (its thread saw the state
- * and returned); the waiter lives on, and a thread woken for nothing waits
- * again: every wait loops on its state. */
+ * now: exactly one post per command taken from the queue, so the
+ * semaphore is back at zero when its thread returns. The command may be
+ * gone as soon as the post is made. */
 static void sl_pcmd_post(sl_pcmd_t *c, apr_uint32_t state)
 {
     sl_waiter_t *w = c->waiter;
 
-    apr_thread_mutex_lock(w->lock);
     apr_atomic_set32(&c->state, state);
-    apr_thread_mutex_unlock(w->lock);
-    apr_thread_cond_signal(w->cond);
+    sem_post(&w->sem);
 }
 
 /* The leader's round trip, entered with node->qlock held and one of the
@@ -717,6 +727,7 @@ static apr_status_t sl_pipe_exec(sl_redis_t *rs, sl_node_t *node,
     sl_pcmd_t cmd;
     sl_waiter_t *w;
     apr_uint32_t state;
+    struct timespec ts;
 
     cmd.next = NULL;
     cmd.buf = buf;
@@ -739,6 +750,8 @@ static apr_status_t sl_pipe_exec(sl_redis_t *rs, sl_node_t *node,
         return APR_ENOTIMPL;
     }
     else {
+        /* The wall clock, as sem_timedwait wants it (and as libfaketime
+         * shifts both). */
         apr_time_t deadline = apr_time_now() + rs->queue_timeout;
         cmd.waiter = w;
         if (node->qtail) {
@@ -750,22 +763,15 @@ static apr_status_t sl_pipe_exec(sl_redis_t *rs, sl_node_t *node,
         node->qtail = &cmd;
         apr_thread_mutex_unlock(node->qlock);
 
-        apr_thread_mutex_lock(w->lock);
-        for (;;) {
-            apr_interval_time_t left;
-            state = apr_atomic_read32(&cmd.state);
-            if (state == SL_PCMD_LEAD || state == SL_PCMD_DONE) {
-                break;
-            }
-            left = deadline - apr_time_now();
-            if (left > 0) {
-                apr_thread_cond_timedwait(w->cond, w->lock, left);
+        ts.tv_sec = (time_t) apr_time_sec(deadline);
+        ts.tv_nsec = (long) apr_time_usec(deadline) * 1000;
+        while (sem_timedwait(&w->sem, &ts) != 0) {
+            if (errno == EINTR) {
                 continue;
             }
             /* Deadline: leave the queue unsent, unless a leader has taken
              * the command already (then wait for its word, unbounded: the
              * leader is bounded by the command timeout). */
-            apr_thread_mutex_unlock(w->lock);
             apr_thread_mutex_lock(node->qlock);
             if (apr_atomic_read32(&cmd.state) == SL_PCMD_QUEUED) {
                 sl_pcmd_t **pp = &node->qhead, *prev = NULL;
@@ -782,14 +788,14 @@ static apr_status_t sl_pipe_exec(sl_redis_t *rs, sl_node_t *node,
                 return APR_TIMEUP;
             }
             apr_thread_mutex_unlock(node->qlock);
-            apr_thread_mutex_lock(w->lock);
-            while ((state = apr_atomic_read32(&cmd.state)) != SL_PCMD_LEAD &&
-                   state != SL_PCMD_DONE) {
-                apr_thread_cond_wait(w->cond, w->lock);
+            while (sem_wait(&w->sem) != 0) {
+                /* EINTR; anything else cannot happen to a valid
+                 * semaphore, and leaving before the leader's word would
+                 * free the command under it. */
             }
             break;
         }
-        apr_thread_mutex_unlock(w->lock);
+        state = apr_atomic_read32(&cmd.state);
         if (state == SL_PCMD_LEAD) {
             apr_thread_mutex_lock(node->qlock);
             sl_pipe_run(node, &cmd, trips);
