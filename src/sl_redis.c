@@ -317,8 +317,7 @@ apr_status_t sl_redis_create(apr_pool_t *p, const sl_store_url_t *url,
 #endif
     rs->queue_timeout = connect_timeout + command_timeout;
     if (rs->pipeline &&
-        apr_threadkey_private_create(&rs->waiter_key, NULL, p) !=
-            APR_SUCCESS) {
+        apr_threadkey_private_create(&rs->waiter_key, NULL, p) != APR_SUCCESS) {
         rs->pipeline = 0;
     }
     rs->sha = sl_redis_script_sha(p);
@@ -646,9 +645,8 @@ static void sl_pipe_run(sl_node_t *node, sl_pcmd_t *own, int *trips)
             }
             batch[got]->reply = reply;
             if (batch[got]->reply->type == REDIS_REPLY_ERROR &&
-                !sl_error_usable(batch[got]->reply->str
-                                     ? batch[got]->reply->str
-                                     : "")) {
+                !sl_error_usable(batch[got]->reply->str ? batch[got]->reply->str
+                                                        : "")) {
                 keep = 0;
             }
         }
@@ -658,7 +656,7 @@ static void sl_pipe_run(sl_node_t *node, sl_pcmd_t *own, int *trips)
         else {
             int e = errno;
             rv = sl_ctx_status(conn->ctx, e);
-            err = rv == APR_TIMEUP          ? "command timed out"
+            err = rv == APR_TIMEUP       ? "command timed out"
                   : conn->ctx->errstr[0] ? conn->ctx->errstr
                                          : "I/O error";
             /* As in sl_redis_check: a pooled connection that the server
@@ -719,10 +717,10 @@ static void sl_pipe_run(sl_node_t *node, sl_pcmd_t *own, int *trips)
  * APR_TIMEUP. APR_SUCCESS with *reply, else the failure with *stale and
  * *err; APR_ENOTIMPL when this thread has no waiter (the caller then goes
  * the direct way). */
-static apr_status_t sl_pipe_exec(sl_redis_t *rs, sl_node_t *node,
-                                 apr_pool_t *p, const char *buf,
-                                 apr_size_t len, redisReply **reply,
-                                 int *stale, const char **err, int *trips)
+static apr_status_t sl_pipe_exec(sl_redis_t *rs, sl_node_t *node, apr_pool_t *p,
+                                 const char *buf, apr_size_t len,
+                                 redisReply **reply, int *stale,
+                                 const char **err, int *trips)
 {
     sl_pcmd_t cmd;
     sl_waiter_t *w;

@@ -275,9 +275,8 @@ void sl_stats_write(sl_stats_t *st, request_rec *r)
         "slidinglimit_breaker_open %d\n",
         apr_atomic_read64(&g->store_calls),
         apr_atomic_read64(&g->store_round_trips),
-        apr_atomic_read64(&g->store_errors),
-        apr_atomic_read64(&g->fallback), apr_atomic_read64(&g->deny_cached),
-        sl_breaker_is_open(&g->breaker));
+        apr_atomic_read64(&g->store_errors), apr_atomic_read64(&g->fallback),
+        apr_atomic_read64(&g->deny_cached), sl_breaker_is_open(&g->breaker));
     ap_rputs("# HELP slidinglimit_store_latency_seconds Store round trip "
              "time.\n"
              "# TYPE slidinglimit_store_latency_seconds histogram\n",
