@@ -65,14 +65,18 @@ typedef struct sl_node {
 } sl_node_t;
 
 /* What a thread waits on while another carries its command: one per thread
- * and client, made on the thread's first wait and kept for the child's
- * life (the threaded MPMs keep their worker threads as long). A POSIX
+ * and client, made on the thread's first wait and handed back to the
+ * client's spares when the thread exits (mod_http2 starts and ends worker
+ * threads for the life of the child), so their number stays that of the
+ * threads alive at once. A POSIX
  * semaphore rather than an APR mutex and condition variable: a waiter is
  * woken exactly once per wait (one futex wake, one futex wait), where the
  * condition variable cost the leader a lock, a signal and often a second
  * wake for every thread it answered (bench/NOTES.md). */
 typedef struct sl_waiter {
     sem_t sem;
+    struct sl_redis *rs;
+    struct sl_waiter *next; /* in rs->spare */
 } sl_waiter_t;
 
 /* One request's command on its way through a node's pipeline. It lives on
@@ -113,6 +117,7 @@ struct sl_redis {
     int pipeline;
     apr_interval_time_t queue_timeout; /* connect + command timeouts */
     apr_threadkey_t *waiter_key;       /* this thread's sl_waiter_t */
+    sl_waiter_t *spare;                /* of exited threads, under mutex */
     const char *sha;
     sl_breaker_t *breaker;
     /* Guards nodes, slots and allocations from pool: threads of one child
@@ -121,6 +126,16 @@ struct sl_redis {
     apr_array_header_t *nodes; /* sl_node_t * */
     apr_uint16_t *slots;       /* cluster: node index + 1, 0 unknown */
 };
+
+static void sl_waiter_release(void *data);
+
+static apr_status_t sl_waiter_key_cleanup(void *data)
+{
+    sl_redis_t *rs = data;
+
+    apr_threadkey_private_delete(rs->waiter_key);
+    return APR_SUCCESS;
+}
 
 const char *sl_redis_script(void)
 {
@@ -316,15 +331,23 @@ apr_status_t sl_redis_create(apr_pool_t *p, const sl_store_url_t *url,
     rs->pipeline = rs->max_connections > 1 && SL_PIPE_INFLIGHT > 0;
 #endif
     rs->queue_timeout = connect_timeout + command_timeout;
-    if (rs->pipeline &&
-        apr_threadkey_private_create(&rs->waiter_key, NULL, p) != APR_SUCCESS) {
-        rs->pipeline = 0;
-    }
     rs->sha = sl_redis_script_sha(p);
     rs->nodes = apr_array_make(p, 4, sizeof(sl_node_t *));
     rv = apr_thread_mutex_create(&rs->mutex, APR_THREAD_MUTEX_DEFAULT, p);
     if (rv != APR_SUCCESS) {
         return rv;
+    }
+    if (rs->pipeline) {
+        if (apr_threadkey_private_create(&rs->waiter_key, sl_waiter_release,
+                                         p) == APR_SUCCESS) {
+            /* Registered after the mutex, so run before its destruction:
+             * no thread that exits later hands a waiter back. */
+            apr_pool_cleanup_register(p, rs, sl_waiter_key_cleanup,
+                                      apr_pool_cleanup_null);
+        }
+        else {
+            rs->pipeline = 0;
+        }
     }
     if (url->kind == SL_STORE_UNIX) {
         if (!sl_node_add(rs, NULL, 0)) {
@@ -558,8 +581,22 @@ static apr_status_t sl_waiter_cleanup(void *data)
     return APR_SUCCESS;
 }
 
-/* This thread's waiter for rs, made on first use (from the child's pool,
- * under rs->mutex); NULL if that failed. */
+/* Thread exit (the key's destructor): the waiter goes to the spares. Its
+ * semaphore is at zero: a thread leaves sl_pipe_exec only after taking the
+ * one post it was owed. */
+static void sl_waiter_release(void *data)
+{
+    sl_waiter_t *w = data;
+    sl_redis_t *rs = w->rs;
+
+    apr_thread_mutex_lock(rs->mutex);
+    w->next = rs->spare;
+    rs->spare = w;
+    apr_thread_mutex_unlock(rs->mutex);
+}
+
+/* This thread's waiter for rs: a spare, else a new one from the child's
+ * pool (under rs->mutex); NULL if that failed. */
 static sl_waiter_t *sl_waiter(sl_redis_t *rs)
 {
     void *data = NULL;
@@ -570,18 +607,27 @@ static sl_waiter_t *sl_waiter(sl_redis_t *rs)
         return data;
     }
     apr_thread_mutex_lock(rs->mutex);
-    w = apr_pcalloc(rs->pool, sizeof(*w));
-    if (sem_init(&w->sem, 0, 0) == 0) {
-        apr_pool_cleanup_register(rs->pool, w, sl_waiter_cleanup,
-                                  apr_pool_cleanup_null);
+    if ((w = rs->spare) != NULL) {
+        rs->spare = w->next;
+        w->next = NULL;
     }
     else {
+        w = apr_pcalloc(rs->pool, sizeof(*w));
+        w->rs = rs;
+        if (sem_init(&w->sem, 0, 0) == 0) {
+            apr_pool_cleanup_register(rs->pool, w, sl_waiter_cleanup,
+                                      apr_pool_cleanup_null);
+        }
+        else {
+            w = NULL;
+        }
+    }
+    if (w && apr_threadkey_private_set(w, rs->waiter_key) != APR_SUCCESS) {
+        w->next = rs->spare;
+        rs->spare = w;
         w = NULL;
     }
     apr_thread_mutex_unlock(rs->mutex);
-    if (w && apr_threadkey_private_set(w, rs->waiter_key) != APR_SUCCESS) {
-        w = NULL;
-    }
     return w;
 }
 
