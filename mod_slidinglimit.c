@@ -283,6 +283,7 @@ static apr_status_t sl_decide_store(request_rec *r, sl_req_t *q,
     const char *err = NULL;
     apr_time_t start = apr_time_now();
     sl_breaker_t *breaker;
+    int trips = 0;
 
     if (!q->sc->redis) {
         rv = sl_shm_check(proc->shm, r->pool, q->checks, q->n, start, d);
@@ -307,9 +308,11 @@ static apr_status_t sl_decide_store(request_rec *r, sl_req_t *q,
         memcpy(member, proc->seed, 8);
         memcpy(member + 8, &c, 4);
         rv = sl_redis_check(q->sc->redis, r->pool, q->checks, q->n,
-                            (const char *) member, sizeof(member), d, &err);
+                            (const char *) member, sizeof(member), d, &err,
+                            &trips);
     }
     sl_stats_store(proc->stats, apr_time_now() - start, rv != APR_SUCCESS);
+    sl_stats_round_trips(proc->stats, trips);
     if (rv == APR_SUCCESS) {
         if (sl_breaker_success(breaker, start, apr_time_now())) {
             ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, r->server,

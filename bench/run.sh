@@ -292,7 +292,8 @@ to_ms() {
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 cmdstat() { # file command field -> value
-    sed -n "s/^cmdstat_$2:\(.*,\)*$3=\([0-9.]*\).*/\2/p" "$1" | tr -d '\r' | head -1
+    # The first field follows the colon, the others a comma.
+    sed -n "s/^cmdstat_$2:\(.*,\)\{0,1\}$3=\([0-9.]*\).*/\2/p" "$1" | tr -d '\r' | head -1
 }
 
 # Commands that the script itself runs inside EVALSHA: counted by INFO
@@ -401,7 +402,7 @@ run_case() {
     usec=$(cmdstat "$STAGE/out/$name.cmdstats" evalsha usec_per_call)
     other=$(tr -d '\r' <"$STAGE/out/$name.cmdstats" |
         sed -n 's/^cmdstat_\([^:]*\):calls=\([0-9]*\),.*/\1 \2/p' |
-        grep -Ev "^($SCRIPT_CMDS|$OWN_CMDS|evalsha) " |
+        grep -Ev "^($SCRIPT_CMDS|$OWN_CMDS|evalsha)(\|[a-z]*)? " |
         awk '{s += $2} END {print s + 0}')
     newconn=$(sed -n 's/^total_connections_received:\([0-9]*\).*/\1/p' \
         "$STAGE/out/$name.stats" | tr -d '\r')

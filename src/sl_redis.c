@@ -4,19 +4,31 @@
 #include <apr_sha1.h>
 #include <apr_strings.h>
 #include <apr_thread_mutex.h>
+#include <apr_thread_proc.h>
 
 #include <hiredis/hiredis.h>
 
 #include <apr_atomic.h>
 
 #include <errno.h>
+#include <semaphore.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* A misbehaving cluster cannot make a child open sockets without bound. */
 #define SL_MAX_NODES     64
 #define SL_MAX_REDIRECTS 3
+
+/* Auto-pipelining (threaded MPMs): at most this many commands share one
+ * write and one read, and at most SL_PIPE_INFLIGHT batches per node are in
+ * flight at once, each on its own connection (0 turns pipelining off; a
+ * build-time knob for measuring, see bench/NOTES.md). */
+#define SL_PIPE_BATCH 64
+#ifndef SL_PIPE_INFLIGHT
+#define SL_PIPE_INFLIGHT 1
+#endif
 
 /* Allocated with malloc, not from the child's pool: connections come and go
  * with every Redis restart for the life of the child, and a pool would keep
@@ -44,7 +56,55 @@ typedef struct sl_node {
      * restart closes all of them): idle connections from before are
      * dropped when next acquired instead of each failing a request. */
     volatile apr_uint32_t gen;
+    /* Auto-pipelining, under qlock (not lock, which the leaders take for
+     * the idle stack): commands waiting for a batch (FIFO) and the
+     * batches in flight. */
+    apr_thread_mutex_t *qlock;
+    struct sl_pcmd *qhead, *qtail;
+    int inflight;
 } sl_node_t;
+
+/* What a thread waits on while another carries its command: one per thread
+ * and client, made on the thread's first wait and handed back to the
+ * client's spares when the thread exits (mod_http2 starts and ends worker
+ * threads for the life of the child), so their number stays that of the
+ * threads alive at once. A POSIX
+ * semaphore rather than an APR mutex and condition variable: a waiter is
+ * woken exactly once per wait (one futex wake, one futex wait), where the
+ * condition variable cost the leader a lock, a signal and often a second
+ * wake for every thread it answered (bench/NOTES.md). */
+typedef struct sl_waiter {
+    sem_t sem;
+    struct sl_redis *rs;
+    struct sl_waiter *next; /* in rs->spare */
+} sl_waiter_t;
+
+/* One request's command on its way through a node's pipeline. It lives on
+ * the requesting thread's stack and its text in the request pool: once a
+ * leader has taken it (SL_PCMD_TAKEN) the requester waits for the leader's
+ * word (DONE, or LEAD when handed the pipeline) whatever its deadline, so
+ * neither is freed while the leader still reads it. QUEUED becomes TAKEN
+ * under the node's qlock; TAKEN becomes DONE or LEAD with one post of the
+ * waiter's semaphore, after the leader wrote the outcome. */
+#define SL_PCMD_QUEUED 0
+#define SL_PCMD_TAKEN  1
+#define SL_PCMD_LEAD   2 /* handed the node's pipeline: run the next batch */
+#define SL_PCMD_DONE   3
+
+typedef struct sl_pcmd {
+    struct sl_pcmd *next;
+    const char *buf;
+    apr_size_t len;
+    sl_waiter_t *waiter; /* NULL for the thread that led at once */
+    volatile apr_uint32_t state;
+    /* DONE: the reply, or NULL and rv, err (a copy: the context that said
+     * it is gone) and stale (it failed on a pooled connection that the
+     * server had closed, so one retry on a fresh one is safe). */
+    redisReply *reply;
+    apr_status_t rv;
+    int stale;
+    char err[128];
+} sl_pcmd_t;
 
 struct sl_redis {
     apr_pool_t *pool;
@@ -52,6 +112,12 @@ struct sl_redis {
     struct timeval connect_tv;
     struct timeval command_tv;
     int max_connections;
+    /* Threads of a child share round trips to a node (see sl_pipe_exec);
+     * never under a single-threaded MPM. */
+    int pipeline;
+    apr_interval_time_t queue_timeout; /* connect + command timeouts */
+    apr_threadkey_t *waiter_key;       /* this thread's sl_waiter_t */
+    sl_waiter_t *spare;                /* of exited threads, under mutex */
     const char *sha;
     sl_breaker_t *breaker;
     /* Guards nodes, slots and allocations from pool: threads of one child
@@ -60,6 +126,16 @@ struct sl_redis {
     apr_array_header_t *nodes; /* sl_node_t * */
     apr_uint16_t *slots;       /* cluster: node index + 1, 0 unknown */
 };
+
+static void sl_waiter_release(void *data);
+
+static apr_status_t sl_waiter_key_cleanup(void *data)
+{
+    sl_redis_t *rs = data;
+
+    apr_threadkey_private_delete(rs->waiter_key);
+    return APR_SUCCESS;
+}
 
 const char *sl_redis_script(void)
 {
@@ -226,6 +302,11 @@ static sl_node_t *sl_node_add(sl_redis_t *rs, const char *host, int port)
                                 rs->pool) != APR_SUCCESS) {
         return NULL;
     }
+    if (rs->pipeline &&
+        apr_thread_mutex_create(&node->qlock, APR_THREAD_MUTEX_DEFAULT,
+                                rs->pool) != APR_SUCCESS) {
+        return NULL;
+    }
     apr_pool_cleanup_register(rs->pool, node, sl_node_cleanup,
                               apr_pool_cleanup_null);
     APR_ARRAY_PUSH(rs->nodes, sl_node_t *) = node;
@@ -246,11 +327,27 @@ apr_status_t sl_redis_create(apr_pool_t *p, const sl_store_url_t *url,
     rs->connect_tv = sl_tv(connect_timeout);
     rs->command_tv = sl_tv(command_timeout);
     rs->max_connections = max_connections > 0 ? max_connections : 1;
+#if APR_HAS_THREADS
+    rs->pipeline = rs->max_connections > 1 && SL_PIPE_INFLIGHT > 0;
+#endif
+    rs->queue_timeout = connect_timeout + command_timeout;
     rs->sha = sl_redis_script_sha(p);
     rs->nodes = apr_array_make(p, 4, sizeof(sl_node_t *));
     rv = apr_thread_mutex_create(&rs->mutex, APR_THREAD_MUTEX_DEFAULT, p);
     if (rv != APR_SUCCESS) {
         return rv;
+    }
+    if (rs->pipeline) {
+        if (apr_threadkey_private_create(&rs->waiter_key, sl_waiter_release,
+                                         p) == APR_SUCCESS) {
+            /* Registered after the mutex, so run before its destruction:
+             * no thread that exits later hands a waiter back. */
+            apr_pool_cleanup_register(p, rs, sl_waiter_key_cleanup,
+                                      apr_pool_cleanup_null);
+        }
+        else {
+            rs->pipeline = 0;
+        }
     }
     if (url->kind == SL_STORE_UNIX) {
         if (!sl_node_add(rs, NULL, 0)) {
@@ -422,17 +519,352 @@ static const char *sl_reply_decision(apr_pool_t *p, const redisReply *r, int n,
     return sl_decision_parse(p, v, r->elements, n, d);
 }
 
+/* Errors that leave the connection fine: the request's second trip
+ * reloads the script or follows the redirection. Any other error may be
+ * the connection's own state (NOAUTH after a restart with a password,
+ * READONLY after a failover, LOADING): a new connection starts over, a
+ * pooled one would fail every request it serves. */
+static int sl_error_usable(const char *msg)
+{
+    return !strncmp(msg, "NOSCRIPT", 8) || !strncmp(msg, "MOVED ", 6) ||
+           !strncmp(msg, "ASK ", 4);
+}
+
+static char *sl_resp_header(char *o, char type, apr_size_t n)
+{
+    char digits[24];
+    int k = 0;
+
+    *o++ = type;
+    do {
+        digits[k++] = (char) ('0' + n % 10);
+        n /= 10;
+    } while (n);
+    while (k) {
+        *o++ = digits[--k];
+    }
+    *o++ = '\r';
+    *o++ = '\n';
+    return o;
+}
+
+/* The command in RESP, as redisFormatCommandArgv makes it, but in the
+ * request pool rather than malloc'd: it lives as long as its request. */
+static const char *sl_resp_format(apr_pool_t *p, int argc, const char **argv,
+                                  const size_t *argvlen, apr_size_t *len)
+{
+    apr_size_t total = 24 + 2;
+    char *buf, *o;
+    int i;
+
+    for (i = 0; i < argc; i++) {
+        total += 24 + 2 + argvlen[i] + 2;
+    }
+    buf = o = apr_palloc(p, total);
+    o = sl_resp_header(o, '*', (apr_size_t) argc);
+    for (i = 0; i < argc; i++) {
+        o = sl_resp_header(o, '$', argvlen[i]);
+        memcpy(o, argv[i], argvlen[i]);
+        o += argvlen[i];
+        *o++ = '\r';
+        *o++ = '\n';
+    }
+    *len = (apr_size_t) (o - buf);
+    return buf;
+}
+
+static apr_status_t sl_waiter_cleanup(void *data)
+{
+    sl_waiter_t *w = data;
+
+    sem_destroy(&w->sem);
+    return APR_SUCCESS;
+}
+
+/* Thread exit (the key's destructor): the waiter goes to the spares. Its
+ * semaphore is at zero: a thread leaves sl_pipe_exec only after taking the
+ * one post it was owed. */
+static void sl_waiter_release(void *data)
+{
+    sl_waiter_t *w = data;
+    sl_redis_t *rs = w->rs;
+
+    apr_thread_mutex_lock(rs->mutex);
+    w->next = rs->spare;
+    rs->spare = w;
+    apr_thread_mutex_unlock(rs->mutex);
+}
+
+/* This thread's waiter for rs: a spare, else a new one from the child's
+ * pool (under rs->mutex); NULL if that failed. */
+static sl_waiter_t *sl_waiter(sl_redis_t *rs)
+{
+    void *data = NULL;
+    sl_waiter_t *w;
+
+    if (apr_threadkey_private_get(&data, rs->waiter_key) == APR_SUCCESS &&
+        data) {
+        return data;
+    }
+    apr_thread_mutex_lock(rs->mutex);
+    if ((w = rs->spare) != NULL) {
+        rs->spare = w->next;
+        w->next = NULL;
+    }
+    else {
+        w = apr_pcalloc(rs->pool, sizeof(*w));
+        w->rs = rs;
+        if (sem_init(&w->sem, 0, 0) == 0) {
+            apr_pool_cleanup_register(rs->pool, w, sl_waiter_cleanup,
+                                      apr_pool_cleanup_null);
+        }
+        else {
+            w = NULL;
+        }
+    }
+    if (w && apr_threadkey_private_set(w, rs->waiter_key) != APR_SUCCESS) {
+        w->next = rs->spare;
+        rs->spare = w;
+        w = NULL;
+    }
+    apr_thread_mutex_unlock(rs->mutex);
+    return w;
+}
+
+/* Tells a waiting thread that its command is answered or that it leads
+ * now: exactly one post per command taken from the queue, so the
+ * semaphore is back at zero when its thread returns. The command may be
+ * gone as soon as the post is made. */
+static void sl_pcmd_post(sl_pcmd_t *c, apr_uint32_t state)
+{
+    sl_waiter_t *w = c->waiter;
+
+    apr_atomic_set32(&c->state, state);
+    sem_post(&w->sem);
+}
+
+/* The leader's round trip, entered with node->qlock held and one of the
+ * node's in-flight batches counted for it, left with it released: its own
+ * command, then as many queued ones as fit, all written at once (hiredis
+ * flushes its output buffer in one write), then every reply in order on
+ * the same connection. The pipeline then passes to the thread of the next
+ * queued command, so no request waits for batches after its own, and each
+ * command gets its reply or the batch's failure, as a direct call would
+ * have seen it. */
+static void sl_pipe_run(sl_node_t *node, sl_pcmd_t *own, int *trips)
+{
+    sl_pcmd_t *batch[SL_PIPE_BATCH], *next = NULL;
+    sl_conn_t *conn = NULL;
+    const char *err = NULL;
+    apr_status_t rv;
+    int n = 0, got = 0, ok = 1, keep = 1, stale = 0, i;
+
+    batch[n++] = own;
+    while (n < SL_PIPE_BATCH && node->qhead) {
+        sl_pcmd_t *c = node->qhead;
+        node->qhead = c->next;
+        c->next = NULL;
+        apr_atomic_set32(&c->state, SL_PCMD_TAKEN);
+        batch[n++] = c;
+    }
+    if (!node->qhead) {
+        node->qtail = NULL;
+    }
+    apr_thread_mutex_unlock(node->qlock);
+
+    rv = sl_conn_acquire(node, &conn);
+    if (rv != APR_SUCCESS) {
+        err = sl_acquire_error(rv);
+        conn = NULL;
+    }
+    else {
+        (*trips)++;
+        for (i = 0; ok && i < n; i++) {
+            ok = redisAppendFormattedCommand(conn->ctx, batch[i]->buf,
+                                             batch[i]->len) == REDIS_OK;
+        }
+        for (got = 0; ok && got < n; got++) {
+            void *reply = NULL;
+            if (redisGetReply(conn->ctx, &reply) != REDIS_OK || !reply) {
+                ok = 0;
+                break;
+            }
+            batch[got]->reply = reply;
+            if (batch[got]->reply->type == REDIS_REPLY_ERROR &&
+                !sl_error_usable(batch[got]->reply->str ? batch[got]->reply->str
+                                                        : "")) {
+                keep = 0;
+            }
+        }
+        if (ok) {
+            conn->uses++;
+        }
+        else {
+            int e = errno;
+            rv = sl_ctx_status(conn->ctx, e);
+            err = rv == APR_TIMEUP       ? "command timed out"
+                  : conn->ctx->errstr[0] ? conn->ctx->errstr
+                                         : "I/O error";
+            /* As in sl_redis_check: a pooled connection that the server
+             * closed marks its generation stale, and its commands may be
+             * sent again; never after a timeout, which may have run them. */
+            stale = rv == APR_ECONNRESET && conn->uses > 0;
+            if (stale) {
+                apr_atomic_cas32(&node->gen, conn->gen + 1, conn->gen);
+            }
+            rv = rv == APR_TIMEUP ? APR_TIMEUP : APR_EGENERAL;
+            keep = 0;
+        }
+    }
+    /* The commands without a reply; err copied before the context that
+     * holds it is freed. */
+    for (i = got; i < n; i++) {
+        batch[i]->rv = rv;
+        batch[i]->stale = stale;
+        apr_cpystrn(batch[i]->err, err, sizeof(batch[i]->err));
+    }
+    if (conn) {
+        if (keep) {
+            sl_conn_release(node, conn);
+        }
+        else {
+            sl_conn_destroy(conn);
+        }
+    }
+
+    /* The next batch first: its commands have waited longest. */
+    apr_thread_mutex_lock(node->qlock);
+    if (node->qhead) {
+        next = node->qhead;
+        node->qhead = next->next;
+        if (!node->qhead) {
+            node->qtail = NULL;
+        }
+        next->next = NULL;
+        apr_atomic_set32(&next->state, SL_PCMD_TAKEN);
+    }
+    else {
+        node->inflight--;
+    }
+    apr_thread_mutex_unlock(node->qlock);
+    if (next) {
+        sl_pcmd_post(next, SL_PCMD_LEAD);
+    }
+    for (i = 1; i < n; i++) {
+        sl_pcmd_post(batch[i], SL_PCMD_DONE);
+    }
+}
+
+/* One request's command through the node's pipeline: the thread that finds
+ * no batch in flight sends it at once (with whatever queues meanwhile);
+ * the others queue and wait to be answered or handed the pipeline. A
+ * command still queued at its deadline (the bound of a direct call:
+ * connect and command timeouts) leaves the queue unsent and fails with
+ * APR_TIMEUP. APR_SUCCESS with *reply, else the failure with *stale and
+ * *err; APR_ENOTIMPL when this thread has no waiter (the caller then goes
+ * the direct way). */
+static apr_status_t sl_pipe_exec(sl_redis_t *rs, sl_node_t *node, apr_pool_t *p,
+                                 const char *buf, apr_size_t len,
+                                 redisReply **reply, int *stale,
+                                 const char **err, int *trips)
+{
+    sl_pcmd_t cmd;
+    sl_waiter_t *w;
+    apr_uint32_t state;
+    struct timespec ts;
+
+    cmd.next = NULL;
+    cmd.buf = buf;
+    cmd.len = len;
+    cmd.waiter = NULL;
+    cmd.state = SL_PCMD_QUEUED;
+    cmd.reply = NULL;
+    cmd.rv = APR_SUCCESS;
+    cmd.stale = 0;
+    cmd.err[0] = '\0';
+
+    w = sl_waiter(rs);
+    apr_thread_mutex_lock(node->qlock);
+    if (node->inflight < SL_PIPE_INFLIGHT && !node->qhead) {
+        node->inflight++;
+        sl_pipe_run(node, &cmd, trips);
+    }
+    else if (!w) {
+        apr_thread_mutex_unlock(node->qlock);
+        return APR_ENOTIMPL;
+    }
+    else {
+        /* The wall clock, as sem_timedwait wants it (and as libfaketime
+         * shifts both). */
+        apr_time_t deadline = apr_time_now() + rs->queue_timeout;
+        cmd.waiter = w;
+        if (node->qtail) {
+            node->qtail->next = &cmd;
+        }
+        else {
+            node->qhead = &cmd;
+        }
+        node->qtail = &cmd;
+        apr_thread_mutex_unlock(node->qlock);
+
+        ts.tv_sec = (time_t) apr_time_sec(deadline);
+        ts.tv_nsec = (long) apr_time_usec(deadline) * 1000;
+        while (sem_timedwait(&w->sem, &ts) != 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            /* Deadline: leave the queue unsent, unless a leader has taken
+             * the command already (then wait for its word, unbounded: the
+             * leader is bounded by the command timeout). */
+            apr_thread_mutex_lock(node->qlock);
+            if (apr_atomic_read32(&cmd.state) == SL_PCMD_QUEUED) {
+                sl_pcmd_t **pp = &node->qhead, *prev = NULL;
+                while (*pp != &cmd) {
+                    prev = *pp;
+                    pp = &(*pp)->next;
+                }
+                *pp = cmd.next;
+                if (node->qtail == &cmd) {
+                    node->qtail = prev;
+                }
+                apr_thread_mutex_unlock(node->qlock);
+                *err = "timed out waiting for a batch";
+                return APR_TIMEUP;
+            }
+            apr_thread_mutex_unlock(node->qlock);
+            while (sem_wait(&w->sem) != 0) {
+                /* EINTR; anything else cannot happen to a valid
+                 * semaphore, and leaving before the leader's word would
+                 * free the command under it. */
+            }
+            break;
+        }
+        state = apr_atomic_read32(&cmd.state);
+        if (state == SL_PCMD_LEAD) {
+            apr_thread_mutex_lock(node->qlock);
+            sl_pipe_run(node, &cmd, trips);
+        }
+    }
+    if (cmd.reply) {
+        *reply = cmd.reply;
+        return APR_SUCCESS;
+    }
+    *stale = cmd.stale;
+    *err = apr_pstrdup(p, cmd.err);
+    return cmd.rv;
+}
+
 apr_status_t sl_redis_check(sl_redis_t *rs, apr_pool_t *p,
                             const sl_check_t *checks, int n, const char *member,
                             apr_size_t member_len, sl_decision_t *d,
-                            const char **err)
+                            const char **err, int *trips)
 {
     int argc = 4 + n + 4 * n, i, k, attempt;
     const char **argv = apr_palloc(p, sizeof(*argv) * argc);
     size_t *argvlen = apr_palloc(p, sizeof(*argvlen) * argc);
     sl_node_t *node =
         sl_node_for(rs, sl_key_slot(checks[0].key, checks[0].key_len));
-    int reload = 0, asking = 0, retried = 0, reloads = 0;
+    int reload = 0, asking = 0, retried = 0, reloads = 0, first = 0;
 
     /* Binary-safe arguments: no key or value can be read as a command. */
     argv[0] = "EVALSHA";
@@ -461,8 +893,51 @@ apr_status_t sl_redis_check(sl_redis_t *rs, apr_pool_t *p,
             argvlen[i] = strlen(argv[i]);
         }
     }
+    *trips = 0;
 
-    for (attempt = 0; attempt <= SL_MAX_REDIRECTS + 1; attempt++) {
+    if (rs->pipeline && node) {
+        /* The first trip shares a batch; a second one (reload, redirect,
+         * retry on a fresh connection) goes the direct way below. */
+        redisReply *reply = NULL;
+        apr_size_t len;
+        const char *buf = sl_resp_format(p, argc, argv, argvlen, &len);
+        int stale = 0;
+        apr_status_t rv =
+            sl_pipe_exec(rs, node, p, buf, len, &reply, &stale, err, trips);
+
+        if (rv == APR_SUCCESS) {
+            const char *msg = reply->str ? reply->str : "";
+            first = 1;
+            if (reply->type != REDIS_REPLY_ERROR) {
+                *err = sl_reply_decision(p, reply, n, d);
+                freeReplyObject(reply);
+                return *err ? APR_EGENERAL : APR_SUCCESS;
+            }
+            if (!strncmp(msg, "NOSCRIPT", 8)) {
+                reload = 1;
+                reloads++;
+            }
+            else if (!strncmp(msg, "MOVED ", 6) || !strncmp(msg, "ASK ", 4)) {
+                asking = msg[1] == 'S';
+                node = sl_node_redirect(rs, msg, !asking);
+            }
+            else {
+                *err = apr_pstrdup(p, msg);
+                freeReplyObject(reply);
+                return APR_EGENERAL;
+            }
+            freeReplyObject(reply);
+        }
+        else if (rv != APR_ENOTIMPL) {
+            if (!stale) {
+                return rv;
+            }
+            first = 1;
+            retried = 1;
+        }
+    }
+
+    for (attempt = first; attempt <= SL_MAX_REDIRECTS + 1; attempt++) {
         sl_conn_t *conn;
         redisReply *reply = NULL, *last = NULL;
         int replies = 1, ok = 1, e;
@@ -477,6 +952,7 @@ apr_status_t sl_redis_check(sl_redis_t *rs, apr_pool_t *p,
             *err = sl_acquire_error(rv);
             return rv;
         }
+        (*trips)++;
         if (asking) {
             ok = redisAppendCommand(conn->ctx, "ASKING") == REDIS_OK;
             replies++;
@@ -534,13 +1010,7 @@ apr_status_t sl_redis_check(sl_redis_t *rs, apr_pool_t *p,
         reload = 0;
         if (last->type == REDIS_REPLY_ERROR) {
             const char *msg = last->str ? last->str : "";
-            int usable = !strncmp(msg, "NOSCRIPT", 8) ||
-                         !strncmp(msg, "MOVED ", 6) || !strncmp(msg, "ASK ", 4);
-            /* Any other error may be the connection's own state (NOAUTH
-             * after a restart with a password, READONLY after a failover,
-             * LOADING): a new connection starts over, a pooled one would
-             * fail every request it serves. */
-            if (usable) {
+            if (sl_error_usable(msg)) {
                 sl_conn_release(node, conn);
             }
             else {

@@ -16,11 +16,14 @@ apr_status_t sl_redis_create(apr_pool_t *p, const sl_store_url_t *url,
 
 /* One decision for every limit in checks, in one round trip (two after a
  * SCRIPT FLUSH or a cluster redirection). APR_TIMEUP when the store did not
- * answer in time; *err says why on any failure. */
+ * answer in time; *err says why on any failure. Under a threaded MPM the
+ * threads of a child that call at the same time share round trips (one
+ * write and one read for many EVALSHA); *trips is the number of round trips
+ * this call made itself: 0 when another thread carried its command. */
 apr_status_t sl_redis_check(sl_redis_t *rs, apr_pool_t *p,
                             const sl_check_t *checks, int n, const char *member,
                             apr_size_t member_len, sl_decision_t *d,
-                            const char **err);
+                            const char **err, int *trips);
 
 /* The store's circuit breaker (shared memory, set in child_init); the
  * request path consults it before calling sl_redis_check. */

@@ -46,6 +46,7 @@ typedef struct sl_stats_seg {
     volatile apr_uint64_t latency_sum_us;
     volatile apr_uint64_t other[SL_RESULT_COUNT];
     sl_policy_slot_t policies[SL_STATS_POLICIES];
+    volatile apr_uint64_t store_round_trips;
 } sl_stats_seg_t;
 
 struct sl_stats {
@@ -153,6 +154,13 @@ void sl_stats_store(sl_stats_t *st, apr_interval_time_t latency, int error)
                      (apr_uint64_t) (latency > 0 ? latency : 0));
 }
 
+void sl_stats_round_trips(sl_stats_t *st, int trips)
+{
+    if (st && trips > 0) {
+        apr_atomic_add64(&st->seg->store_round_trips, (apr_uint64_t) trips);
+    }
+}
+
 void sl_stats_fallback(sl_stats_t *st)
 {
     if (st) {
@@ -245,6 +253,10 @@ void sl_stats_write(sl_stats_t *st, request_rec *r)
         "# HELP slidinglimit_store_calls_total Calls to the store.\n"
         "# TYPE slidinglimit_store_calls_total counter\n"
         "slidinglimit_store_calls_total %" APR_UINT64_T_FMT "\n"
+        "# HELP slidinglimit_store_round_trips_total Round trips to the "
+        "store; fewer than calls when threads share them.\n"
+        "# TYPE slidinglimit_store_round_trips_total counter\n"
+        "slidinglimit_store_round_trips_total %" APR_UINT64_T_FMT "\n"
         "# HELP slidinglimit_store_errors_total Store calls that "
         "failed or timed out.\n"
         "# TYPE slidinglimit_store_errors_total counter\n"
@@ -261,9 +273,10 @@ void sl_stats_write(sl_stats_t *st, request_rec *r)
         "considered down.\n"
         "# TYPE slidinglimit_breaker_open gauge\n"
         "slidinglimit_breaker_open %d\n",
-        apr_atomic_read64(&g->store_calls), apr_atomic_read64(&g->store_errors),
-        apr_atomic_read64(&g->fallback), apr_atomic_read64(&g->deny_cached),
-        sl_breaker_is_open(&g->breaker));
+        apr_atomic_read64(&g->store_calls),
+        apr_atomic_read64(&g->store_round_trips),
+        apr_atomic_read64(&g->store_errors), apr_atomic_read64(&g->fallback),
+        apr_atomic_read64(&g->deny_cached), sl_breaker_is_open(&g->breaker));
     ap_rputs("# HELP slidinglimit_store_latency_seconds Store round trip "
              "time.\n"
              "# TYPE slidinglimit_store_latency_seconds histogram\n",

@@ -26,6 +26,9 @@ sl_breaker_t *sl_stats_breaker(sl_stats_t *st);
 
 void sl_stats_decision(sl_stats_t *st, const char *policy, int result);
 void sl_stats_store(sl_stats_t *st, apr_interval_time_t latency, int error);
+/* Round trips a store call made itself (several calls share one when the
+ * Redis client batches them). */
+void sl_stats_round_trips(sl_stats_t *st, int trips);
 void sl_stats_fallback(sl_stats_t *st);
 void sl_stats_deny_cached(sl_stats_t *st);
 
