@@ -126,7 +126,7 @@ as4=$(added counter-shm-c4)
 null=$(ratio baseline)
 nullp=$(ratio baseline-prefork)
 null4=$(ratio baseline-c4)
-slices=${SL_BENCH_SLICES:-3}
+slices=${SL_BENCH_SLICES:-4}
 slice=${SL_BENCH_SLICE:-3}
 
 {

@@ -11,7 +11,7 @@
 # docs/BENCHMARKS.md and the plot to docs/benchmarks.png.
 #
 # Knobs (environment):
-#   SL_BENCH_SLICES    measured slices per configuration (3), each followed
+#   SL_BENCH_SLICES    measured slices per configuration (4), each followed
 #                      or preceded by one of the reference
 #   SL_BENCH_SLICE     seconds per slice (3)
 #   SL_BENCH_WARMUP    seconds of warm-up before each run (2)
@@ -22,7 +22,7 @@
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-SLICES=${SL_BENCH_SLICES:-3}
+SLICES=${SL_BENCH_SLICES:-4}
 SLICE=${SL_BENCH_SLICE:-3}
 WARMUP=${SL_BENCH_WARMUP:-2}
 THREADS=2
