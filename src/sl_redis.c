@@ -24,14 +24,14 @@
 /* Auto-pipelining (threaded MPMs): at most this many commands share one
  * write and one read, and at most SL_PIPE_INFLIGHT batches per node are in
  * flight at once, each on its own connection (0 turns pipelining off; a
- * build-time knob for measuring, see bench/NOTES.md). Two: with one, a
- * request arriving while the only batch is out waits a whole round trip
- * before its own even at low concurrency; a second batch in flight costs
- * Redis about 1 us more per request at 32 connections and spares that
- * wait (at 4 connections 0.40 of the reference instead of 0.31-0.36). */
+ * build-time knob for measuring, see bench/NOTES.md). One: Redis is the
+ * resource every server shares, and with two in flight batches are smaller
+ * (a 16-client burst in the suite shared no trip at all) for a request
+ * that arrives while the only batch is out, which waits for it, a round
+ * trip sooner. */
 #define SL_PIPE_BATCH 64
 #ifndef SL_PIPE_INFLIGHT
-#define SL_PIPE_INFLIGHT 2
+#define SL_PIPE_INFLIGHT 1
 #endif
 
 /* Allocated with malloc, not from the child's pool: connections come and go
