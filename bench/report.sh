@@ -95,6 +95,8 @@ cpu() { # case: added httpd CPU and redis CPU per request
 }
 pkgver() { dpkg-query -W -f '${Version}' "$1" 2>/dev/null || echo "not installed"; }
 
+# Before this script writes into docs/, which would make the tree dirty.
+VERSION=$(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo unknown)
 cr=$(ratio counter-redis)
 cur=$(ratio counter-redis-unix)
 lr=$(ratio log-redis)
@@ -146,7 +148,7 @@ $(date -u '+%Y-%m-%d %H:%M UTC'). Do not edit by hand: run \`make bench\` again.
 - redis-server: $(redis-server --version | sed 's/ sha=.*//')
 - wrk: $(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2)
 - hiredis: $(pkgver libhiredis0.14)
-- mod_slidinglimit: $(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo unknown)
+- mod_slidinglimit: $VERSION
 - mod_evasive: $(pkgver libapache2-mod-evasive); mod_qos: $(pkgver libapache2-mod-qos)
   (loaded after \`LoadFile ${SL_BENCH_PCRE3:-libpcre.so.3}\`); ModSecurity:
   $(pkgver libapache2-mod-security2)
