@@ -353,7 +353,8 @@ run_case() {
     local refrun=$STAGE/run/ref-$mpm refurl
     local mem0 mem1 keys evalsha usec other newconn status calls hits errors
     local rc0 rc1 i case ref
-    if [ -n "$ONLY" ] && ! grep -qw -- "$name" <<<"$ONLY"; then
+    # Whole names only: "counter-redis" must not select counter-redis-c4.
+    if [ -n "$ONLY" ] && [[ " $ONLY " != *" $name "* ]]; then
         return 0
     fi
     port=$(free_port) || { echo "bench: no free port"; exit 1; }
