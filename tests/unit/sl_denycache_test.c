@@ -157,10 +157,16 @@ static void *APR_THREAD_FUNC sl_waiter_run(apr_thread_t *t, void *arg)
     return NULL;
 }
 
-static apr_thread_t *sl_spawn(apr_pool_t *p, sl_waiter_t *w)
+/* A thread asking the cache about c, willing to wait up to wait. */
+static apr_thread_t *sl_spawn(apr_pool_t *p, sl_waiter_t *w, sl_denycache_t *dc,
+                              const sl_check_t *c, apr_interval_time_t wait)
 {
     apr_thread_t *t;
 
+    memset(w, 0, sizeof(*w));
+    w->dc = dc;
+    w->c = *c;
+    w->wait = wait;
     apr_thread_create(&t, NULL, sl_waiter_run, w, p);
     return t;
 }
@@ -213,7 +219,7 @@ static apr_uint32_t sl_recent_with_asker(apr_pool_t *p, sl_denycache_t *dc,
 static void test_single_flight(apr_pool_t *p)
 {
     sl_denycache_t *dc = sl_new(p, 1, NULL);
-    sl_check_t c = sl_mk("t:{f}x.g");
+    sl_check_t c = sl_mk("t:{f}x.g"), fresh = sl_mk("t:{new}x.g");
     sl_waiter_t w;
     apr_thread_t *t;
     apr_time_t sent, ra;
@@ -221,11 +227,7 @@ static void test_single_flight(apr_pool_t *p)
     sl_decision_t d;
 
     /* A key never refused: nobody waits, nobody is the asker. */
-    memset(&w, 0, sizeof(w));
-    w.dc = dc;
-    w.c = sl_mk("t:{new}x.g");
-    w.wait = MS(200);
-    t = sl_spawn(p, &w);
+    t = sl_spawn(p, &w, dc, &fresh, MS(200));
     sl_join(t);
     CHECK(!w.hits && !w.probe && w.took < MS(50),
           "a key not recently refused never waits (%d ms)",
@@ -234,11 +236,7 @@ static void test_single_flight(apr_pool_t *p)
     /* The asker is admitted and leaves nothing: the waiter is answered. */
     probe = sl_recent_with_asker(p, dc, &c, &sent);
     CHECK(probe != 0, "the first request after the refusal is the asker");
-    memset(&w, 0, sizeof(w));
-    w.dc = dc;
-    w.c = c;
-    w.wait = MS(500);
-    t = sl_spawn(p, &w);
+    t = sl_spawn(p, &w, dc, &c, MS(500));
     apr_sleep(MS(50));
     CHECK(!w.done, "another thread waits for the asker's answer");
     d = sl_answer(p, 1, 1, 0, MS(200));
@@ -252,11 +250,7 @@ static void test_single_flight(apr_pool_t *p)
      * and the key is no longer one to wait for. */
     apr_sleep(MS(250)); /* the exhausting answer's entry ends */
     probe = sl_recent_with_asker(p, dc, &c, &sent);
-    memset(&w, 0, sizeof(w));
-    w.dc = dc;
-    w.c = c;
-    w.wait = MS(500);
-    t = sl_spawn(p, &w);
+    t = sl_spawn(p, &w, dc, &c, MS(500));
     apr_sleep(MS(30));
     CHECK(!w.done, "waiting again");
     sl_denycache_settle(dc, &c, 1, NULL, sent, apr_time_now(), &probe);
@@ -272,11 +266,7 @@ static void test_single_flight(apr_pool_t *p)
      * itself, in place of the lost asker. */
     c = sl_mk("t:{g}x.g");
     probe = sl_recent_with_asker(p, dc, &c, &sent);
-    memset(&w, 0, sizeof(w));
-    w.dc = dc;
-    w.c = c;
-    w.wait = MS(200);
-    t = sl_spawn(p, &w);
+    t = sl_spawn(p, &w, dc, &c, MS(200));
     sl_join(t);
     CHECK(w.hits == 0 && w.took >= MS(150) && w.took < MS(600),
           "bounded wait: %d ms for a bound of 200", (int) (w.took / 1000));
@@ -294,13 +284,8 @@ static void test_single_flight(apr_pool_t *p)
 
         c = sl_mk("t:{h}x.g");
         probe = sl_recent_with_asker(p, dc, &c, &sent);
-        memset(&w, 0, sizeof(w));
-        w.dc = dc;
-        w.c = c;
-        w.wait = MS(500);
-        w2 = w;
-        t = sl_spawn(p, &w);
-        t2 = sl_spawn(p, &w2);
+        t = sl_spawn(p, &w, dc, &c, MS(500));
+        t2 = sl_spawn(p, &w2, dc, &c, MS(500));
         apr_sleep(MS(30));
         CHECK(!w.done && !w2.done, "two waiters");
         d = sl_answer(p, 0, 0, 0, 1);
@@ -333,11 +318,7 @@ static void test_single_flight(apr_pool_t *p)
         name = sl_collider(p, &c);
         k2 = sl_mk(name);
         probe = sl_recent_with_asker(p, dc, &c, &sent);
-        memset(&w, 0, sizeof(w));
-        w.dc = dc;
-        w.c = c;
-        w.wait = MS(500);
-        t = sl_spawn(p, &w);
+        t = sl_spawn(p, &w, dc, &c, MS(500));
         apr_sleep(MS(30));
         CHECK(!w.done, "waiting for the asker of one key");
         d = sl_answer(p, 0, 0, 0, MS(300));
