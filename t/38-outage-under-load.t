@@ -9,7 +9,6 @@ use warnings;
 
 use Apache::Test qw(-withtestmore);
 use Apache::TestUtil;
-use HTTP::Tiny;
 use Time::HiRes qw(time sleep);
 use SL::Test;
 use SL::Fault;
@@ -27,22 +26,7 @@ my $old  = Apache::TestRequest::module('sl_fault_patient');
 my $base = 'http://' . Apache::TestRequest::hostport();
 Apache::TestRequest::module($old);
 
-my $collect = workers(6, sub {
-    my $ua = HTTP::Tiny->new(timeout => 10, keep_alive => 1);
-    my (%count, $max);
-    $max = 0;
-    my $end = time + 4;
-    while (time < $end) {
-        my $t0  = time;
-        my $res = $ua->get("$base/f/wide/u",
-            { headers => { 'X-Forwarded-For' => SL::Test::fresh_ip() } });
-        my $t = time - $t0;
-        $max = $t if $t > $max;
-        $count{"$res->{status}:" . ($res->{headers}{'x-sl-result'} // '')}++;
-    }
-    $count{max} = $max;
-    return \%count;
-});
+my $collect = load("$base/f/wide/u", workers => 6, seconds => 4);
 sleep 0.7;
 fault_stop();
 sleep 1;

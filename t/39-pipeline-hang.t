@@ -8,7 +8,6 @@ use warnings;
 
 use Apache::Test qw(-withtestmore);
 use Apache::TestUtil;
-use HTTP::Tiny;
 use Time::HiRes qw(time sleep);
 use SL::Test;
 use SL::Fault;
@@ -19,22 +18,7 @@ my $crash_re = qr/exit signal|Segmentation fault|AH00052|AH00060/;
 my $crash0 = () = error_log_lines($crash_re);
 my $base = SL::Fault::vhost_base('sl_fault');
 
-my $collect = workers(12, sub {
-    my $ua = HTTP::Tiny->new(timeout => 10, keep_alive => 1);
-    my (%count, $max);
-    $max = 0;
-    my $end = time + 2.5;
-    while (time < $end) {
-        my $t0  = time;
-        my $res = $ua->get("$base/f/wide/p",
-            { headers => { 'X-Forwarded-For' => SL::Test::fresh_ip() } });
-        my $t = time - $t0;
-        $max = $t if $t > $max;
-        $count{"$res->{status}:" . ($res->{headers}{'x-sl-result'} // '')}++;
-    }
-    $count{max} = $max;
-    return \%count;
-});
+my $collect = load("$base/f/wide/p", workers => 12, seconds => 2.5);
 sleep 0.6;
 fault_hang();
 sleep 1;

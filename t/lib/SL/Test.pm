@@ -15,7 +15,7 @@ use MIME::Base64 qw(encode_base64);
 use Time::HiRes qw(time);
 
 our @EXPORT = qw(redis sl_identity sl_policy_named sl_key fresh_ip
-  burst workers server_url http_get);
+  burst workers load server_url http_get);
 
 sub redis_port { $ENV{SL_TEST_REDIS_PORT} or die "SL_TEST_REDIS_PORT unset" }
 
@@ -164,6 +164,31 @@ sub burst {
         return \%count;
     });
     return $collect->();
+}
+
+# load($url, workers => W, seconds => S, keep_alive => 0|1) -> a collector
+# of { "status:X-SL-Result" => count, max => slowest seconds }: W processes
+# request $url for S seconds, each request from a fresh client address,
+# while the caller does something to the server or the store meanwhile.
+sub load {
+    my ($url, %a) = @_;
+    my $secs = $a{seconds};
+    my $keep = $a{keep_alive} // 1;
+    return workers($a{workers}, sub {
+        my $ua = HTTP::Tiny->new(timeout => 10, keep_alive => $keep);
+        my %count;
+        my $max = 0;
+        my $end = time + $secs;
+        while (time < $end) {
+            my $t0  = time;
+            my $res = $ua->get($url, { headers => { 'X-Forwarded-For' => fresh_ip() } });
+            my $t   = time - $t0;
+            $max = $t if $t > $max;
+            $count{"$res->{status}:" . ($res->{headers}{'x-sl-result'} // '')}++;
+        }
+        $count{max} = $max;
+        return \%count;
+    });
 }
 
 1;
