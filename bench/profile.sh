@@ -36,6 +36,7 @@ if [ "$(id -u)" -eq 0 ]; then
 fi
 
 . "$(dirname "${BASH_SOURCE[0]}")/../tools/free-port.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 HTTPD_PID=
 REDIS_PID=
@@ -70,29 +71,10 @@ SlidingLimitStoreTimeout 1s 1s
     SlidingLimit 1000000 1m name=bench algorithm=$ALG
 </Location>"
 fi
-cat >"$STAGE/httpd.conf" <<CONF
-ServerRoot $STAGE
-ServerName 127.0.0.1
-Listen 127.0.0.1:$HTTP_PORT
-PidFile $STAGE/run/httpd.pid
-DefaultRuntimeDir $STAGE/run
-ErrorLog $STAGE/logs/error.log
-LogLevel warn
-LoadModule mpm_event_module $MODS/mod_mpm_event.so
-LoadModule authz_core_module $MODS/mod_authz_core.so
-LoadModule mime_module $MODS/mod_mime.so
-LoadModule remoteip_module $MODS/mod_remoteip.so
-TypesConfig /etc/mime.types
-DocumentRoot $STAGE/htdocs
-<Directory $STAGE/htdocs>
-    Require all granted
-</Directory>
-KeepAlive On
-MaxKeepAliveRequests 0
-RemoteIPHeader X-Forwarded-For
-RemoteIPInternalProxy 127.0.0.1
-$MODCONF
-CONF
+# The benchmarks' base configuration; httpd -X already runs as nobody.
+USERCONF=""
+{ conf_head event profile "$HTTP_PORT" "$STAGE/run"; printf '%s\n' "$MODCONF"; } \
+    >"$STAGE/httpd.conf"
 
 # Only sl_fixups (and what it calls) is counted: the module's whole request
 # path, nothing of httpd's own work.
