@@ -592,20 +592,28 @@ static const char *sl_parse_store_url_only(apr_pool_t *p, const char *url,
 const char *sl_parse_store_url(apr_pool_t *p, const char *url,
                                sl_store_url_t *out)
 {
-    const char *err = sl_parse_store_url_only(p, url, out), *c;
-    apr_uint32_t h = 2166136261u;
+    const char *err = sl_parse_store_url_only(p, url, out);
 
     if (err) {
         return err;
     }
-    /* FNV-1a of what names the data: where (the display form, which holds
-     * no password) and the database. Two spellings of one server only
-     * cost the deny cache a store call. */
-    for (c = out->display; *c; c++) {
-        h = (h ^ (unsigned char) *c) * 16777619u;
-    }
-    out->tag = (h ^ (apr_uint32_t) out->db) * 16777619u;
+    /* What names the data: where (the display form, which holds no
+     * password) and the database. Two spellings of one server only cost
+     * the deny cache a store call. */
+    out->tag = (sl_fnv1a(SL_FNV_INIT, out->display, strlen(out->display)) ^
+                (apr_uint32_t) out->db) *
+               16777619u;
     return NULL;
+}
+
+apr_uint32_t sl_fnv1a(apr_uint32_t h, const void *data, apr_size_t len)
+{
+    const unsigned char *b = data;
+
+    while (len--) {
+        h = (h ^ *b++) * 16777619u;
+    }
+    return h;
 }
 
 unsigned int sl_key_slot(const char *key, apr_size_t len)

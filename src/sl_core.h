@@ -131,6 +131,12 @@ typedef struct sl_store_url {
 const char *sl_parse_store_url(apr_pool_t *p, const char *url,
                                sl_store_url_t *out);
 
+/* FNV-1a over len bytes, continuing from h (SL_FNV_INIT to start): the
+ * spread of the shm store's stripes, the deny cache's slots and store
+ * tags. Not for anything a client could aim at collisions with. */
+#define SL_FNV_INIT 2166136261u
+apr_uint32_t sl_fnv1a(apr_uint32_t h, const void *data, apr_size_t len);
+
 /* Redis Cluster hash slot of a key (CRC16/XMODEM of its hash tag). */
 unsigned int sl_key_slot(const char *key, apr_size_t len);
 

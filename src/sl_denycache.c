@@ -128,14 +128,8 @@ sl_denycache_t *sl_denycache_create(apr_pool_t *p, sl_denycache_shm_t *shm,
 
 static unsigned int sl_dc_slot(const sl_check_t *c)
 {
-    /* FNV-1a: the keys are already hashes, any spread will do. */
-    unsigned int h = 2166136261u;
-    apr_size_t i;
-
-    for (i = 0; i < c->key_len; i++) {
-        h = (h ^ (unsigned char) c->key[i]) * 16777619u;
-    }
-    return h % SL_DC_SLOTS;
+    /* The keys are already hashes, any spread will do. */
+    return sl_fnv1a(SL_FNV_INIT, c->key, c->key_len) % SL_DC_SLOTS;
 }
 
 /* A consistent copy of a slot into *out; 0 when writers kept it busy. The

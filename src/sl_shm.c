@@ -1018,12 +1018,12 @@ apr_status_t sl_shm_check(sl_shm_t *shm, apr_pool_t *p,
 {
     const char *key, *open, *close;
     apr_size_t len;
-    unsigned int h = 2166136261u;
 
     if (n < 1 || !checks || !checks[0].key) {
         return APR_EINVAL;
     }
-    /* FNV-1a of the hash tag (or the whole key when it has none). */
+    /* The stripe: FNV-1a of the hash tag (or the whole key when it has
+     * none). */
     key = checks[0].key;
     len = checks[0].key_len;
     open = memchr(key, '{', len);
@@ -1032,11 +1032,9 @@ apr_status_t sl_shm_check(sl_shm_t *shm, apr_pool_t *p,
         len = (apr_size_t) (close - open - 1);
         key = open + 1;
     }
-    while (len--) {
-        h = (h ^ (unsigned char) *key++) * 16777619u;
-    }
-    return sl_part_check(shm->part[h % (unsigned int) shm->n], p, checks, n,
-                         now, d);
+    return sl_part_check(
+        shm->part[sl_fnv1a(SL_FNV_INIT, key, len) % (unsigned int) shm->n], p,
+        checks, n, now, d);
 }
 
 apr_size_t sl_shm_entry_capacity(sl_shm_t *shm)
