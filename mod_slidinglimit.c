@@ -49,7 +49,7 @@ typedef struct sl_req {
     sl_dir_conf_t *dc;
     sl_proc_t *proc;
     apr_array_header_t *limits;
-    sl_check_t *checks;
+    sl_budget_t *budgets;
     int n;
 } sl_req_t;
 
@@ -79,7 +79,7 @@ static int sl_post_config(apr_pool_t *pconf, apr_pool_t *plog,
     (void) plog;
     (void) ptemp;
 
-    /* The first pass of a start only checks the configuration. */
+    /* The first pass of a start only budgets the configuration. */
     if (ap_state_query(AP_SQ_MAIN_STATE) == AP_SQ_MS_CREATE_PRE_CONFIG) {
         return OK;
     }
@@ -269,11 +269,6 @@ static int sl_refuse(request_rec *r, int status, int unavailable,
     return DONE;
 }
 
-static const char *sl_i64(apr_pool_t *p, apr_int64_t v)
-{
-    return apr_off_t_toa(p, (apr_off_t) v);
-}
-
 /* Decide with the store; APR_SUCCESS with *d filled, or the store failed. */
 static apr_status_t sl_decide_store(request_rec *r, sl_req_t *q,
                                     sl_decision_t *d)
@@ -286,9 +281,9 @@ static apr_status_t sl_decide_store(request_rec *r, sl_req_t *q,
     int trips = 0;
 
     if (!q->sc->redis) {
-        rv = sl_shm_check(proc->shm, r->pool, q->checks, q->n, start, d);
+        rv = sl_shm_decide(proc->shm, r->pool, q->budgets, q->n, start, d);
         if (rv != APR_SUCCESS) {
-            /* sl_shm_check logs each change of its state once (full,
+            /* sl_shm_decide logs each change of its state once (full,
              * superseded by a restart, emptied): not once per request. */
             ap_log_rerror(APLOG_MARK, APLOG_DEBUG, rv, r,
                           "mod_slidinglimit: the shared memory store did not "
@@ -307,9 +302,9 @@ static apr_status_t sl_decide_store(request_rec *r, sl_req_t *q,
         apr_uint32_t c = apr_atomic_inc32(&proc->counter);
         memcpy(member, proc->seed, 8);
         memcpy(member + 8, &c, 4);
-        rv = sl_redis_check(q->sc->redis, r->pool, q->checks, q->n,
-                            (const char *) member, sizeof(member), d, &err,
-                            &trips);
+        rv = sl_redis_decide(q->sc->redis, r->pool, q->budgets, q->n,
+                             (const char *) member, sizeof(member), d, &err,
+                             &trips);
     }
     sl_stats_store(proc->stats, apr_time_now() - start, rv != APR_SUCCESS);
     sl_stats_round_trips(proc->stats, trips);
@@ -348,11 +343,11 @@ static void sl_decision_cached(apr_pool_t *p, const sl_req_t *q,
     d->now = now;
     d->admitted = 0;
     d->n = q->n;
-    d->res = apr_pcalloc(p, sizeof(*d->res) * q->n);
+    d->quota = apr_pcalloc(p, sizeof(*d->quota) * q->n);
     for (i = 0; i < q->n; i++) {
-        d->res[i].ok = !retry_at[i];
-        d->res[i].remaining = retry_at[i] ? 0 : q->checks[i].requests;
-        d->res[i].reset = retry_at[i] ? retry_at[i] - now : 0;
+        d->quota[i].ok = !retry_at[i];
+        d->quota[i].remaining = retry_at[i] ? 0 : q->budgets[i].requests;
+        d->quota[i].reset = retry_at[i] ? retry_at[i] - now : 0;
     }
 }
 
@@ -365,7 +360,7 @@ static int sl_fixups(request_rec *r)
     int i, result, pick, status, cached;
     const sl_limit_t *decider;
     apr_time_t *retry_at = NULL, sent;
-    apr_uint32_t *probes = NULL;
+    apr_uint32_t *flights = NULL;
 
     if (r->prev) {
         sl_copy_env(r);
@@ -386,12 +381,12 @@ static int sl_fixups(request_rec *r)
     }
     q.limits = q.dc->limits;
     q.n = q.limits->nelts;
-    q.checks = apr_pcalloc(r->pool, sizeof(*q.checks) * q.n);
+    q.budgets = apr_pcalloc(r->pool, sizeof(*q.budgets) * q.n);
     identity = sl_key_identity(r, q.dc);
     prefix = q.sc->prefix ? q.sc->prefix : SL_DEFAULT_PREFIX;
     for (i = 0; i < q.n; i++) {
         const sl_limit_t *l = APR_ARRAY_IDX(q.limits, i, sl_limit_t *);
-        sl_check_t *c = &q.checks[i];
+        sl_budget_t *c = &q.budgets[i];
         c->algorithm = l->algorithm != SL_ALG_UNSET
                            ? l->algorithm
                            : SL_OR(q.dc->algorithm, SL_ALG_LOG);
@@ -409,11 +404,11 @@ static int sl_fixups(request_rec *r)
     cached = 0;
     if (q.sc->redis) {
         retry_at = apr_pcalloc(r->pool, sizeof(*retry_at) * q.n);
-        probes = apr_pcalloc(r->pool, sizeof(*probes) * q.n);
+        flights = apr_pcalloc(r->pool, sizeof(*flights) * q.n);
         cached = sl_denycache_find(
-            q.proc->denycache, q.checks, q.n,
+            q.proc->denycache, q.budgets, q.n,
             SL_OR(q.sc->command_timeout, SL_DEFAULT_COMMAND_TIMEOUT), &sent,
-            retry_at, probes);
+            retry_at, flights);
     }
     if (!cached) {
         rv = sl_decide_store(r, &q, &d);
@@ -423,9 +418,9 @@ static int sl_fixups(request_rec *r)
              * cache stops answering), now + reset never earlier (what the
              * client is told to wait for). Settled whatever the outcome:
              * other threads may be waiting for this answer. */
-            sl_denycache_settle(q.proc->denycache, q.checks, q.n,
+            sl_denycache_settle(q.proc->denycache, q.budgets, q.n,
                                 rv == APR_SUCCESS ? &d : NULL, sent,
-                                apr_time_now(), probes);
+                                apr_time_now(), flights);
         }
     }
     if (cached) {
@@ -450,8 +445,8 @@ static int sl_fixups(request_rec *r)
                                 : 0));
         }
         if (!q.sc->redis || !SL_OR(q.dc->local_fallback, 1) ||
-            sl_shm_check(q.proc->shm, r->pool, q.checks, q.n, apr_time_now(),
-                         &d) != APR_SUCCESS) {
+            sl_shm_decide(q.proc->shm, r->pool, q.budgets, q.n, apr_time_now(),
+                          &d) != APR_SUCCESS) {
             sl_stats_decision(q.proc->stats, "-", SL_RESULT_FAILED_OPEN);
             sl_set_env(r, SL_RESULT_FAILED_OPEN, NULL, NULL);
             return DECLINED;
@@ -468,7 +463,7 @@ static int sl_fixups(request_rec *r)
     sl_quota_headers(r->pool, SL_OR(q.dc->headers, SL_DEFAULT_HEADERS),
                      q.limits, &d, sl_add_header, r);
     sl_set_env(r, result, decider->name,
-               sl_i64(r->pool, d.res[pick].remaining));
+               sl_i64toa(r->pool, d.quota[pick].remaining));
     sl_stats_decision(q.proc->stats, decider->name, result);
     if (d.admitted || result == SL_RESULT_DRYRUN_DENIED) {
         return DECLINED;
@@ -476,7 +471,7 @@ static int sl_fixups(request_rec *r)
     ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
                   "mod_slidinglimit: refused by policy %s for %" APR_INT64_T_FMT
                   "us",
-                  decider->name, d.res[pick].reset);
+                  decider->name, d.quota[pick].reset);
     status = SL_OR(q.dc->status, SL_DEFAULT_STATUS);
     return sl_refuse(r, status, 0, sl_retry_after(&d));
 }

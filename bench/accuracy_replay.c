@@ -24,9 +24,9 @@ typedef struct {
     int has_counter;
     sl_gcra_t gcra;
     sl_log_t log;
-} sl_budget_t;
+} sl_replay_key_t;
 
-static sl_budget_t *budget(sl_budget_t *b, int *n, const char *name)
+static sl_replay_key_t *budget(sl_replay_key_t *b, int *n, const char *name)
 {
     int i;
 
@@ -46,7 +46,7 @@ static sl_budget_t *budget(sl_budget_t *b, int *n, const char *name)
 
 int main(void)
 {
-    static sl_budget_t budgets[MAX_KEYS];
+    static sl_replay_key_t budgets[MAX_KEYS];
     int nb = 0;
     char line[512];
     long calls = 0, bad = 0, lineno = 0;
@@ -54,9 +54,9 @@ int main(void)
     while (fgets(line, sizeof(line), stdin)) {
         char key[64], alg;
         long long limit, win, burst, now, ok, rem, reset;
-        sl_budget_t *b;
+        sl_replay_key_t *b;
         sl_eval_t ev;
-        sl_result_t res;
+        sl_quota_t res;
 
         lineno++;
         if (sscanf(line, "%63s %c %lld %lld %lld %lld %lld %lld %lld", key,
@@ -79,7 +79,7 @@ int main(void)
             sl_gcra_evaluate(now, limit, win, burst, &b->gcra, &ev);
         }
         /* One limit per call: the call admits exactly when it has room. */
-        sl_eval_result(&ev, ev.ok, &res);
+        sl_eval_quota(&ev, ev.ok, &res);
         if (res.ok != ok || res.remaining != rem || res.reset != reset) {
             if (bad++ < 20) {
                 printf("line %ld (%s %c %lld/%lld burst %lld at %lld): "

@@ -10,7 +10,7 @@
 
 #include <math.h>
 
-void sl_eval_result(const sl_eval_t *ev, int admitted, sl_result_t *res)
+void sl_eval_quota(const sl_eval_t *ev, int admitted, sl_quota_t *res)
 {
     res->ok = ev->ok;
     res->remaining = admitted ? ev->remaining : ev->remaining0;

@@ -1,6 +1,6 @@
 /* The decision math of every algorithm, exactly as lua/sl_check.lua computes
  * it, on plain state and a time in microseconds. APR only, no httpd.h: the
- * shm store keeps the state, this file decides, tests/unit checks it.
+ * shm store keeps the state, this file decides, tests/unit budgets it.
  *
  * The script runs in Lua 5.1, whose numbers are IEEE doubles. Every formula
  * here uses doubles in the script's order of operations, so that both stores
@@ -23,7 +23,7 @@ typedef struct sl_eval {
 
 /* The reply values of one limit: (r, rs) when the whole call admitted the
  * request, (r0, rs0) when any limit refused it. */
-void sl_eval_result(const sl_eval_t *ev, int admitted, sl_result_t *res);
+void sl_eval_quota(const sl_eval_t *ev, int admitted, sl_quota_t *q);
 
 /* Sliding log: the admission times newer than now - win, ascending.
  * Entries at or before the horizon are dropped first (ZREMRANGEBYSCORE

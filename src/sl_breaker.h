@@ -1,6 +1,6 @@
 /* Circuit breaker for the store, lock-free so that it can live in shared
  * memory and be shared by every child: after a failure requests stop paying
- * the store's timeouts, and one request at a time probes the store again
+ * the store's timeouts, and one request at a time flights the store again
  * with exponential backoff. */
 #ifndef SL_BREAKER_H
 #define SL_BREAKER_H

@@ -320,7 +320,7 @@ const char *sl_decision_parse(apr_pool_t *p, const long long *v, apr_size_t nv,
     d->now = (apr_int64_t) v[0] * APR_USEC_PER_SEC + v[1];
     d->admitted = (int) v[2];
     d->n = nlimits;
-    d->res = apr_pcalloc(p, sizeof(*d->res) * nlimits);
+    d->quota = apr_pcalloc(p, sizeof(*d->quota) * nlimits);
     for (i = 0; i < nlimits; i++) {
         const long long *x = v + 3 + 3 * i;
         if ((x[0] != 0 && x[0] != 1) || x[1] < 0 || x[2] < 0) {
@@ -329,12 +329,12 @@ const char *sl_decision_parse(apr_pool_t *p, const long long *v, apr_size_t nv,
         if (d->admitted && !x[0]) {
             return "reply admits a request that a limit refused";
         }
-        d->res[i].ok = (int) x[0];
-        d->res[i].remaining = x[1];
-        d->res[i].reset = x[2];
+        d->quota[i].ok = (int) x[0];
+        d->quota[i].remaining = x[1];
+        d->quota[i].reset = x[2];
     }
     if (!d->admitted) {
-        for (i = 0; i < nlimits && d->res[i].ok; i++) {
+        for (i = 0; i < nlimits && d->quota[i].ok; i++) {
         }
         if (i == nlimits) {
             return "reply refuses a request that every limit admitted";
@@ -348,7 +348,7 @@ int sl_decision_pick(const sl_decision_t *d)
     int best = 0, i;
 
     for (i = 1; i < d->n; i++) {
-        const sl_result_t *a = &d->res[i], *b = &d->res[best];
+        const sl_quota_t *a = &d->quota[i], *b = &d->quota[best];
         if (!d->admitted) {
             /* The request waits for the slowest refusing limit. */
             if (!a->ok && (b->ok || a->reset > b->reset)) {
@@ -371,7 +371,7 @@ apr_int64_t sl_ceil_seconds(apr_int64_t us)
 
 apr_int64_t sl_retry_after(const sl_decision_t *d)
 {
-    return sl_ceil_seconds(d->res[sl_decision_pick(d)].reset);
+    return sl_ceil_seconds(d->quota[sl_decision_pick(d)].reset);
 }
 
 const char *sl_sf_string(apr_pool_t *p, const char *s)
@@ -400,7 +400,7 @@ static apr_int64_t sl_reset_seconds(apr_int64_t us)
  * apr_pstrcat and apr_off_t_toa: apr_psprintf's formatter took a third of
  * the request path's instructions (bench/profile.sh). apr_off_t is 64 bits
  * (large-file builds, as sl_redis.c also assumes). */
-static const char *sl_num(apr_pool_t *p, apr_int64_t v)
+const char *sl_i64toa(apr_pool_t *p, apr_int64_t v)
 {
     return apr_off_t_toa(p, (apr_off_t) v);
 }
@@ -411,7 +411,7 @@ void sl_quota_headers(apr_pool_t *p, int flags,
 {
     const sl_limit_t *const *l = (const sl_limit_t *const *) limits->elts;
     int pick = sl_decision_pick(d);
-    const sl_result_t *r = &d->res[pick];
+    const sl_quota_t *r = &d->quota[pick];
     apr_int64_t t = sl_reset_seconds(r->reset);
     int i;
 
@@ -420,27 +420,28 @@ void sl_quota_headers(apr_pool_t *p, int flags,
         for (i = 0; i < d->n; i++) {
             char *one = apr_pstrcat(
                 p, sl_sf_string(p, l[i]->name),
-                ";q=", sl_num(p, l[i]->requests),
-                ";w=", sl_num(p, sl_ceil_seconds(l[i]->window)), NULL);
+                ";q=", sl_i64toa(p, l[i]->requests),
+                ";w=", sl_i64toa(p, sl_ceil_seconds(l[i]->window)), NULL);
             policy = policy ? apr_pstrcat(p, policy, ", ", one, NULL) : one;
         }
         add(ctx, "RateLimit-Policy", policy);
         add(ctx, "RateLimit",
-            apr_pstrcat(p, sl_sf_string(p, l[pick]->name), ";r=",
-                        sl_num(p, r->remaining), ";t=", sl_num(p, t), NULL));
+            apr_pstrcat(p, sl_sf_string(p, l[pick]->name),
+                        ";r=", sl_i64toa(p, r->remaining),
+                        ";t=", sl_i64toa(p, t), NULL));
     }
     if (flags & SL_HDR_DRAFT03) {
-        add(ctx, "RateLimit-Limit", sl_num(p, l[pick]->requests));
-        add(ctx, "RateLimit-Remaining", sl_num(p, r->remaining));
-        add(ctx, "RateLimit-Reset", sl_num(p, t));
+        add(ctx, "RateLimit-Limit", sl_i64toa(p, l[pick]->requests));
+        add(ctx, "RateLimit-Remaining", sl_i64toa(p, r->remaining));
+        add(ctx, "RateLimit-Reset", sl_i64toa(p, t));
     }
     if (flags & SL_HDR_XRL) {
-        add(ctx, "X-RateLimit-Limit", sl_num(p, l[pick]->requests));
-        add(ctx, "X-RateLimit-Remaining", sl_num(p, r->remaining));
+        add(ctx, "X-RateLimit-Limit", sl_i64toa(p, l[pick]->requests));
+        add(ctx, "X-RateLimit-Remaining", sl_i64toa(p, r->remaining));
         add(ctx, "X-RateLimit-Reset",
-            sl_num(p, (d->now + (r->reset > 0 ? r->reset : 0) +
-                       APR_USEC_PER_SEC - 1) /
-                          APR_USEC_PER_SEC));
+            sl_i64toa(p, (d->now + (r->reset > 0 ? r->reset : 0) +
+                          APR_USEC_PER_SEC - 1) /
+                             APR_USEC_PER_SEC));
     }
 }
 
@@ -616,20 +617,28 @@ apr_uint32_t sl_fnv1a(apr_uint32_t h, const void *data, apr_size_t len)
     return h;
 }
 
-unsigned int sl_key_slot(const char *key, apr_size_t len)
+const char *sl_hash_tag(const char *key, apr_size_t len, apr_size_t *tag_len)
 {
     const char *open = memchr(key, '{', len);
-    unsigned int crc = 0;
-    apr_size_t i;
 
     if (open) {
         const char *close =
             memchr(open + 1, '}', len - (apr_size_t) (open + 1 - key));
         if (close && close > open + 1) {
-            key = open + 1;
-            len = (apr_size_t) (close - open - 1);
+            *tag_len = (apr_size_t) (close - open - 1);
+            return open + 1;
         }
     }
+    *tag_len = len;
+    return key;
+}
+
+unsigned int sl_key_slot(const char *key, apr_size_t len)
+{
+    unsigned int crc = 0;
+    apr_size_t i;
+
+    key = sl_hash_tag(key, len, &len);
     for (i = 0; i < len; i++) {
         int b;
         crc ^= (unsigned int) (unsigned char) key[i] << 8;

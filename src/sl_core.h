@@ -29,7 +29,7 @@ typedef struct sl_limit {
 } sl_limit_t;
 
 /* One limit as it is sent to a store. */
-typedef struct sl_check {
+typedef struct sl_budget {
     const char *key;
     apr_size_t key_len;
     /* The store that decides it (sl_store_url_t.tag): two virtual hosts
@@ -40,19 +40,19 @@ typedef struct sl_check {
     apr_int64_t requests;
     apr_int64_t window;
     apr_int64_t burst;
-} sl_check_t;
+} sl_budget_t;
 
-typedef struct sl_result {
+typedef struct sl_quota {
     int ok;                /* this limit had room */
     apr_int64_t remaining; /* after this request if admitted, else now */
     apr_int64_t reset;     /* microseconds until more quota; 0: all of it */
-} sl_result_t;
+} sl_quota_t;
 
 typedef struct sl_decision {
     apr_int64_t now; /* store time, microseconds since the epoch */
     int admitted;
     int n;
-    sl_result_t *res;
+    sl_quota_t *quota; /* per limit, in order */
 } sl_decision_t;
 
 /* Every parser returns NULL on success or an error message naming the bad
@@ -104,6 +104,9 @@ void sl_quota_headers(apr_pool_t *p, int flags,
                       const apr_array_header_t *limits, const sl_decision_t *d,
                       sl_header_fn *add, void *ctx);
 
+/* Decimal text of v, without apr_psprintf's formatter (see sl_core.c). */
+const char *sl_i64toa(apr_pool_t *p, apr_int64_t v);
+
 const char *sl_json_body(apr_pool_t *p, int unavailable, apr_int64_t retry);
 
 /* SlidingLimitStore */
@@ -136,6 +139,11 @@ const char *sl_parse_store_url(apr_pool_t *p, const char *url,
  * tags. Not for anything a client could aim at collisions with. */
 #define SL_FNV_INIT 2166136261u
 apr_uint32_t sl_fnv1a(apr_uint32_t h, const void *data, apr_size_t len);
+
+/* The part of a key that places it, as Redis Cluster reads it: what lies
+ * between the first '{' and the next '}' when that is not empty, else the
+ * whole key. The shm store's stripes follow the same rule. */
+const char *sl_hash_tag(const char *key, apr_size_t len, apr_size_t *tag_len);
 
 /* Redis Cluster hash slot of a key (CRC16/XMODEM of its hash tag). */
 unsigned int sl_key_slot(const char *key, apr_size_t len);

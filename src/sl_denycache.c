@@ -66,18 +66,18 @@ struct sl_denycache_shm {
 /* Per process: the request asking the store about a slot's key for the
  * other threads (0: none), and when waiting for it stops making sense: its
  * marker is ignored after that even if it never settled. */
-typedef struct sl_dc_probe {
-    apr_uint32_t probe;
-    apr_time_t probe_end;
-} sl_dc_probe_t;
+typedef struct sl_dc_flight {
+    apr_uint32_t token;
+    apr_time_t flight_end;
+} sl_dc_flight_t;
 
 struct sl_denycache {
     sl_dc_table_t *table;      /* shared */
     sl_dc_slot_t *slots;       /* its slots */
-    apr_thread_mutex_t *mutex; /* threads of one child: the probes */
+    apr_thread_mutex_t *mutex; /* threads of one child: the flights */
     int threaded;
     apr_thread_cond_t *cond[SL_DC_CONDS]; /* threaded only */
-    sl_dc_probe_t probes[SL_DC_SLOTS];
+    sl_dc_flight_t flights[SL_DC_SLOTS];
 };
 
 apr_status_t sl_denycache_shm_create(apr_pool_t *p, sl_denycache_shm_t **out)
@@ -126,7 +126,7 @@ sl_denycache_t *sl_denycache_create(apr_pool_t *p, sl_denycache_shm_t *shm,
     return dc;
 }
 
-static unsigned int sl_dc_slot(const sl_check_t *c)
+static unsigned int sl_dc_slot(const sl_budget_t *c)
 {
     /* The keys are already hashes, any spread will do. */
     return sl_fnv1a(SL_FNV_INIT, c->key, c->key_len) % SL_DC_SLOTS;
@@ -183,7 +183,7 @@ static void sl_dc_unlock(sl_dc_slot_t *sl, apr_uint32_t seq)
 
 /* A named policy can be used with other values elsewhere: the refusal holds
  * only for the same key and the same limit. */
-static int sl_dc_match(const sl_dc_entry_t *e, const sl_check_t *c)
+static int sl_dc_match(const sl_dc_entry_t *e, const sl_budget_t *c)
 {
     return e->requests == c->requests && e->window == c->window &&
            e->burst == c->burst && e->algorithm == c->algorithm &&
@@ -199,7 +199,7 @@ static int sl_dc_ended_lately(const sl_dc_entry_t *e, apr_time_t now)
 
 /* Check c refused here at now: its retry_at, else 0. *recent (when not
  * NULL) tells whether its refusal ended a moment ago. */
-static apr_time_t sl_dc_hit(const sl_denycache_t *dc, const sl_check_t *c,
+static apr_time_t sl_dc_hit(const sl_denycache_t *dc, const sl_budget_t *c,
                             apr_time_t now, int *recent)
 {
     sl_dc_entry_t e;
@@ -220,8 +220,8 @@ static apr_time_t sl_dc_hit(const sl_denycache_t *dc, const sl_check_t *c,
 
 /* Every check refused here at now, with its retry_at; the count. *recent
  * (when not NULL): whether any of them was refused until a moment ago. */
-static int sl_dc_hits(const sl_denycache_t *dc, const sl_check_t *checks, int n,
-                      apr_time_t now, apr_time_t *retry_at, int *recent)
+static int sl_dc_hits(const sl_denycache_t *dc, const sl_budget_t *budgets,
+                      int n, apr_time_t now, apr_time_t *retry_at, int *recent)
 {
     int i, hits = 0, r;
 
@@ -229,7 +229,7 @@ static int sl_dc_hits(const sl_denycache_t *dc, const sl_check_t *checks, int n,
         *recent = 0;
     }
     for (i = 0; i < n; i++) {
-        retry_at[i] = sl_dc_hit(dc, &checks[i], now, &r);
+        retry_at[i] = sl_dc_hit(dc, &budgets[i], now, &r);
         hits += retry_at[i] != 0;
         if (recent) {
             *recent |= r;
@@ -238,7 +238,7 @@ static int sl_dc_hits(const sl_denycache_t *dc, const sl_check_t *checks, int n,
     return hits;
 }
 
-static int sl_dc_recent(const sl_denycache_t *dc, const sl_check_t *c,
+static int sl_dc_recent(const sl_denycache_t *dc, const sl_budget_t *c,
                         apr_time_t now)
 {
     int recent;
@@ -247,9 +247,9 @@ static int sl_dc_recent(const sl_denycache_t *dc, const sl_check_t *c,
     return recent;
 }
 
-static int sl_dc_probing(const sl_dc_probe_t *pr, apr_time_t now)
+static int sl_dc_in_flight(const sl_dc_flight_t *fl, apr_time_t now)
 {
-    return pr->probe && now < pr->probe_end;
+    return fl->token && now < fl->flight_end;
 }
 
 /* A number for an asker, unique in the server (0 means nobody). */
@@ -263,10 +263,10 @@ static apr_uint32_t sl_dc_token(sl_denycache_t *dc)
     return t;
 }
 
-/* Gives up what this request asked about for others (probes), without an
+/* Gives up what this request asked about for others (flights), without an
  * answer to leave: the waiters go on. */
-static void sl_dc_release(sl_denycache_t *dc, const sl_check_t *checks, int n,
-                          apr_uint32_t *probes)
+static void sl_dc_release(sl_denycache_t *dc, const sl_budget_t *budgets, int n,
+                          apr_uint32_t *flights)
 {
     int i;
 
@@ -274,56 +274,56 @@ static void sl_dc_release(sl_denycache_t *dc, const sl_check_t *checks, int n,
         apr_thread_mutex_lock(dc->mutex);
     }
     for (i = 0; i < n; i++) {
-        unsigned int s = sl_dc_slot(&checks[i]);
-        sl_dc_probe_t *pr = &dc->probes[s];
+        unsigned int s = sl_dc_slot(&budgets[i]);
+        sl_dc_flight_t *fl = &dc->flights[s];
         apr_uint32_t seq;
         sl_dc_entry_t *e;
 
-        if (!probes[i]) {
+        if (!flights[i]) {
             continue;
         }
         if ((e = sl_dc_lock(&dc->slots[s], &seq)) != NULL) {
-            if (e->asker == probes[i]) {
+            if (e->asker == flights[i]) {
                 e->asker = 0;
             }
             sl_dc_unlock(&dc->slots[s], seq);
         }
-        if (pr->probe == probes[i]) {
-            pr->probe = 0;
+        if (fl->token == flights[i]) {
+            fl->token = 0;
             if (dc->threaded) {
                 apr_thread_cond_broadcast(dc->cond[s % SL_DC_CONDS]);
             }
         }
-        probes[i] = 0;
+        flights[i] = 0;
     }
     if (dc->threaded) {
         apr_thread_mutex_unlock(dc->mutex);
     }
 }
 
-/* This request asks the store for its child about the keys in probes
+/* This request asks the store for its child about the keys in flights
  * (refused until a moment ago). Another child may already be asking about
  * one of them: then wait for that answer (polling, at most until end) and
  * answer from it, as the threads of a child wait for their asker. Else
- * become the asker for every child. Returns the hits, or 0 with probes
+ * become the asker for every child. Returns the hits, or 0 with flights
  * still set: this request asks the store. */
-static int sl_dc_follow(sl_denycache_t *dc, const sl_check_t *checks, int n,
+static int sl_dc_follow(sl_denycache_t *dc, const sl_budget_t *budgets, int n,
                         apr_time_t end, apr_interval_time_t wait,
                         apr_time_t *now, apr_time_t *retry_at,
-                        apr_uint32_t *probes)
+                        apr_uint32_t *flights)
 {
     int i, hits, others;
 
     for (;;) {
         others = 0;
         for (i = 0; i < n; i++) {
-            sl_dc_slot_t *sl = &dc->slots[sl_dc_slot(&checks[i])];
+            sl_dc_slot_t *sl = &dc->slots[sl_dc_slot(&budgets[i])];
             sl_dc_entry_t seen, *e;
             apr_uint32_t seq;
 
-            if (!probes[i] || !sl_dc_read(sl, &seen) ||
-                !sl_dc_match(&seen, &checks[i]) ||
-                !sl_dc_ended_lately(&seen, *now) || seen.asker == probes[i]) {
+            if (!flights[i] || !sl_dc_read(sl, &seen) ||
+                !sl_dc_match(&seen, &budgets[i]) ||
+                !sl_dc_ended_lately(&seen, *now) || seen.asker == flights[i]) {
                 continue;
             }
             if (seen.asker && seen.ask_end > *now) {
@@ -334,18 +334,18 @@ static int sl_dc_follow(sl_denycache_t *dc, const sl_check_t *checks, int n,
              * request got there first. */
             if ((e = sl_dc_lock(sl, &seq)) != NULL) {
                 if (e->asker && e->ask_end > *now) {
-                    others = e->asker != probes[i];
+                    others = e->asker != flights[i];
                 }
-                else if (sl_dc_match(e, &checks[i])) {
-                    e->asker = probes[i];
+                else if (sl_dc_match(e, &budgets[i])) {
+                    e->asker = flights[i];
                     e->ask_end = *now + wait;
                 }
                 sl_dc_unlock(sl, seq);
             }
         }
-        hits = sl_dc_hits(dc, checks, n, *now, retry_at, NULL);
+        hits = sl_dc_hits(dc, budgets, n, *now, retry_at, NULL);
         if (hits) {
-            sl_dc_release(dc, checks, n, probes);
+            sl_dc_release(dc, budgets, n, flights);
             return hits;
         }
         if (!others || *now >= end) {
@@ -356,9 +356,9 @@ static int sl_dc_follow(sl_denycache_t *dc, const sl_check_t *checks, int n,
     }
 }
 
-int sl_denycache_find(sl_denycache_t *dc, const sl_check_t *checks, int n,
+int sl_denycache_find(sl_denycache_t *dc, const sl_budget_t *budgets, int n,
                       apr_interval_time_t wait, apr_time_t *now,
-                      apr_time_t *retry_at, apr_uint32_t *probes)
+                      apr_time_t *retry_at, apr_uint32_t *flights)
 {
     int i, hits, recent;
     apr_time_t end;
@@ -372,7 +372,7 @@ int sl_denycache_find(sl_denycache_t *dc, const sl_check_t *checks, int n,
     }
     /* The flood's path, and the allowed path of a key not refused lately:
      * no lock at all. */
-    hits = sl_dc_hits(dc, checks, n, *now, retry_at, &recent);
+    hits = sl_dc_hits(dc, budgets, n, *now, retry_at, &recent);
     if (hits || !recent) {
         return hits;
     }
@@ -380,18 +380,18 @@ int sl_denycache_find(sl_denycache_t *dc, const sl_check_t *checks, int n,
         /* Alone in its process: the asker for its own child, and maybe for
          * the others. */
         for (i = 0; i < n; i++) {
-            if (sl_dc_recent(dc, &checks[i], *now)) {
-                probes[i] = sl_dc_token(dc);
+            if (sl_dc_recent(dc, &budgets[i], *now)) {
+                flights[i] = sl_dc_token(dc);
             }
         }
-        return sl_dc_follow(dc, checks, n, *now + wait, wait, now, retry_at,
-                            probes);
+        return sl_dc_follow(dc, budgets, n, *now + wait, wait, now, retry_at,
+                            flights);
     }
 
     apr_thread_mutex_lock(dc->mutex);
     /* An asker may have settled since: then its answer, not another ask. */
     *now = apr_time_now();
-    hits = sl_dc_hits(dc, checks, n, *now, retry_at, NULL);
+    hits = sl_dc_hits(dc, budgets, n, *now, retry_at, NULL);
     if (hits) {
         apr_thread_mutex_unlock(dc->mutex);
         return hits;
@@ -406,35 +406,35 @@ int sl_denycache_find(sl_denycache_t *dc, const sl_check_t *checks, int n,
      * all, makes the key not recent: everybody asks. */
     end = *now + wait;
     for (;;) {
-        const sl_dc_probe_t *pr = NULL;
-        const sl_check_t *c = NULL;
+        const sl_dc_flight_t *fl = NULL;
+        const sl_budget_t *c = NULL;
         unsigned int s = 0;
-        apr_uint32_t probe;
+        apr_uint32_t token;
         apr_time_t deadline;
 
-        for (i = 0; i < n && !pr; i++) {
-            c = &checks[i];
+        for (i = 0; i < n && !fl; i++) {
+            c = &budgets[i];
             s = sl_dc_slot(c);
-            pr = &dc->probes[s];
-            if (!sl_dc_probing(pr, *now) || !sl_dc_recent(dc, c, *now)) {
-                pr = NULL;
+            fl = &dc->flights[s];
+            if (!sl_dc_in_flight(fl, *now) || !sl_dc_recent(dc, c, *now)) {
+                fl = NULL;
             }
         }
-        if (!pr || *now >= end) {
+        if (!fl || *now >= end) {
             break;
         }
-        probe = pr->probe;
-        deadline = pr->probe_end < end ? pr->probe_end : end;
+        token = fl->token;
+        deadline = fl->flight_end < end ? fl->flight_end : end;
         /* Until the asker settles, or anyone (in any child) puts an entry
          * for the key, or the slot goes to another key in this child (which
          * clears the marker), or time is up. */
-        while (pr->probe == probe && !sl_dc_hit(dc, c, *now, NULL) &&
+        while (fl->token == token && !sl_dc_hit(dc, c, *now, NULL) &&
                *now < deadline) {
             apr_thread_cond_timedwait(dc->cond[s % SL_DC_CONDS], dc->mutex,
                                       deadline - *now);
             *now = apr_time_now();
         }
-        hits = sl_dc_hits(dc, checks, n, *now, retry_at, NULL);
+        hits = sl_dc_hits(dc, budgets, n, *now, retry_at, NULL);
         if (hits) {
             apr_thread_mutex_unlock(dc->mutex);
             return hits;
@@ -444,16 +444,16 @@ int sl_denycache_find(sl_denycache_t *dc, const sl_check_t *checks, int n,
     /* This request asks the store: for each recently refused key nobody
      * else in this child is asking about, it asks on behalf of the threads
      * that come next. An asker that never settles is ignored after
-     * probe_end. */
+     * flight_end. */
     for (i = 0; i < n; i++) {
-        sl_dc_probe_t *pr = &dc->probes[sl_dc_slot(&checks[i])];
-        if (!sl_dc_probing(pr, *now) && sl_dc_recent(dc, &checks[i], *now)) {
-            pr->probe = probes[i] = sl_dc_token(dc);
-            pr->probe_end = *now + wait;
+        sl_dc_flight_t *fl = &dc->flights[sl_dc_slot(&budgets[i])];
+        if (!sl_dc_in_flight(fl, *now) && sl_dc_recent(dc, &budgets[i], *now)) {
+            fl->token = flights[i] = sl_dc_token(dc);
+            fl->flight_end = *now + wait;
         }
     }
     apr_thread_mutex_unlock(dc->mutex);
-    return sl_dc_follow(dc, checks, n, end, wait, now, retry_at, probes);
+    return sl_dc_follow(dc, budgets, n, end, wait, now, retry_at, flights);
 }
 
 /* Limit i of the answer has no room for one more request until its reset:
@@ -462,14 +462,14 @@ int sl_denycache_find(sl_denycache_t *dc, const sl_check_t *checks, int n,
  * time frees quota (other servers can only consume more). */
 static int sl_dc_full(const sl_decision_t *d, int i)
 {
-    const sl_result_t *r = &d->res[i];
+    const sl_quota_t *r = &d->quota[i];
 
     return d->admitted ? r->remaining <= 0 && r->reset > 0 : !r->ok;
 }
 
 /* Remembers c refused until until; 1 when that took the slot from another
  * key (or from nothing). A slot another writer holds is left alone. */
-static int sl_dc_put(sl_dc_slot_t *sl, const sl_check_t *c, apr_time_t until,
+static int sl_dc_put(sl_dc_slot_t *sl, const sl_budget_t *c, apr_time_t until,
                      apr_time_t retry_at, apr_uint32_t token)
 {
     apr_uint32_t seq;
@@ -510,7 +510,7 @@ static int sl_dc_put(sl_dc_slot_t *sl, const sl_check_t *c, apr_time_t until,
 /* The asker token (for this child: mine) got an answer with room for c, or
  * none: unless a refusal for c holds past got, c is no longer a key to
  * wait for, in any child. */
-static void sl_dc_forget(sl_dc_slot_t *sl, const sl_check_t *c, apr_time_t got,
+static void sl_dc_forget(sl_dc_slot_t *sl, const sl_budget_t *c, apr_time_t got,
                          apr_uint32_t token, int mine)
 {
     apr_uint32_t seq;
@@ -529,51 +529,51 @@ static void sl_dc_forget(sl_dc_slot_t *sl, const sl_check_t *c, apr_time_t got,
     sl_dc_unlock(sl, seq);
 }
 
-void sl_denycache_settle(sl_denycache_t *dc, const sl_check_t *checks, int n,
+void sl_denycache_settle(sl_denycache_t *dc, const sl_budget_t *budgets, int n,
                          const sl_decision_t *d, apr_time_t sent,
-                         apr_time_t got, const apr_uint32_t *probes)
+                         apr_time_t got, const apr_uint32_t *flights)
 {
     int i, todo = 0;
 
     /* The allowed path, as a rule: nothing to remember, nobody waiting for
      * this request, so no lock. */
     for (i = 0; dc && i < n && !todo; i++) {
-        todo = probes[i] || (d && sl_dc_full(d, i));
+        todo = flights[i] || (d && sl_dc_full(d, i));
     }
     if (!todo) {
         return;
     }
-    /* Without threads there are no probes and no waiters: the shared
+    /* Without threads there are no flights and no waiters: the shared
      * table's own slot locks are all it takes. */
     if (dc->threaded) {
         apr_thread_mutex_lock(dc->mutex);
     }
     for (i = 0; i < n; i++) {
-        const sl_check_t *c = &checks[i];
+        const sl_budget_t *c = &budgets[i];
         unsigned int s = sl_dc_slot(c);
-        sl_dc_probe_t *pr = &dc->probes[s];
-        int waited_on = pr->probe != 0;
-        int mine = probes[i] && pr->probe == probes[i];
+        sl_dc_flight_t *fl = &dc->flights[s];
+        int waited_on = fl->token != 0;
+        int mine = flights[i] && fl->token == flights[i];
 
         if (d && sl_dc_full(d, i)) {
             if (c->key_len < SL_DC_KEY &&
-                sl_dc_put(&dc->slots[s], c, sent + d->res[i].reset,
-                          got + d->res[i].reset, probes[i])) {
+                sl_dc_put(&dc->slots[s], c, sent + d->quota[i].reset,
+                          got + d->quota[i].reset, flights[i])) {
                 /* The old key's waiters stop waiting, and its asker's
                  * settle no longer finds its marker. */
-                pr->probe = 0;
+                fl->token = 0;
             }
         }
-        else if (probes[i]) {
+        else if (flights[i]) {
             /* The key had room (it is not flooding), or the store did not
              * answer (the waiters ask it themselves, under the breaker):
              * nobody waits for this key until it is refused again. */
-            sl_dc_forget(&dc->slots[s], c, got, probes[i], mine);
+            sl_dc_forget(&dc->slots[s], c, got, flights[i], mine);
         }
         /* Whatever happened (an answer with room, an error, a timeout),
          * the waiters go on: with an entry, or to the store themselves. */
         if (mine) {
-            pr->probe = 0;
+            fl->token = 0;
         }
         if (waited_on && dc->threaded) {
             apr_thread_cond_broadcast(dc->cond[s % SL_DC_CONDS]);

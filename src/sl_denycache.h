@@ -41,20 +41,20 @@ apr_status_t sl_denycache_shm_create(apr_pool_t *p, sl_denycache_shm_t **out);
 sl_denycache_t *sl_denycache_create(apr_pool_t *p, sl_denycache_shm_t *shm,
                                     int threaded);
 
-/* Before a store call. Returns how many checks are refused here: for each,
+/* Before a store call. Returns how many budgets are refused here: for each,
  * retry_at[i] is the time to tell the client (0 for the others); *now is
  * the time this answer holds for, also the "sent" time of a store call made
  * after it (it may be later than on entry: see wait).
  *
- * When none is refused but one of the checks was refused until a moment ago
+ * When none is refused but one of the budgets was refused until a moment ago
  * and another request (another thread, or another child) is asking the
  * store about it, this waits for that answer, at most wait, then looks
- * again. probes (n entries, zeroed by the
- * caller) records the checks this request asks the store about on behalf
+ * again. flights (n entries, zeroed by the
+ * caller) records the budgets this request asks the store about on behalf
  * of the others: pass it to sl_denycache_settle, whatever the store does. */
-int sl_denycache_find(sl_denycache_t *dc, const sl_check_t *checks, int n,
+int sl_denycache_find(sl_denycache_t *dc, const sl_budget_t *budgets, int n,
                       apr_interval_time_t wait, apr_time_t *now,
-                      apr_time_t *retry_at, apr_uint32_t *probes);
+                      apr_time_t *retry_at, apr_uint32_t *flights);
 
 /* After the store call (d NULL when it failed or was not made): remembers
  * each limit that has no room for one more request until its reset, and
@@ -62,8 +62,8 @@ int sl_denycache_find(sl_denycache_t *dc, const sl_check_t *checks, int n,
  * sl_denycache_find (never later than the store's decision: the cache
  * stops answering no later than the store would), got the time of the
  * answer (never earlier: what clients are told). */
-void sl_denycache_settle(sl_denycache_t *dc, const sl_check_t *checks, int n,
+void sl_denycache_settle(sl_denycache_t *dc, const sl_budget_t *budgets, int n,
                          const sl_decision_t *d, apr_time_t sent,
-                         apr_time_t got, const apr_uint32_t *probes);
+                         apr_time_t got, const apr_uint32_t *flights);
 
 #endif

@@ -141,11 +141,6 @@ static apr_status_t sl_waiter_key_cleanup(void *data)
     return APR_SUCCESS;
 }
 
-const char *sl_redis_script(void)
-{
-    return sl_script_check;
-}
-
 const char *sl_redis_script_sha(apr_pool_t *p)
 {
     unsigned char digest[APR_SHA1_DIGESTSIZE];
@@ -709,7 +704,7 @@ static void sl_pipe_run(sl_node_t *node, sl_pcmd_t *own, int *trips)
             err = rv == APR_TIMEUP       ? "command timed out"
                   : conn->ctx->errstr[0] ? conn->ctx->errstr
                                          : "I/O error";
-            /* As in sl_redis_check: a pooled connection that the server
+            /* As in sl_redis_decide: a pooled connection that the server
              * closed marks its generation stale, and its commands may be
              * sent again; never after a timeout, which may have run them. */
             stale = rv == APR_ECONNRESET && conn->uses > 0;
@@ -858,16 +853,16 @@ static apr_status_t sl_pipe_exec(sl_redis_t *rs, sl_node_t *node, apr_pool_t *p,
     return cmd.rv;
 }
 
-apr_status_t sl_redis_check(sl_redis_t *rs, apr_pool_t *p,
-                            const sl_check_t *checks, int n, const char *member,
-                            apr_size_t member_len, sl_decision_t *d,
-                            const char **err, int *trips)
+apr_status_t sl_redis_decide(sl_redis_t *rs, apr_pool_t *p,
+                             const sl_budget_t *budgets, int n,
+                             const char *member, apr_size_t member_len,
+                             sl_decision_t *d, const char **err, int *trips)
 {
     int argc = 4 + n + 4 * n, i, k, attempt;
     const char **argv = apr_palloc(p, sizeof(*argv) * argc);
     size_t *argvlen = apr_palloc(p, sizeof(*argvlen) * argc);
     sl_node_t *node =
-        sl_node_for(rs, sl_key_slot(checks[0].key, checks[0].key_len));
+        sl_node_for(rs, sl_key_slot(budgets[0].key, budgets[0].key_len));
     int reload = 0, asking = 0, retried = 0, reloads = 0, first = 0;
 
     /* Binary-safe arguments: no key or value can be read as a command. */
@@ -875,22 +870,22 @@ apr_status_t sl_redis_check(sl_redis_t *rs, apr_pool_t *p,
     argv[1] = rs->sha;
     argv[2] = apr_itoa(p, n);
     for (i = 0; i < n; i++) {
-        argv[3 + i] = checks[i].key;
-        argvlen[3 + i] = checks[i].key_len;
+        argv[3 + i] = budgets[i].key;
+        argvlen[3 + i] = budgets[i].key_len;
     }
     k = 3 + n;
     argv[k] = member;
     argvlen[k++] = member_len;
     for (i = 0; i < n; i++) {
-        char code[2] = {sl_algorithm_code(checks[i].algorithm), '\0'};
+        char code[2] = {sl_algorithm_code(budgets[i].algorithm), '\0'};
         argv[k++] = apr_pstrdup(p, code);
         /* apr_off_t_toa, not apr_psprintf: a fifth of the request path's
          * instructions went to formatting these three numbers. */
-        argv[k++] = apr_off_t_toa(p, (apr_off_t) checks[i].requests);
-        argv[k++] = apr_off_t_toa(p, (apr_off_t) checks[i].window);
-        argv[k++] = apr_off_t_toa(p, (apr_off_t) (checks[i].burst
-                                                      ? checks[i].burst
-                                                      : checks[i].requests));
+        argv[k++] = apr_off_t_toa(p, (apr_off_t) budgets[i].requests);
+        argv[k++] = apr_off_t_toa(p, (apr_off_t) budgets[i].window);
+        argv[k++] = apr_off_t_toa(p, (apr_off_t) (budgets[i].burst
+                                                      ? budgets[i].burst
+                                                      : budgets[i].requests));
     }
     for (i = 0; i < argc; i++) {
         if (i < 3 || i > 3 + n) {

@@ -14,24 +14,23 @@ apr_status_t sl_redis_create(apr_pool_t *p, const sl_store_url_t *url,
                              apr_interval_time_t command_timeout,
                              int max_connections, sl_redis_t **out);
 
-/* One decision for every limit in checks, in one round trip (two after a
+/* One decision for every limit in budgets, in one round trip (two after a
  * SCRIPT FLUSH or a cluster redirection). APR_TIMEUP when the store did not
  * answer in time; *err says why on any failure. Under a threaded MPM the
  * threads of a child that call at the same time share round trips (one
  * write and one read for many EVALSHA); *trips is the number of round trips
  * this call made itself: 0 when another thread carried its command. */
-apr_status_t sl_redis_check(sl_redis_t *rs, apr_pool_t *p,
-                            const sl_check_t *checks, int n, const char *member,
-                            apr_size_t member_len, sl_decision_t *d,
-                            const char **err, int *trips);
+apr_status_t sl_redis_decide(sl_redis_t *rs, apr_pool_t *p,
+                             const sl_budget_t *budgets, int n,
+                             const char *member, apr_size_t member_len,
+                             sl_decision_t *d, const char **err, int *trips);
 
 /* The store's circuit breaker (shared memory, set in child_init); the
- * request path consults it before calling sl_redis_check. */
+ * request path consults it before calling sl_redis_decide. */
 void sl_redis_breaker_set(sl_redis_t *rs, sl_breaker_t *b);
 sl_breaker_t *sl_redis_breaker(const sl_redis_t *rs);
 
-/* The script and its SHA-1, fixed at build time. */
-const char *sl_redis_script(void);
+/* The script's SHA-1, fixed at build time. */
 const char *sl_redis_script_sha(apr_pool_t *p);
 
 #endif

@@ -1,6 +1,6 @@
 /* The embedded store: "SlidingLimitStore shm" and the local fallback. It
  * gives the answers of lua/sl_check.lua (the math is in sl_algo.c) for all
- * children of this httpd from up to 8 stripes (see sl_shm_check at the end),
+ * children of this httpd from up to 8 stripes (see sl_shm_decide at the end),
  * each one anonymous shared memory segment under its own global mutex; what
  * follows describes one stripe.
  *
@@ -726,21 +726,21 @@ static void sl_key_hash(const sl_shm_hdr_t *h, const char *key, apr_size_t len,
                        h->secret + APR_SIPHASH_KSIZE);
 }
 
-static apr_status_t sl_part_check(sl_part_t *shm, apr_pool_t *p,
-                                  const sl_check_t *checks, int n,
-                                  apr_time_t now, sl_decision_t *d)
+static apr_status_t sl_stripe_decide(sl_part_t *shm, apr_pool_t *p,
+                                     const sl_budget_t *budgets, int n,
+                                     apr_time_t now, sl_decision_t *d)
 {
     sl_req_t *q;
     sl_txn_t t = {shm, now, 0};
     apr_status_t rv;
     int i, j, admitted = 1, evicted = 0, full = 0, was_full = 0;
 
-    if (n < 1 || !checks || now <= 0) {
+    if (n < 1 || !budgets || now <= 0) {
         return APR_EINVAL;
     }
     q = apr_pcalloc(p, sizeof(*q) * n);
     for (i = 0; i < n; i++) {
-        const sl_check_t *c = &checks[i];
+        const sl_budget_t *c = &budgets[i];
         q[i].limit = c->requests;
         q[i].win = c->window;
         q[i].burst = c->burst ? c->burst : c->requests;
@@ -767,7 +767,7 @@ static apr_status_t sl_part_check(sl_part_t *shm, apr_pool_t *p,
             }
         }
     }
-    d->res = apr_pcalloc(p, sizeof(*d->res) * n);
+    d->quota = apr_pcalloc(p, sizeof(*d->quota) * n);
 
     if ((rv = apr_global_mutex_lock(shm->mutex)) != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_ERR, rv, shm->s,
@@ -825,7 +825,7 @@ static apr_status_t sl_part_check(sl_part_t *shm, apr_pool_t *p,
     d->admitted = admitted;
     d->n = n;
     for (i = 0; i < n; i++) {
-        sl_eval_result(&q[i].ev, admitted, &d->res[i]);
+        sl_eval_quota(&q[i].ev, admitted, &d->quota[i]);
     }
     return APR_SUCCESS;
 }
@@ -955,11 +955,6 @@ static apr_status_t sl_part_child_init(sl_part_t *shm, apr_pool_t *pchild,
     return rv;
 }
 
-static apr_size_t sl_part_capacity(sl_part_t *shm)
-{
-    return shm->hdr->nslots;
-}
-
 /* The store is split into stripes, each its own segment, index and lock,
  * chosen by the identity's hash tag: every key of one request has the same
  * tag, so a decision still takes exactly one lock and stays atomic, while
@@ -1012,38 +1007,20 @@ apr_status_t sl_shm_child_init(sl_shm_t *shm, apr_pool_t *pchild, server_rec *s)
     return rv;
 }
 
-apr_status_t sl_shm_check(sl_shm_t *shm, apr_pool_t *p,
-                          const sl_check_t *checks, int n, apr_time_t now,
-                          sl_decision_t *d)
+apr_status_t sl_shm_decide(sl_shm_t *shm, apr_pool_t *p,
+                           const sl_budget_t *budgets, int n, apr_time_t now,
+                           sl_decision_t *d)
 {
-    const char *key, *open, *close;
+    const char *key;
     apr_size_t len;
 
-    if (n < 1 || !checks || !checks[0].key) {
+    if (n < 1 || !budgets || !budgets[0].key) {
         return APR_EINVAL;
     }
     /* The stripe: FNV-1a of the hash tag (or the whole key when it has
      * none). */
-    key = checks[0].key;
-    len = checks[0].key_len;
-    open = memchr(key, '{', len);
-    close = open ? memchr(open, '}', len - (apr_size_t) (open - key)) : NULL;
-    if (open && close) {
-        len = (apr_size_t) (close - open - 1);
-        key = open + 1;
-    }
-    return sl_part_check(
+    key = sl_hash_tag(budgets[0].key, budgets[0].key_len, &len);
+    return sl_stripe_decide(
         shm->part[sl_fnv1a(SL_FNV_INIT, key, len) % (unsigned int) shm->n], p,
-        checks, n, now, d);
-}
-
-apr_size_t sl_shm_entry_capacity(sl_shm_t *shm)
-{
-    apr_size_t total = 0;
-    int i;
-
-    for (i = 0; i < shm->n; i++) {
-        total += sl_part_capacity(shm->part[i]);
-    }
-    return total;
+        budgets, n, now, d);
 }

@@ -28,18 +28,14 @@ apr_status_t sl_shm_child_init(sl_shm_t *shm, apr_pool_t *pchild,
 /* One atomic decision, same semantics and reply as the Redis script; now is
  * this host's time. APR_ENOSPC when the store cannot hold the state (never
  * a silent pass). */
-apr_status_t sl_shm_check(sl_shm_t *shm, apr_pool_t *p,
-                          const sl_check_t *checks, int n, apr_time_t now,
-                          sl_decision_t *d);
+apr_status_t sl_shm_decide(sl_shm_t *shm, apr_pool_t *p,
+                           const sl_budget_t *budgets, int n, apr_time_t now,
+                           sl_decision_t *d);
 
 /* Sizing, for the documentation and the size directive: every store key
  * takes one slot, and a sliding log also one slot per SL_SHM_LOG_PER_SLOT
  * live timestamps. */
 #define SL_SHM_SLOT_BYTES   64
 #define SL_SHM_LOG_PER_SLOT 7
-
-/* How many slots the segment has: the number of keys it holds when none is
- * a sliding log. */
-apr_size_t sl_shm_entry_capacity(sl_shm_t *shm);
 
 #endif

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sl_check.h"
+#include "sl_expect.h"
 
 #define SEC APR_USEC_PER_SEC
 #define I64 APR_INT64_T_FMT
@@ -282,20 +282,20 @@ static void test_sequences(void)
         for (i = 0; i < q->nsteps; i++) {
             const step_t *st = &q->steps[i];
             sl_eval_t ev;
-            sl_result_t a, r;
+            sl_quota_t a, r;
 
             key_hit(&k, q->start + st->at, &ev);
-            sl_eval_result(&ev, 1, &a);
-            sl_eval_result(&ev, 0, &r);
-            CHECK(ev.ok == st->ok && a.remaining == st->remaining &&
-                      a.reset == st->reset && r.remaining == st->remaining0 &&
-                      r.reset == st->reset0 && a.ok == ev.ok && r.ok == ev.ok,
-                  "%s step %d: got ok=%d r=%" I64 " rs=%" I64 " r0=%" I64
-                  " rs0=%" I64 ", want ok=%d r=%" I64 " rs=%" I64 " r0=%" I64
-                  " rs0=%" I64,
-                  q->name, i, ev.ok, ev.remaining, ev.reset, ev.remaining0,
-                  ev.reset0, st->ok, st->remaining, st->reset, st->remaining0,
-                  st->reset0);
+            sl_eval_quota(&ev, 1, &a);
+            sl_eval_quota(&ev, 0, &r);
+            EXPECT(ev.ok == st->ok && a.remaining == st->remaining &&
+                       a.reset == st->reset && r.remaining == st->remaining0 &&
+                       r.reset == st->reset0 && a.ok == ev.ok && r.ok == ev.ok,
+                   "%s step %d: got ok=%d r=%" I64 " rs=%" I64 " r0=%" I64
+                   " rs0=%" I64 ", want ok=%d r=%" I64 " rs=%" I64 " r0=%" I64
+                   " rs0=%" I64,
+                   q->name, i, ev.ok, ev.remaining, ev.reset, ev.remaining0,
+                   ev.reset0, st->ok, st->remaining, st->reset, st->remaining0,
+                   st->reset0);
         }
     }
 }
@@ -325,8 +325,8 @@ static void test_log_rolling(void)
             sl_eval_t ev;
             burst += key_hit(&k, now, &ev);
         }
-        CHECK(burst == t[c].limit, "log %" I64 ": burst admitted %d",
-              t[c].limit, burst);
+        EXPECT(burst == t[c].limit, "log %" I64 ": burst admitted %d",
+               t[c].limit, burst);
         for (i = 0; i < burst; i++) {
             adm[nadm++] = now;
         }
@@ -357,14 +357,14 @@ static void test_log_rolling(void)
                 worst = in;
             }
         }
-        CHECK(worst == t[c].limit,
-              "log %" I64 "/%" I64 ": %d in one rolling window", t[c].limit,
-              t[c].win, worst);
-        CHECK(denied > 0 && retry_bad == 0,
-              "log %" I64 ": %d of %d retries not exact", t[c].limit, retry_bad,
-              denied);
-        CHECK(rem_bad == 0, "log %" I64 ": %d wrong remaining", t[c].limit,
-              rem_bad);
+        EXPECT(worst == t[c].limit,
+               "log %" I64 "/%" I64 ": %d in one rolling window", t[c].limit,
+               t[c].win, worst);
+        EXPECT(denied > 0 && retry_bad == 0,
+               "log %" I64 ": %d of %d retries not exact", t[c].limit,
+               retry_bad, denied);
+        EXPECT(rem_bad == 0, "log %" I64 ": %d wrong remaining", t[c].limit,
+               rem_bad);
     }
 }
 
@@ -384,9 +384,9 @@ static void test_log_order(void)
     for (i = 0; i < 6; i++) {
         sorted = sorted && ts[i] == want[i];
     }
-    CHECK(log.count == 6 && sorted, "out-of-order times are kept sorted");
-    CHECK(sl_log_expire(&log, 350, 250) == 2 && log.count == 4 && ts[0] == 200,
-          "entries at or before now - win are dropped");
+    EXPECT(log.count == 6 && sorted, "out-of-order times are kept sorted");
+    EXPECT(sl_log_expire(&log, 350, 250) == 2 && log.count == 4 && ts[0] == 200,
+           "entries at or before now - win are dropped");
 }
 
 /* ---- counter ---- */
@@ -415,18 +415,18 @@ static void test_counter_boundary(void)
         for (i = 0; i < 2 * t[c].limit; i++) {
             first += key_hit(&k, start - 1, &ev);
         }
-        CHECK(first == t[c].limit, "counter %" I64 ": %d at the end",
-              t[c].limit, first);
+        EXPECT(first == t[c].limit, "counter %" I64 ": %d at the end",
+               t[c].limit, first);
         for (now = start; now <= start + t[c].spread;
              now += t[c].spread / 50 ? t[c].spread / 50 : 1) {
             for (i = 0; i < t[c].limit; i++) {
                 second += key_hit(&k, now, &ev);
             }
         }
-        CHECK(first + second <= bound && first + second >= t[c].limit,
-              "counter %" I64 "/%" I64 ": %d + %d in one rolling window "
-              "(bound %" I64 ")",
-              t[c].limit, t[c].win, first, second, bound);
+        EXPECT(first + second <= bound && first + second >= t[c].limit,
+               "counter %" I64 "/%" I64 ": %d + %d in one rolling window "
+               "(bound %" I64 ")",
+               t[c].limit, t[c].win, first, second, bound);
     }
 }
 
@@ -475,15 +475,15 @@ static void test_counter_retry(apr_int64_t base)
             late++;
         }
     }
-    CHECK(denied > 10000, "enough refusals drawn: %d", denied);
-    CHECK(late == 0, "counter retry later than needed in %d of %d", late,
-          denied);
-    CHECK(early == 0, "counter retry early by more than 1 us in %d of %d",
-          early, denied);
-    CHECK(rem_bad == 0, "counter remaining wrong in %d", rem_bad);
+    EXPECT(denied > 10000, "enough refusals drawn: %d", denied);
+    EXPECT(late == 0, "counter retry later than needed in %d of %d", late,
+           denied);
+    EXPECT(early == 0, "counter retry early by more than 1 us in %d of %d",
+           early, denied);
+    EXPECT(rem_bad == 0, "counter remaining wrong in %d", rem_bad);
     /* The reset is computed relative to now, so even at realistic times
      * (1.8e15 us, where doubles are 0.25 us apart) it is never early. */
-    CHECK(one_us == 0, "counter retry 1 us early in %d of %d", one_us, denied);
+    EXPECT(one_us == 0, "counter retry 1 us early in %d of %d", one_us, denied);
 }
 
 /* ---- gcra ---- */
@@ -512,8 +512,8 @@ static void test_gcra_rate(void)
         for (i = 0; i < 2 * burst + 2; i++) {
             at0 += key_hit(&k, T0, &ev);
         }
-        CHECK(at0 == burst, "gcra %" I64 " burst %" I64 ": %" I64 " at once",
-              t[c].limit, burst, at0);
+        EXPECT(at0 == burst, "gcra %" I64 " burst %" I64 ": %" I64 " at once",
+               t[c].limit, burst, at0);
         for (now = T0 + t[c].gap; now <= T0 + t[c].span; now += t[c].gap) {
             if (key_hit(&k, now, &ev)) {
                 if (n > 0 && (double) (now - last) < T - t[c].gap - 1) {
@@ -525,11 +525,11 @@ static void test_gcra_rate(void)
         }
         /* one per interval: floor(span / T), give or take the sampling */
         want = (apr_int64_t) ((double) t[c].span / T);
-        CHECK(n >= want - 1 && n <= want + 1,
-              "gcra %" I64 "/%" I64 ": %" I64 " after the burst, want %" I64,
-              t[c].limit, t[c].win, n, want);
-        CHECK(spacing_bad == 0, "gcra %" I64 ": %d admissions too close",
-              t[c].limit, spacing_bad);
+        EXPECT(n >= want - 1 && n <= want + 1,
+               "gcra %" I64 "/%" I64 ": %" I64 " after the burst, want %" I64,
+               t[c].limit, t[c].win, n, want);
+        EXPECT(spacing_bad == 0, "gcra %" I64 ": %d admissions too close",
+               t[c].limit, spacing_bad);
     }
 }
 
@@ -572,11 +572,11 @@ static void test_gcra_retry(void)
             late++;
         }
     }
-    CHECK(denied > 3000, "enough refusals drawn: %d", denied);
-    CHECK(early == 0, "gcra retry too early in %d of %d", early, denied);
-    CHECK(late == 0, "gcra retry late by more than 1 us in %d of %d", late,
-          denied);
-    CHECK(rem_bad == 0, "gcra remaining wrong in %d", rem_bad);
+    EXPECT(denied > 3000, "enough refusals drawn: %d", denied);
+    EXPECT(early == 0, "gcra retry too early in %d of %d", early, denied);
+    EXPECT(late == 0, "gcra retry late by more than 1 us in %d of %d", late,
+           denied);
+    EXPECT(rem_bad == 0, "gcra remaining wrong in %d", rem_bad);
 }
 
 /* A TAT beyond now + tau (the clock stepped back) counts as one request
@@ -590,15 +590,15 @@ static void test_gcra_cap(void)
 
     st.tat = (double) now + 3600.0 * SEC;
     sl_gcra_evaluate(now, 10, 10 * SEC, 10, &st, &ev);
-    CHECK(ev.ok && ev.remaining == 0 && ev.reset == SEC,
-          "a far TAT leaves one request: ok %d, %" I64 " left, reset %" I64,
-          ev.ok, ev.remaining, ev.reset);
+    EXPECT(ev.ok && ev.remaining == 0 && ev.reset == SEC,
+           "a far TAT leaves one request: ok %d, %" I64 " left, reset %" I64,
+           ev.ok, ev.remaining, ev.reset);
     sl_gcra_apply(now, 10, 10 * SEC, 10, &st);
-    CHECK(st.tat == (double) now + 10.0 * SEC, "... and is written capped");
+    EXPECT(st.tat == (double) now + 10.0 * SEC, "... and is written capped");
     sl_gcra_evaluate(now + SEC / 2, 10, 10 * SEC, 10, &st, &ev);
-    CHECK(!ev.ok, "then refused until one interval passed");
+    EXPECT(!ev.ok, "then refused until one interval passed");
     sl_gcra_evaluate(now + SEC, 10, 10 * SEC, 10, &st, &ev);
-    CHECK(ev.ok, "and admitted after it");
+    EXPECT(ev.ok, "and admitted after it");
 }
 
 /* ---- keys' lifetimes (the script's PEXPIRE / PX) ---- */
@@ -609,26 +609,26 @@ static void test_expiry(void)
     sl_gcra_t g = {0};
     apr_int64_t e, now = W60 + 15 * SEC + 1;
 
-    CHECK(sl_log_expires(T0, 10 * SEC) == T0 + 10 * SEC + 1000,
-          "log key: ceil(win / 1ms) + 1 ms");
-    CHECK(sl_log_expires(T0, 1500) == T0 + 3000, "log key: rounded up");
+    EXPECT(sl_log_expires(T0, 10 * SEC) == T0 + 10 * SEC + 1000,
+           "log key: ceil(win / 1ms) + 1 ms");
+    EXPECT(sl_log_expires(T0, 1500) == T0 + 3000, "log key: rounded up");
     e = sl_counter_apply(now, 60 * SEC, &c);
     /* (idx + 2) * win - now = 105 s - 1 us, rounded up to ms, + 1 ms */
-    CHECK(e == now + 105 * SEC + 1000 - 0 && c.cur == 1 && c.prev == 0 &&
-              c.idx == W60 / (60 * SEC),
-          "counter key lives until its window no longer weighs: %" I64,
-          e - now);
+    EXPECT(e == now + 105 * SEC + 1000 - 0 && c.cur == 1 && c.prev == 0 &&
+               c.idx == W60 / (60 * SEC),
+           "counter key lives until its window no longer weighs: %" I64,
+           e - now);
     e = sl_gcra_apply(T0, 4, 10 * SEC, 4, &g);
-    CHECK(g.tat == (double) T0 + 2500000 && e == T0 + 2500000 + 1000,
-          "gcra key lives until its TAT");
+    EXPECT(g.tat == (double) T0 + 2500000 && e == T0 + 2500000 + 1000,
+           "gcra key lives until its TAT");
     /* A stale state counts as no state. */
     c.idx -= 2;
     c.cur = 1000;
     {
         sl_eval_t ev;
         sl_counter_evaluate(now + 60 * SEC, 5, 60 * SEC, &c, &ev);
-        CHECK(ev.ok && ev.remaining0 == 5 && ev.reset0 == 0,
-              "a counter two windows old weighs nothing");
+        EXPECT(ev.ok && ev.remaining0 == 5 && ev.reset0 == 0,
+               "a counter two windows old weighs nothing");
     }
 }
 

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "sl_check.h"
+#include "sl_expect.h"
 
 #define MS(x) apr_time_from_msec(x)
 
@@ -18,24 +18,26 @@ static void test_transitions(void)
     apr_time_t t = apr_time_from_sec(1000);
 
     sl_breaker_init(&b);
-    CHECK(sl_breaker_allow(&b, t), "closed: every request may use the store");
-    CHECK(!sl_breaker_success(&b, t, t + 1), "success while closed: no change");
-    CHECK(sl_breaker_failure(&b, t, t + MS(50)), "first failure opens");
-    CHECK(sl_breaker_is_open(&b), "open");
-    CHECK(!sl_breaker_failure(&b, t + MS(1), t + MS(51)),
-          "a second failure reports no transition");
-    CHECK(!sl_breaker_allow(&b, t + MS(60)), "no call before the probe time");
-    CHECK(sl_breaker_wait(&b, t + MS(60)) > 0, "a wait until the probe");
-    CHECK(sl_breaker_allow(&b, t + MS(150)), "the probe after 100 ms");
-    CHECK(!sl_breaker_allow(&b, t + MS(151)), "only one probe");
-    CHECK(!sl_breaker_failure(&b, t + MS(150), t + MS(200)),
-          "failed probe: still open, nothing to log");
-    CHECK(!sl_breaker_allow(&b, t + MS(350)), "backoff doubled: not at 150 ms");
-    CHECK(sl_breaker_allow(&b, t + MS(401)), "the next probe 200 ms later");
-    CHECK(sl_breaker_success(&b, t + MS(401), t + MS(402)),
-          "a successful probe closes, once");
-    CHECK(!sl_breaker_is_open(&b), "closed again");
-    CHECK(sl_breaker_allow(&b, t + MS(403)), "every request again");
+    EXPECT(sl_breaker_allow(&b, t), "closed: every request may use the store");
+    EXPECT(!sl_breaker_success(&b, t, t + 1),
+           "success while closed: no change");
+    EXPECT(sl_breaker_failure(&b, t, t + MS(50)), "first failure opens");
+    EXPECT(sl_breaker_is_open(&b), "open");
+    EXPECT(!sl_breaker_failure(&b, t + MS(1), t + MS(51)),
+           "a second failure reports no transition");
+    EXPECT(!sl_breaker_allow(&b, t + MS(60)), "no call before the probe time");
+    EXPECT(sl_breaker_wait(&b, t + MS(60)) > 0, "a wait until the probe");
+    EXPECT(sl_breaker_allow(&b, t + MS(150)), "the probe after 100 ms");
+    EXPECT(!sl_breaker_allow(&b, t + MS(151)), "only one probe");
+    EXPECT(!sl_breaker_failure(&b, t + MS(150), t + MS(200)),
+           "failed probe: still open, nothing to log");
+    EXPECT(!sl_breaker_allow(&b, t + MS(350)),
+           "backoff doubled: not at 150 ms");
+    EXPECT(sl_breaker_allow(&b, t + MS(401)), "the next probe 200 ms later");
+    EXPECT(sl_breaker_success(&b, t + MS(401), t + MS(402)),
+           "a successful probe closes, once");
+    EXPECT(!sl_breaker_is_open(&b), "closed again");
+    EXPECT(sl_breaker_allow(&b, t + MS(403)), "every request again");
 }
 
 static void test_backoff_cap(void)
@@ -48,11 +50,11 @@ static void test_backoff_cap(void)
     sl_breaker_failure(&b, t, t);
     for (i = 0; i < 20; i++) {
         t += apr_time_from_sec(3);
-        CHECK(sl_breaker_allow(&b, t), "a probe at least every 2 s (%d)", i);
+        EXPECT(sl_breaker_allow(&b, t), "a probe at least every 2 s (%d)", i);
         sl_breaker_failure(&b, t, t);
     }
-    CHECK(sl_breaker_wait(&b, t) <= SL_BREAKER_MAX_BACKOFF,
-          "backoff capped at 2 s");
+    EXPECT(sl_breaker_wait(&b, t) <= SL_BREAKER_MAX_BACKOFF,
+           "backoff capped at 2 s");
 }
 
 /* Under load, requests in flight when the store fails may succeed after
@@ -64,20 +66,20 @@ static void test_stale_answers(void)
     apr_time_t t = apr_time_from_sec(1000);
 
     sl_breaker_init(&b);
-    CHECK(sl_breaker_failure(&b, t + MS(10), t + MS(20)), "opens");
-    CHECK(!sl_breaker_success(&b, t + MS(5), t + MS(21)),
-          "a success of a request older than the outage does not close");
-    CHECK(sl_breaker_is_open(&b), "still open");
-    CHECK(!sl_breaker_failure(&b, t + MS(6), t + MS(22)),
-          "a late failure of an old request changes nothing");
-    CHECK(!sl_breaker_allow(&b, t + MS(110)), "nor does it move the probe");
-    CHECK(sl_breaker_allow(&b, t + MS(120)), "probe on schedule");
-    CHECK(sl_breaker_success(&b, t + MS(120), t + MS(121)), "probe closes");
-    CHECK(!sl_breaker_failure(&b, t + MS(115), t + MS(125)),
-          "a failure of a request older than the recovery does not reopen");
-    CHECK(!sl_breaker_is_open(&b), "still closed");
-    CHECK(sl_breaker_failure(&b, t + MS(130), t + MS(180)),
-          "a new failure opens again");
+    EXPECT(sl_breaker_failure(&b, t + MS(10), t + MS(20)), "opens");
+    EXPECT(!sl_breaker_success(&b, t + MS(5), t + MS(21)),
+           "a success of a request older than the outage does not close");
+    EXPECT(sl_breaker_is_open(&b), "still open");
+    EXPECT(!sl_breaker_failure(&b, t + MS(6), t + MS(22)),
+           "a late failure of an old request changes nothing");
+    EXPECT(!sl_breaker_allow(&b, t + MS(110)), "nor does it move the probe");
+    EXPECT(sl_breaker_allow(&b, t + MS(120)), "probe on schedule");
+    EXPECT(sl_breaker_success(&b, t + MS(120), t + MS(121)), "probe closes");
+    EXPECT(!sl_breaker_failure(&b, t + MS(115), t + MS(125)),
+           "a failure of a request older than the recovery does not reopen");
+    EXPECT(!sl_breaker_is_open(&b), "still closed");
+    EXPECT(sl_breaker_failure(&b, t + MS(130), t + MS(180)),
+           "a new failure opens again");
 }
 
 int main(void)

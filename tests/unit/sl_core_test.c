@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "sl_check.h"
+#include "sl_expect.h"
 
 static void test_durations(apr_pool_t *p)
 {
@@ -35,17 +35,17 @@ static void test_durations(apr_pool_t *p)
     for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
         apr_int64_t us = 0;
         const char *err = sl_parse_duration(p, good[i].in, &us);
-        CHECK(!err && us == good[i].us, "duration %s: %s", good[i].in,
-              err ? err : "wrong value");
+        EXPECT(!err && us == good[i].us, "duration %s: %s", good[i].in,
+               err ? err : "wrong value");
     }
     for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         apr_int64_t us = 0;
         const char *err = sl_parse_duration(p, bad[i], &us);
-        CHECK(err && strstr(err, bad[i]), "duration '%s' must be refused",
-              bad[i]);
+        EXPECT(err && strstr(err, bad[i]), "duration '%s' must be refused",
+               bad[i]);
     }
-    CHECK(!strcmp(sl_format_duration(p, 60000000), "1m"), "format 1m");
-    CHECK(!strcmp(sl_format_duration(p, 1500000), "1500ms"), "format 1500ms");
+    EXPECT(!strcmp(sl_format_duration(p, 60000000), "1m"), "format 1m");
+    EXPECT(!strcmp(sl_format_duration(p, 1500000), "1500ms"), "format 1500ms");
 }
 
 static sl_limit_t *limit(apr_pool_t *p, const char *line, const char *section,
@@ -80,23 +80,23 @@ static void test_limits(apr_pool_t *p)
     size_t i;
 
     a = limit(p, "100 1m name=api", "<Location /a>\n", &err);
-    CHECK(a && !err && a->requests == 100 && a->window == 60000000 &&
-              a->named && !strcmp(a->name, "api") &&
-              a->algorithm == SL_ALG_UNSET,
-          "named limit: %s", err ? err : "");
+    EXPECT(a && !err && a->requests == 100 && a->window == 60000000 &&
+               a->named && !strcmp(a->name, "api") &&
+               a->algorithm == SL_ALG_UNSET,
+           "named limit: %s", err ? err : "");
     b = limit(p, "5 10s name=api", "<Location /b>\n", &err);
-    CHECK(b && !strcmp(a->id, b->id), "same name, same budget everywhere");
+    EXPECT(b && !strcmp(a->id, b->id), "same name, same budget everywhere");
     c = limit(p, "100 1m", "<Location /a>\n", &err);
     d = limit(p, "100 1m", "<Location /b>\n", &err);
-    CHECK(c && d && strcmp(c->id, d->id), "unnamed: one budget per section");
-    CHECK(!strcmp(c->name, "100-per-1m"), "unnamed name %s", c->name);
+    EXPECT(c && d && strcmp(c->id, d->id), "unnamed: one budget per section");
+    EXPECT(!strcmp(c->name, "100-per-1m"), "unnamed name %s", c->name);
     d = limit(p, "100 1m", "<Location /a>\n", &err);
-    CHECK(!strcmp(c->id, d->id), "unnamed ids are stable");
+    EXPECT(!strcmp(c->id, d->id), "unnamed ids are stable");
     d = limit(p, "100 60s algorithm=gcra burst=10", "<Location /a>\n", &err);
-    CHECK(d && d->algorithm == SL_ALG_GCRA && d->burst == 10, "gcra burst");
+    EXPECT(d && d->algorithm == SL_ALG_GCRA && d->burst == 10, "gcra burst");
     for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         a = limit(p, bad[i], "", &err);
-        CHECK(err != NULL, "'%s' must be refused", bad[i]);
+        EXPECT(err != NULL, "'%s' must be refused", bad[i]);
     }
 }
 
@@ -106,49 +106,49 @@ static void test_keys(apr_pool_t *p)
     sl_limit_t *l;
     const char *err;
 
-    CHECK(!strcmp(sl_ip_key(p, "192.0.2.7", 64), "192.0.2.7"), "ipv4");
-    CHECK(!strcmp(sl_ip_key(p, "::ffff:192.0.2.7", 64), "192.0.2.7"),
-          "mapped ipv4");
-    CHECK(
+    EXPECT(!strcmp(sl_ip_key(p, "192.0.2.7", 64), "192.0.2.7"), "ipv4");
+    EXPECT(!strcmp(sl_ip_key(p, "::ffff:192.0.2.7", 64), "192.0.2.7"),
+           "mapped ipv4");
+    EXPECT(
         !strcmp(sl_ip_key(p, "2001:db8:1:2:3:4:5:6", 64), "2001:db8:1:2::/64"),
         "ipv6 /64: %s", sl_ip_key(p, "2001:db8:1:2:3:4:5:6", 64));
-    CHECK(!strcmp(sl_ip_key(p, "2001:db8:1:2:3:4:5:6", 48), "2001:db8:1::/48"),
-          "ipv6 /48");
-    CHECK(!strcmp(sl_ip_key(p, "2001:db8:1:2:3:4:5:6", 128),
-                  "2001:db8:1:2:3:4:5:6/128"),
-          "ipv6 /128");
-    CHECK(!strcmp(sl_ip_key(p, "2001:db8:1:2:ffff::1", 60), "2001:db8:1::/60"),
-          "ipv6 /60: %s", sl_ip_key(p, "2001:db8:1:2:ffff::1", 60));
-    CHECK(sl_ip_key(p, "not-an-ip", 64) == NULL, "garbage address");
+    EXPECT(!strcmp(sl_ip_key(p, "2001:db8:1:2:3:4:5:6", 48), "2001:db8:1::/48"),
+           "ipv6 /48");
+    EXPECT(!strcmp(sl_ip_key(p, "2001:db8:1:2:3:4:5:6", 128),
+                   "2001:db8:1:2:3:4:5:6/128"),
+           "ipv6 /128");
+    EXPECT(!strcmp(sl_ip_key(p, "2001:db8:1:2:ffff::1", 60), "2001:db8:1::/60"),
+           "ipv6 /60: %s", sl_ip_key(p, "2001:db8:1:2:ffff::1", 60));
+    EXPECT(sl_ip_key(p, "not-an-ip", 64) == NULL, "garbage address");
 
     k1 = sl_identity(p, "ip", "192.0.2.7", 9);
     k2 = sl_identity(p, "user", "192.0.2.7", 9);
-    CHECK(strlen(k1) == 16 && strcmp(k1, k2), "identity per source");
+    EXPECT(strlen(k1) == 16 && strcmp(k1, k2), "identity per source");
     k2 = sl_identity(p, "header:x", "a}b{c\r\n\"", 8);
-    CHECK(!strpbrk(k2, "{}\r\n\" "), "no value byte reaches the key");
+    EXPECT(!strpbrk(k2, "{}\r\n\" "), "no value byte reaches the key");
     {
         char big[20000];
         memset(big, 'a', sizeof(big));
-        CHECK(strlen(sl_identity(p, "header:x", big, sizeof(big))) == 16,
-              "bounded identity");
+        EXPECT(strlen(sl_identity(p, "header:x", big, sizeof(big))) == 16,
+               "bounded identity");
         k2 = sl_identity(p, "header:x", big, sizeof(big));
         big[sizeof(big) - 1] = 'b';
-        CHECK(strcmp(k2, sl_identity(p, "header:x", big, sizeof(big))),
-              "the whole value is hashed, not a prefix");
+        EXPECT(strcmp(k2, sl_identity(p, "header:x", big, sizeof(big))),
+               "the whole value is hashed, not a prefix");
     }
-    CHECK(!strcmp(sl_ip_key(p, "fe80::1:2:3:4%eth0", 64), "fe80::/64"),
-          "zone id dropped");
+    EXPECT(!strcmp(sl_ip_key(p, "fe80::1:2:3:4%eth0", 64), "fe80::/64"),
+           "zone id dropped");
     l = limit(p, "10 1m name=api", "", &err);
     key = sl_store_key(p, "sl", k1, l, SL_ALG_COUNTER);
-    CHECK(!strncmp(key, "sl:{", 4) && key[strlen(key) - 1] == 'c',
-          "key shape %s", key);
-    CHECK(sl_key_slot(key, strlen(key)) == sl_key_slot(k1, strlen(k1)),
-          "the hash tag decides the slot");
+    EXPECT(!strncmp(key, "sl:{", 4) && key[strlen(key) - 1] == 'c',
+           "key shape %s", key);
+    EXPECT(sl_key_slot(key, strlen(key)) == sl_key_slot(k1, strlen(k1)),
+           "the hash tag decides the slot");
     /* Redis Cluster's reference values (cluster spec). */
-    CHECK(sl_key_slot("123456789", 9) == 12739, "crc16 of 123456789");
-    CHECK(sl_key_slot("foo{bar}baz", 11) == sl_key_slot("bar", 3), "tag");
-    CHECK(sl_key_slot("foo{}bar", 8) == sl_key_slot("foo{}bar", 8),
-          "empty tag hashes the whole key");
+    EXPECT(sl_key_slot("123456789", 9) == 12739, "crc16 of 123456789");
+    EXPECT(sl_key_slot("foo{bar}baz", 11) == sl_key_slot("bar", 3), "tag");
+    EXPECT(sl_key_slot("foo{}bar", 8) == sl_key_slot("foo{}bar", 8),
+           "empty tag hashes the whole key");
 }
 
 static void test_store_urls(apr_pool_t *p)
@@ -157,40 +157,40 @@ static void test_store_urls(apr_pool_t *p)
     const char *err;
 
     err = sl_parse_store_url(p, "redis://user:s3cr@t@10.1.2.3:6380/2", &u);
-    CHECK(!err && u.kind == SL_STORE_TCP && u.db == 2 &&
-              !strcmp(u.user, "user") && !strcmp(u.password, "s3cr@t"),
-          "redis url: %s", err ? err : "");
-    CHECK(!strstr(u.display, "s3cr"), "password never displayed: %s",
-          u.display);
+    EXPECT(!err && u.kind == SL_STORE_TCP && u.db == 2 &&
+               !strcmp(u.user, "user") && !strcmp(u.password, "s3cr@t"),
+           "redis url: %s", err ? err : "");
+    EXPECT(!strstr(u.display, "s3cr"), "password never displayed: %s",
+           u.display);
     err = sl_parse_store_url(p, "redis://localhost", &u);
-    CHECK(!err && APR_ARRAY_IDX(u.nodes, 0, sl_hostport_t).port == 6379,
-          "default port");
+    EXPECT(!err && APR_ARRAY_IDX(u.nodes, 0, sl_hostport_t).port == 6379,
+           "default port");
     err = sl_parse_store_url(p, "unix:/run/redis.sock?db=3", &u);
-    CHECK(!err && u.kind == SL_STORE_UNIX && u.db == 3 &&
-              !strcmp(u.path, "/run/redis.sock"),
-          "unix url");
+    EXPECT(!err && u.kind == SL_STORE_UNIX && u.db == 3 &&
+               !strcmp(u.path, "/run/redis.sock"),
+           "unix url");
     err = sl_parse_store_url(p, "cluster://a:7000,b:7001,[::1]:7002", &u);
-    CHECK(!err && u.nodes->nelts == 3 &&
-              !strcmp(APR_ARRAY_IDX(u.nodes, 2, sl_hostport_t).host, "::1"),
-          "cluster url");
+    EXPECT(!err && u.nodes->nelts == 3 &&
+               !strcmp(APR_ARRAY_IDX(u.nodes, 2, sl_hostport_t).host, "::1"),
+           "cluster url");
     {
         sl_store_url_t a, b;
         sl_parse_store_url(p, "redis://10.0.0.1:6379/0", &a);
         sl_parse_store_url(p, "redis://10.0.0.1:6379/0", &b);
-        CHECK(a.tag == b.tag, "one store, one tag");
+        EXPECT(a.tag == b.tag, "one store, one tag");
         sl_parse_store_url(p, "redis://10.0.0.1:6380/0", &b);
-        CHECK(a.tag != b.tag, "another port, another tag");
+        EXPECT(a.tag != b.tag, "another port, another tag");
         sl_parse_store_url(p, "redis://10.0.0.1:6379/1", &b);
-        CHECK(a.tag != b.tag, "another database, another tag");
+        EXPECT(a.tag != b.tag, "another database, another tag");
         sl_parse_store_url(p, "unix:/run/r.sock?db=1", &a);
         sl_parse_store_url(p, "unix:/run/r.sock", &b);
-        CHECK(a.tag != b.tag, "unix socket: the database counts too");
+        EXPECT(a.tag != b.tag, "unix socket: the database counts too");
     }
-    CHECK(sl_parse_store_url(p, "redis://h:99999", &u) != NULL, "bad port");
-    CHECK(sl_parse_store_url(p, "redis://h/x", &u) != NULL, "bad db");
-    CHECK(sl_parse_store_url(p, "memcached://h", &u) != NULL, "bad scheme");
-    CHECK(sl_parse_store_url(p, "unix:relative", &u) != NULL, "relative");
-    CHECK(sl_parse_store_url(p, "cluster://", &u) != NULL, "no seeds");
+    EXPECT(sl_parse_store_url(p, "redis://h:99999", &u) != NULL, "bad port");
+    EXPECT(sl_parse_store_url(p, "redis://h/x", &u) != NULL, "bad db");
+    EXPECT(sl_parse_store_url(p, "memcached://h", &u) != NULL, "bad scheme");
+    EXPECT(sl_parse_store_url(p, "unix:relative", &u) != NULL, "relative");
+    EXPECT(sl_parse_store_url(p, "cluster://", &u) != NULL, "no seeds");
 }
 
 static void test_decisions(apr_pool_t *p)
@@ -202,22 +202,22 @@ static void test_decisions(apr_pool_t *p)
     const long long lies2[] = {1796018400, 0, 0, 1, 5, 0};
     const long long neg[] = {1796018400, 0, 1, 1, -1, 0};
 
-    CHECK(!sl_decision_parse(p, ok, 9, 2, &d) && d.admitted && d.n == 2,
-          "admitted reply");
-    CHECK(sl_decision_pick(&d) == 1, "fewest remaining decides");
-    CHECK(!sl_decision_parse(p, denied, 9, 2, &d) && !d.admitted, "denied");
-    CHECK(sl_decision_pick(&d) == 1, "the refusing limit decides");
-    CHECK(sl_retry_after(&d) == 18, "Retry-After rounds up: %ld",
-          (long) sl_retry_after(&d));
-    CHECK(sl_decision_parse(p, ok, 8, 2, &d) != NULL, "short reply");
-    CHECK(sl_decision_parse(p, liar, 6, 1, &d) != NULL,
-          "admit despite refusal");
-    CHECK(sl_decision_parse(p, lies2, 6, 1, &d) != NULL,
-          "refuse though all admit");
-    CHECK(sl_decision_parse(p, neg, 6, 1, &d) != NULL, "negative remaining");
-    CHECK(sl_ceil_seconds(1) == 1 && sl_ceil_seconds(1000000) == 1 &&
-              sl_ceil_seconds(1000001) == 2 && sl_ceil_seconds(0) == 1,
-          "ceil seconds");
+    EXPECT(!sl_decision_parse(p, ok, 9, 2, &d) && d.admitted && d.n == 2,
+           "admitted reply");
+    EXPECT(sl_decision_pick(&d) == 1, "fewest remaining decides");
+    EXPECT(!sl_decision_parse(p, denied, 9, 2, &d) && !d.admitted, "denied");
+    EXPECT(sl_decision_pick(&d) == 1, "the refusing limit decides");
+    EXPECT(sl_retry_after(&d) == 18, "Retry-After rounds up: %ld",
+           (long) sl_retry_after(&d));
+    EXPECT(sl_decision_parse(p, ok, 8, 2, &d) != NULL, "short reply");
+    EXPECT(sl_decision_parse(p, liar, 6, 1, &d) != NULL,
+           "admit despite refusal");
+    EXPECT(sl_decision_parse(p, lies2, 6, 1, &d) != NULL,
+           "refuse though all admit");
+    EXPECT(sl_decision_parse(p, neg, 6, 1, &d) != NULL, "negative remaining");
+    EXPECT(sl_ceil_seconds(1) == 1 && sl_ceil_seconds(1000000) == 1 &&
+               sl_ceil_seconds(1000001) == 2 && sl_ceil_seconds(0) == 1,
+           "ceil seconds");
 }
 
 struct hdrs {
@@ -246,17 +246,18 @@ static void test_headers(apr_pool_t *p)
     sl_decision_parse(p, v, 9, 2, &d);
     sl_quota_headers(p, SL_HDR_IETF | SL_HDR_DRAFT03 | SL_HDR_XRL, limits, &d,
                      collect, &h);
-    CHECK(strstr(h.all, "RateLimit-Policy: \"api\";q=100;w=60, "
-                        "\"hourly\";q=1000;w=3600\n") != NULL,
-          "policy header:\n%s", h.all);
-    CHECK(strstr(h.all, "RateLimit: \"api\";r=41;t=12\n") != NULL,
-          "ratelimit header:\n%s", h.all);
-    CHECK(strstr(h.all, "RateLimit-Reset: 12\n") != NULL, "draft03 reset");
-    CHECK(strstr(h.all, "X-RateLimit-Reset: 1796018412\n") != NULL,
-          "x-ratelimit reset");
-    CHECK(!strcmp(sl_sf_string(p, "a\"b\\c"), "\"a\\\"b\\\\c\""), "sf-string");
-    CHECK(strstr(sl_json_body(p, 0, 18), "\"retry_after_seconds\":18}") != NULL,
-          "json body");
+    EXPECT(strstr(h.all, "RateLimit-Policy: \"api\";q=100;w=60, "
+                         "\"hourly\";q=1000;w=3600\n") != NULL,
+           "policy header:\n%s", h.all);
+    EXPECT(strstr(h.all, "RateLimit: \"api\";r=41;t=12\n") != NULL,
+           "ratelimit header:\n%s", h.all);
+    EXPECT(strstr(h.all, "RateLimit-Reset: 12\n") != NULL, "draft03 reset");
+    EXPECT(strstr(h.all, "X-RateLimit-Reset: 1796018412\n") != NULL,
+           "x-ratelimit reset");
+    EXPECT(!strcmp(sl_sf_string(p, "a\"b\\c"), "\"a\\\"b\\\\c\""), "sf-string");
+    EXPECT(strstr(sl_json_body(p, 0, 18), "\"retry_after_seconds\":18}") !=
+               NULL,
+           "json body");
 }
 
 int main(void)

@@ -13,13 +13,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "sl_check.h"
+#include "sl_expect.h"
 
 #define MS(x) apr_time_from_msec(x)
 
-static sl_check_t sl_mk(const char *key)
+static sl_budget_t sl_mk(const char *key)
 {
-    sl_check_t c;
+    sl_budget_t c;
 
     memset(&c, 0, sizeof(c));
     c.key = key;
@@ -55,23 +55,23 @@ static sl_decision_t sl_answer(apr_pool_t *p, int admitted, int ok,
     d.now = apr_time_now();
     d.admitted = admitted;
     d.n = 1;
-    d.res = apr_pcalloc(p, sizeof(*d.res));
-    d.res[0].ok = ok;
-    d.res[0].remaining = remaining;
-    d.res[0].reset = reset;
+    d.quota = apr_pcalloc(p, sizeof(*d.quota));
+    d.quota[0].ok = ok;
+    d.quota[0].remaining = remaining;
+    d.quota[0].reset = reset;
     return d;
 }
 
 /* Ask, get answer d (NULL: the store failed), settle: one request. */
-static int sl_request(sl_denycache_t *dc, const sl_check_t *c,
+static int sl_request(sl_denycache_t *dc, const sl_budget_t *c,
                       const sl_decision_t *d, apr_time_t *retry_at)
 {
-    apr_uint32_t probe = 0;
+    apr_uint32_t flight = 0;
     apr_time_t sent;
-    int hits = sl_denycache_find(dc, c, 1, MS(200), &sent, retry_at, &probe);
+    int hits = sl_denycache_find(dc, c, 1, MS(200), &sent, retry_at, &flight);
 
     if (!hits) {
-        sl_denycache_settle(dc, c, 1, d, sent, apr_time_now(), &probe);
+        sl_denycache_settle(dc, c, 1, d, sent, apr_time_now(), &flight);
     }
     return hits;
 }
@@ -79,68 +79,69 @@ static int sl_request(sl_denycache_t *dc, const sl_check_t *c,
 static void test_what_is_cached(apr_pool_t *p)
 {
     sl_denycache_t *dc = sl_new(p, 0, NULL);
-    sl_check_t a = sl_mk("t:{a}x.g"), b = sl_mk("t:{b}x.g"),
-               c = sl_mk("t:{c}x.g"), e = sl_mk("t:{e}x.g");
-    sl_check_t two[2];
+    sl_budget_t a = sl_mk("t:{a}x.g"), b = sl_mk("t:{b}x.g"),
+                c = sl_mk("t:{c}x.g"), e = sl_mk("t:{e}x.g");
+    sl_budget_t two[2];
     sl_decision_t d;
     apr_time_t ra[2];
-    apr_uint32_t probes[2] = {0, 0};
+    apr_uint32_t flights[2] = {0, 0};
     apr_time_t now;
 
     d = sl_answer(p, 1, 1, 0, MS(300));
     sl_request(dc, &a, &d, ra);
-    CHECK(sl_request(dc, &a, NULL, ra) == 1,
-          "an admission that leaves nothing is answered here");
-    CHECK(ra[0] > apr_time_now() + MS(250) && ra[0] <= apr_time_now() + MS(300),
-          "... with retry_at its reset from the answer");
+    EXPECT(sl_request(dc, &a, NULL, ra) == 1,
+           "an admission that leaves nothing is answered here");
+    EXPECT(ra[0] > apr_time_now() + MS(250) &&
+               ra[0] <= apr_time_now() + MS(300),
+           "... with retry_at its reset from the answer");
 
     d = sl_answer(p, 1, 1, 2, MS(300));
     sl_request(dc, &b, &d, ra);
-    CHECK(sl_request(dc, &b, NULL, ra) == 0,
-          "an admission that leaves room is not cached");
+    EXPECT(sl_request(dc, &b, NULL, ra) == 0,
+           "an admission that leaves room is not cached");
 
     d = sl_answer(p, 1, 1, 0, 0);
     sl_request(dc, &e, &d, ra);
-    CHECK(sl_request(dc, &e, NULL, ra) == 0,
-          "remaining 0 with reset 0 (the whole quota back) is not cached");
+    EXPECT(sl_request(dc, &e, NULL, ra) == 0,
+           "remaining 0 with reset 0 (the whole quota back) is not cached");
 
     d = sl_answer(p, 0, 0, 0, MS(40));
     sl_request(dc, &c, &d, ra);
-    CHECK(sl_request(dc, &c, NULL, ra) == 1, "a refusal is cached");
+    EXPECT(sl_request(dc, &c, NULL, ra) == 1, "a refusal is cached");
     apr_sleep(MS(50));
-    CHECK(sl_request(dc, &c, NULL, ra) == 0, "... until its reset, not after");
+    EXPECT(sl_request(dc, &c, NULL, ra) == 0, "... until its reset, not after");
 
     /* Two cached limits: both reported, so that the longer wait is told. */
     two[0] = a;
     two[1] = sl_mk("t:{a}y.g");
     d = sl_answer(p, 0, 0, 0, MS(900));
     sl_request(dc, &two[1], &d, ra);
-    CHECK(sl_denycache_find(dc, two, 2, MS(200), &now, ra, probes) == 2,
-          "both refusing limits found");
-    CHECK(ra[1] > ra[0] && ra[0] > 0, "each with its own retry_at");
-    CHECK(probes[0] == 0 && probes[1] == 0, "no asker without threads");
+    EXPECT(sl_denycache_find(dc, two, 2, MS(200), &now, ra, flights) == 2,
+           "both refusing limits found");
+    EXPECT(ra[1] > ra[0] && ra[0] > 0, "each with its own retry_at");
+    EXPECT(flights[0] == 0 && flights[1] == 0, "no asker without threads");
 
     /* The same key with another limit is not the same refusal. */
     b = a;
     b.requests = 51;
-    CHECK(sl_request(dc, &b, NULL, ra) == 0,
-          "another limit on the key: no hit");
+    EXPECT(sl_request(dc, &b, NULL, ra) == 0,
+           "another limit on the key: no hit");
 
     /* Nor is the same key of another store (a virtual host's own Redis). */
     b = a;
     b.store = a.store + 1;
-    CHECK(sl_request(dc, &b, NULL, ra) == 0,
-          "the same key in another store: no hit");
-    CHECK(sl_request(dc, &a, NULL, ra) == 1, "... while its own still is");
+    EXPECT(sl_request(dc, &b, NULL, ra) == 0,
+           "the same key in another store: no hit");
+    EXPECT(sl_request(dc, &a, NULL, ra) == 1, "... while its own still is");
 }
 
 typedef struct sl_waiter {
     sl_denycache_t *dc;
-    sl_check_t c;
+    sl_budget_t c;
     apr_interval_time_t wait;
     volatile int done;
     int hits;
-    apr_uint32_t probe;
+    apr_uint32_t flight;
     apr_time_t took;
 } sl_waiter_t;
 
@@ -150,7 +151,7 @@ static void *APR_THREAD_FUNC sl_waiter_run(apr_thread_t *t, void *arg)
     apr_time_t start = apr_time_now(), sent, ra;
 
     w->hits =
-        sl_denycache_find(w->dc, &w->c, 1, w->wait, &sent, &ra, &w->probe);
+        sl_denycache_find(w->dc, &w->c, 1, w->wait, &sent, &ra, &w->flight);
     w->took = apr_time_now() - start;
     w->done = 1;
     apr_thread_exit(t, APR_SUCCESS);
@@ -159,7 +160,7 @@ static void *APR_THREAD_FUNC sl_waiter_run(apr_thread_t *t, void *arg)
 
 /* A thread asking the cache about c, willing to wait up to wait. */
 static apr_thread_t *sl_spawn(apr_pool_t *p, sl_waiter_t *w, sl_denycache_t *dc,
-                              const sl_check_t *c, apr_interval_time_t wait)
+                              const sl_budget_t *c, apr_interval_time_t wait)
 {
     apr_thread_t *t;
 
@@ -180,7 +181,7 @@ static void sl_join(apr_thread_t *t)
 
 /* A key name whose slot is c's: the slot function is FNV-1a modulo 4096,
  * as in sl_denycache.c. */
-static const char *sl_collider(apr_pool_t *p, const sl_check_t *c)
+static const char *sl_collider(apr_pool_t *p, const sl_budget_t *c)
 {
     char *name = NULL;
     unsigned int i, want, h;
@@ -204,74 +205,74 @@ static const char *sl_collider(apr_pool_t *p, const sl_check_t *c)
 
 /* A key whose refusal ended a moment ago, and a thread asking about it. */
 static apr_uint32_t sl_recent_with_asker(apr_pool_t *p, sl_denycache_t *dc,
-                                         const sl_check_t *c, apr_time_t *sent)
+                                         const sl_budget_t *c, apr_time_t *sent)
 {
     sl_decision_t d = sl_answer(p, 0, 0, 0, MS(10));
     apr_time_t ra;
-    apr_uint32_t probe = 0;
+    apr_uint32_t flight = 0;
 
     sl_request(dc, c, &d, &ra);
     apr_sleep(MS(15));
-    sl_denycache_find(dc, c, 1, MS(200), sent, &ra, &probe);
-    return probe;
+    sl_denycache_find(dc, c, 1, MS(200), sent, &ra, &flight);
+    return flight;
 }
 
 static void test_single_flight(apr_pool_t *p)
 {
     sl_denycache_t *dc = sl_new(p, 1, NULL);
-    sl_check_t c = sl_mk("t:{f}x.g"), fresh = sl_mk("t:{new}x.g");
+    sl_budget_t c = sl_mk("t:{f}x.g"), fresh = sl_mk("t:{new}x.g");
     sl_waiter_t w;
     apr_thread_t *t;
     apr_time_t sent, ra;
-    apr_uint32_t probe, none = 0;
+    apr_uint32_t flight, none = 0;
     sl_decision_t d;
 
     /* A key never refused: nobody waits, nobody is the asker. */
     t = sl_spawn(p, &w, dc, &fresh, MS(200));
     sl_join(t);
-    CHECK(!w.hits && !w.probe && w.took < MS(50),
-          "a key not recently refused never waits (%d ms)",
-          (int) (w.took / 1000));
+    EXPECT(!w.hits && !w.flight && w.took < MS(50),
+           "a key not recently refused never waits (%d ms)",
+           (int) (w.took / 1000));
 
     /* The asker is admitted and leaves nothing: the waiter is answered. */
-    probe = sl_recent_with_asker(p, dc, &c, &sent);
-    CHECK(probe != 0, "the first request after the refusal is the asker");
+    flight = sl_recent_with_asker(p, dc, &c, &sent);
+    EXPECT(flight != 0, "the first request after the refusal is the asker");
     t = sl_spawn(p, &w, dc, &c, MS(500));
     apr_sleep(MS(50));
-    CHECK(!w.done, "another thread waits for the asker's answer");
+    EXPECT(!w.done, "another thread waits for the asker's answer");
     d = sl_answer(p, 1, 1, 0, MS(200));
-    sl_denycache_settle(dc, &c, 1, &d, sent, apr_time_now(), &probe);
+    sl_denycache_settle(dc, &c, 1, &d, sent, apr_time_now(), &flight);
     sl_join(t);
-    CHECK(w.hits == 1 && !w.probe,
-          "the exhausting answer refuses the waiter here, no store call");
-    CHECK(w.took < MS(200), "released at once (%d ms)", (int) (w.took / 1000));
+    EXPECT(w.hits == 1 && !w.flight,
+           "the exhausting answer refuses the waiter here, no store call");
+    EXPECT(w.took < MS(200), "released at once (%d ms)", (int) (w.took / 1000));
 
     /* The asker's store call fails: the waiter goes to the store itself,
      * and the key is no longer one to wait for. */
     apr_sleep(MS(250)); /* the exhausting answer's entry ends */
-    probe = sl_recent_with_asker(p, dc, &c, &sent);
+    flight = sl_recent_with_asker(p, dc, &c, &sent);
     t = sl_spawn(p, &w, dc, &c, MS(500));
     apr_sleep(MS(30));
-    CHECK(!w.done, "waiting again");
-    sl_denycache_settle(dc, &c, 1, NULL, sent, apr_time_now(), &probe);
+    EXPECT(!w.done, "waiting again");
+    sl_denycache_settle(dc, &c, 1, NULL, sent, apr_time_now(), &flight);
     sl_join(t);
-    CHECK(w.hits == 0 && w.took < MS(200),
-          "a failed ask releases the waiter to the store (%d ms)",
-          (int) (w.took / 1000));
-    CHECK(sl_denycache_find(dc, &c, 1, MS(200), &sent, &ra, &none) == 0 &&
-              none == 0,
-          "after a failure the key is not recent: nobody asks for others");
+    EXPECT(w.hits == 0 && w.took < MS(200),
+           "a failed ask releases the waiter to the store (%d ms)",
+           (int) (w.took / 1000));
+    EXPECT(sl_denycache_find(dc, &c, 1, MS(200), &sent, &ra, &none) == 0 &&
+               none == 0,
+           "after a failure the key is not recent: nobody asks for others");
 
     /* The asker never settles: the waiter gives up at the bound and asks
      * itself, in place of the lost asker. */
     c = sl_mk("t:{g}x.g");
-    probe = sl_recent_with_asker(p, dc, &c, &sent);
+    flight = sl_recent_with_asker(p, dc, &c, &sent);
     t = sl_spawn(p, &w, dc, &c, MS(200));
     sl_join(t);
-    CHECK(w.hits == 0 && w.took >= MS(150) && w.took < MS(600),
-          "bounded wait: %d ms for a bound of 200", (int) (w.took / 1000));
-    CHECK(w.probe != 0 && w.probe != probe,
-          "the waiter asks itself, for the others, once the first is late");
+    EXPECT(w.hits == 0 && w.took >= MS(150) && w.took < MS(600),
+           "bounded wait: %d ms for a bound of 200", (int) (w.took / 1000));
+    EXPECT(w.flight != 0 && w.flight != flight,
+           "the waiter asks itself, for the others, once the first is late");
 
     /* The asker is refused a little early (until already past): one
      * waiter asks next, the other follows it and is answered from its
@@ -283,56 +284,56 @@ static void test_single_flight(apr_pool_t *p)
         apr_thread_t *ta, *tf;
 
         c = sl_mk("t:{h}x.g");
-        probe = sl_recent_with_asker(p, dc, &c, &sent);
+        flight = sl_recent_with_asker(p, dc, &c, &sent);
         t = sl_spawn(p, &w, dc, &c, MS(500));
         t2 = sl_spawn(p, &w2, dc, &c, MS(500));
         apr_sleep(MS(30));
-        CHECK(!w.done && !w2.done, "two waiters");
+        EXPECT(!w.done && !w2.done, "two waiters");
         d = sl_answer(p, 0, 0, 0, 1);
-        sl_denycache_settle(dc, &c, 1, &d, sent, apr_time_now(), &probe);
+        sl_denycache_settle(dc, &c, 1, &d, sent, apr_time_now(), &flight);
         apr_sleep(MS(30));
-        CHECK(w.done + w2.done == 1,
-              "an early refusal: one waiter asks next, the other waits on");
+        EXPECT(w.done + w2.done == 1,
+               "an early refusal: one waiter asks next, the other waits on");
         asker = w.done ? &w : &w2;
         follower = w.done ? &w2 : &w;
         ta = w.done ? t : t2;
         tf = w.done ? t2 : t;
         sl_join(ta);
-        CHECK(asker->hits == 0 && asker->probe != 0,
-              "the next asker asks for the others");
+        EXPECT(asker->hits == 0 && asker->flight != 0,
+               "the next asker asks for the others");
         d = sl_answer(p, 1, 1, 0, MS(50));
         sl_denycache_settle(dc, &c, 1, &d, apr_time_now(), apr_time_now(),
-                            &asker->probe);
+                            &asker->flight);
         sl_join(tf);
-        CHECK(follower->hits == 1 && follower->probe == 0,
-              "the follower is answered from the next asker's answer");
+        EXPECT(follower->hits == 1 && follower->flight == 0,
+               "the follower is answered from the next asker's answer");
     }
 
     /* Another key takes the slot (direct-mapped): the waiter stops
      * waiting, and the first asker's late settle leaves the new key alone. */
     {
         const char *name;
-        sl_check_t k2;
+        sl_budget_t k2;
 
         c = sl_mk("t:{i}x.g");
         name = sl_collider(p, &c);
         k2 = sl_mk(name);
-        probe = sl_recent_with_asker(p, dc, &c, &sent);
+        flight = sl_recent_with_asker(p, dc, &c, &sent);
         t = sl_spawn(p, &w, dc, &c, MS(500));
         apr_sleep(MS(30));
-        CHECK(!w.done, "waiting for the asker of one key");
+        EXPECT(!w.done, "waiting for the asker of one key");
         d = sl_answer(p, 0, 0, 0, MS(300));
         sl_request(dc, &k2, &d, &ra);
         sl_join(t);
-        CHECK(w.hits == 0 && w.took < MS(200),
-              "a colliding key's refusal takes the slot: the waiter goes to "
-              "the store (%d ms)",
-              (int) (w.took / 1000));
+        EXPECT(w.hits == 0 && w.took < MS(200),
+               "a colliding key's refusal takes the slot: the waiter goes to "
+               "the store (%d ms)",
+               (int) (w.took / 1000));
         d = sl_answer(p, 1, 1, 5, MS(300));
-        sl_denycache_settle(dc, &c, 1, &d, sent, apr_time_now(), &probe);
-        CHECK(sl_request(dc, &k2, NULL, &ra) == 1,
-              "the first asker's late answer with room leaves the other key's "
-              "refusal alone");
+        sl_denycache_settle(dc, &c, 1, &d, sent, apr_time_now(), &flight);
+        EXPECT(sl_request(dc, &k2, NULL, &ra) == 1,
+               "the first asker's late answer with room leaves the other key's "
+               "refusal alone");
     }
 }
 
@@ -351,8 +352,8 @@ static void test_processes(apr_pool_t *p)
 {
     sl_denycache_shm_t *shm;
     sl_denycache_t *dc = sl_new(p, 0, &shm);
-    sl_check_t a = sl_mk("t:{pa}x.g"), b = sl_mk("t:{pb}x.g");
-    sl_check_t a51, b50;
+    sl_budget_t a = sl_mk("t:{pa}x.g"), b = sl_mk("t:{pb}x.g");
+    sl_budget_t a51, b50;
     sl_decision_t d = sl_answer(p, 0, 0, 0, apr_time_from_sec(5));
     apr_time_t ra, now, end;
     pid_t pid, w[2];
@@ -365,12 +366,12 @@ static void test_processes(apr_pool_t *p)
         sl_request(mine, &a, &d, &ra);
         _exit(0);
     }
-    CHECK(sl_wait(pid) == 0, "a child learned a refusal");
+    EXPECT(sl_wait(pid) == 0, "a child learned a refusal");
     now = apr_time_now();
-    CHECK(sl_denycache_find(dc, &a, 1, MS(200), &now, &ra,
-                            (apr_uint32_t[]){0}) == 1 &&
-              ra > now + MS(4500) && ra <= now + apr_time_from_sec(5),
-          "another process answers it, with the same retry_at");
+    EXPECT(sl_denycache_find(dc, &a, 1, MS(200), &now, &ra,
+                             (apr_uint32_t[]){0}) == 1 &&
+               ra > now + MS(4500) && ra <= now + apr_time_from_sec(5),
+           "another process answers it, with the same retry_at");
 
     d = sl_answer(p, 1, 1, 0, apr_time_from_sec(5));
     sl_request(dc, &b, &d, &ra);
@@ -379,8 +380,8 @@ static void test_processes(apr_pool_t *p)
         sl_denycache_t *mine = sl_denycache_create(p, shm, 0);
         _exit(sl_request(mine, &b, NULL, &ra) == 1 ? 0 : 1);
     }
-    CHECK(sl_wait(pid) == 0,
-          "an exhausting admission in one process: a child refuses locally");
+    EXPECT(sl_wait(pid) == 0,
+           "an exhausting admission in one process: a child refuses locally");
 
     /* Torn reads: two writers put two keys, with different limits and
      * resets, into the same slot as fast as they can; a reader must never
@@ -421,26 +422,26 @@ static void test_processes(apr_pool_t *p)
         wrong += sl_denycache_find(dc, &b50, 1, 0, &now, &ra, &none);
         reads += 4;
     }
-    CHECK(sl_wait(w[0]) == 0 && sl_wait(w[1]) == 0, "two writers done");
-    CHECK(wrong == 0 && hits_a > 0 && hits_b > 0,
-          "%d reads during the writes: %d hits on one key, %d on the other, "
-          "%d wrong",
-          reads, hits_a, hits_b, wrong);
+    EXPECT(sl_wait(w[0]) == 0 && sl_wait(w[1]) == 0, "two writers done");
+    EXPECT(wrong == 0 && hits_a > 0 && hits_b > 0,
+           "%d reads during the writes: %d hits on one key, %d on the other, "
+           "%d wrong",
+           reads, hits_a, hits_b, wrong);
 }
 
 /* In another process: one request on c, waiting at most 500 ms. Exit 0
  * when it is answered as want (1: refused here; 0: to the store, as the
  * asker) after between lo and hi ms; else 1, 2 (too soon) or 3 (too late). */
 static void sl_child_request(apr_pool_t *p, sl_denycache_shm_t *shm,
-                             const sl_check_t *c, int want, int lo, int hi)
+                             const sl_budget_t *c, int want, int lo, int hi)
 {
     sl_denycache_t *mine = sl_denycache_create(p, shm, 0);
-    apr_uint32_t probe = 0;
+    apr_uint32_t flight = 0;
     apr_time_t now, ra, start = apr_time_now(), took;
-    int hits = sl_denycache_find(mine, c, 1, MS(500), &now, &ra, &probe);
+    int hits = sl_denycache_find(mine, c, 1, MS(500), &now, &ra, &flight);
 
     took = apr_time_now() - start;
-    if (hits != want || (want == 0) != (probe != 0)) {
+    if (hits != want || (want == 0) != (flight != 0)) {
         _exit(1);
     }
     _exit(took < MS(lo) ? 2 : took >= MS(hi) ? 3 : 0);
@@ -452,50 +453,50 @@ static void test_children_single_flight(apr_pool_t *p)
 {
     sl_denycache_shm_t *shm;
     sl_denycache_t *dc = sl_new(p, 0, &shm);
-    sl_check_t c = sl_mk("t:{sf}x.g");
+    sl_budget_t c = sl_mk("t:{sf}x.g");
     apr_time_t sent;
-    apr_uint32_t probe;
+    apr_uint32_t flight;
     sl_decision_t d;
     pid_t pid;
 
-    probe = sl_recent_with_asker(p, dc, &c, &sent);
-    CHECK(probe != 0,
-          "alone in its process, the first request after a refusal asks for "
-          "every child");
+    flight = sl_recent_with_asker(p, dc, &c, &sent);
+    EXPECT(flight != 0,
+           "alone in its process, the first request after a refusal asks for "
+           "every child");
     pid = fork();
     if (pid == 0) {
         sl_child_request(p, shm, &c, 1, 40, 300);
     }
     apr_sleep(MS(60));
     d = sl_answer(p, 1, 1, 0, MS(200));
-    sl_denycache_settle(dc, &c, 1, &d, sent, apr_time_now(), &probe);
-    CHECK(sl_wait(pid) == 0,
-          "another child waits for the asker's exhausting answer and refuses "
-          "from it, no store call");
+    sl_denycache_settle(dc, &c, 1, &d, sent, apr_time_now(), &flight);
+    EXPECT(sl_wait(pid) == 0,
+           "another child waits for the asker's exhausting answer and refuses "
+           "from it, no store call");
 
     /* An answer with room: the waiting child goes to the store at once. */
     apr_sleep(MS(250));
-    probe = sl_recent_with_asker(p, dc, &c, &sent);
+    flight = sl_recent_with_asker(p, dc, &c, &sent);
     pid = fork();
     if (pid == 0) {
         sl_child_request(p, shm, &c, 0, 40, 300);
     }
     apr_sleep(MS(60));
     d = sl_answer(p, 1, 1, 5, MS(200));
-    sl_denycache_settle(dc, &c, 1, &d, sent, apr_time_now(), &probe);
-    CHECK(sl_wait(pid) == 0,
-          "an answer with room releases the other child to the store");
+    sl_denycache_settle(dc, &c, 1, &d, sent, apr_time_now(), &flight);
+    EXPECT(sl_wait(pid) == 0,
+           "an answer with room releases the other child to the store");
 
     /* The asker never settles (its child died): the other child waits
      * until the asker's bound (200 ms from its start), then asks itself. */
     c = sl_mk("t:{sg}x.g");
-    probe = sl_recent_with_asker(p, dc, &c, &sent);
+    flight = sl_recent_with_asker(p, dc, &c, &sent);
     pid = fork();
     if (pid == 0) {
         sl_child_request(p, shm, &c, 0, 120, 450);
     }
-    CHECK(sl_wait(pid) == 0,
-          "a lost asker holds the other children for its bound only");
+    EXPECT(sl_wait(pid) == 0,
+           "a lost asker holds the other children for its bound only");
 }
 
 int main(void)

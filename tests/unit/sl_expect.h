@@ -1,13 +1,13 @@
 /* The unit tests' one assertion: counts passes and failures, prints each
  * failure with its place, and each test ends with "N passed, M failed". */
-#ifndef SL_CHECK_H
-#define SL_CHECK_H
+#ifndef SL_EXPECT_H
+#define SL_EXPECT_H
 
 #include <stdio.h>
 
 static int passed, failed;
 
-#define CHECK(cond, ...)                                                       \
+#define EXPECT(cond, ...)                                                      \
     do {                                                                       \
         if (cond) {                                                            \
             passed++;                                                          \
