@@ -57,6 +57,8 @@ static int sl_post_config(apr_pool_t *pconf, apr_pool_t *plog,
     sl_proc_t *proc;
     server_rec *vs;
     apr_status_t rv;
+    void *base;
+    int fresh;
     (void) plog;
     (void) ptemp;
 
@@ -87,7 +89,8 @@ static int sl_post_config(apr_pool_t *pconf, apr_pool_t *plog,
                      "mod_slidinglimit: cannot create the deny cache segment; "
                      "running without it");
     }
-    rv = sl_breakers_create(s->process->pool, &proc->breakers);
+    rv = sl_shm_retain(s, "breakers", sl_breakers_size(), &base, &fresh);
+    proc->breakers = rv == APR_SUCCESS ? sl_breakers_attach(pconf, base) : NULL;
     if (rv != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_CRIT, rv, s,
                      "mod_slidinglimit: cannot create the breaker segment");
