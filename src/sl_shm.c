@@ -46,11 +46,15 @@ typedef struct sl_retained {
 static apr_status_t sl_retain(server_rec *s, const char *name, apr_size_t size,
                               sl_retained_t **out, void **base, int *fresh)
 {
-    const char *key =
-        apr_pstrcat(s->process->pool, "mod_slidinglimit-", name, NULL);
-    sl_retained_t *rd = ap_retained_data_get(key);
+    char key[64];
+    sl_retained_t *rd;
     apr_status_t rv;
 
+    /* "seg-": never the name of a record that an earlier build kept in
+     * this process with another layout (a graceful restart onto a new
+     * build finds those). httpd copies the name: no memory per restart. */
+    apr_snprintf(key, sizeof(key), "mod_slidinglimit-seg-%s", name);
+    rd = ap_retained_data_get(key);
     if (!rd) {
         rd = ap_retained_data_create(key, sizeof(*rd));
     }
