@@ -64,7 +64,8 @@
 #define SL_MIN_SLOTS    64
 #define SL_MAX_SLOTS    (1U << 28)
 /* Entries looked at, from the LRU end, for an expired one to reuse before
- * a live one is evicted: bounded, because it runs under the lock. */
+ * a live one is evicted: bounded, because it runs under the lock (refusing
+ * entries, which are skipped, are moved to the front as they are met). */
 #define SL_SCAN 16
 
 #define SL_KIND_FREE  0
@@ -583,15 +584,21 @@ static apr_uint32_t sl_victim(sl_txn_t *t, const sl_shm_op_t *q, int n)
 
     while (i != SL_NIL && (seen < SL_SCAN || fallback == SL_NIL) &&
            seen++ < t->tab->hdr->nslots && (e = sl_entry(t, i))) {
+        apr_uint32_t prev = e->lprev;
         if (!sl_ops_hold(q, n, i)) {
             if (e->expires <= t->now) {
                 return i;
             }
-            if (fallback == SL_NIL && !sl_refusing(t, e)) {
+            if (sl_refusing(t, e)) {
+                /* Out of the way of the next search: a table full of
+                 * refusing budgets costs one walk, not one per request. */
+                sl_lru_touch(t, i, e);
+            }
+            else if (fallback == SL_NIL) {
                 fallback = i;
             }
         }
-        i = e->lprev;
+        i = prev;
     }
     return fallback;
 }

@@ -248,6 +248,37 @@ static void test_refusing_kept(void)
     free(region);
 }
 
+/* A table full of spent budgets: a new client is refused rather than
+ * given room at a spent client's expense, until the refusals end. */
+static void test_all_refusing(void)
+{
+    void *region;
+    sl_table_t *t = table_new(sl_table_min_size(), &region);
+    apr_uint32_t n = sl_table_free(t), i;
+    sl_table_news_t news;
+    sl_decision_t d;
+    char key[32];
+
+    for (i = 0; i < n; i++) {
+        apr_snprintf(key, sizeof(key), "spent%u", i);
+        decide(t, budget(key, SL_ALG_GCRA, 1, HOUR), T0 + i, &d, NULL);
+    }
+    EXPECT(decide(t, budget("new", SL_ALG_GCRA, 1, HOUR), T0 + n, &d, &news) ==
+                   APR_SUCCESS &&
+               !d.admitted && news.full && news.evicted == 0,
+           "a new client finds no room: refused, nobody evicted");
+    EXPECT(sl_table_entries(t) == n, "every spent budget kept");
+    EXPECT(decide(t, budget("spent0", SL_ALG_GCRA, 1, HOUR), T0 + n + 1, &d,
+                  NULL) == APR_SUCCESS &&
+               !d.admitted,
+           "and still spent");
+    EXPECT(decide(t, budget("new", SL_ALG_GCRA, 1, HOUR), T0 + 2 * HOUR, &d,
+                  &news) == APR_SUCCESS &&
+               d.admitted,
+           "room again once the refusals are over");
+    free(region);
+}
+
 /* The stripe of an identity depends on a secret: nobody can aim at
  * another client's stripe without it. */
 static void test_stripe_keyed(void)
@@ -385,6 +416,7 @@ int main(void)
     test_expired_first();
     test_full_refuses();
     test_refusing_kept();
+    test_all_refusing();
     test_stripe_keyed();
     test_out_of_order();
     test_corruption();
