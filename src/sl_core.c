@@ -234,9 +234,44 @@ const char *sl_parse_limit(apr_pool_t *p, int argc, char *const argv[],
     return NULL;
 }
 
+/* The IPv4 address an IPv6 address stands for, if any: IPv4-mapped
+ * (::ffff:V4), IPv4-compatible (::V4), the well-known NAT64/SIIT prefix
+ * (64:ff9b::V4, RFC 6052), 6to4 (2002:V4::/48, RFC 3056) and Teredo (the
+ * client's public address, bits inverted, RFC 4380). A translator puts
+ * every IPv4 client in one /64, and a 6to4 site holds 65,536 of them, so
+ * these are keyed as the IPv4 client they carry. 0.0.0.0/8 is no client
+ * (it leaves :: and ::1 alone), except where the form is unambiguous. */
+static const unsigned char *sl_embedded_ipv4(const unsigned char *a,
+                                             unsigned char *out)
+{
+    static const unsigned char zero[12],
+        mapped[12] = {[10] = 0xff, [11] = 0xff},
+        nat64[12] = {0, 0x64, 0xff, 0x9b};
+    const unsigned char *v4 = NULL;
+    int i;
+
+    if (!memcmp(a, mapped, 12)) {
+        return a + 12;
+    }
+    if (!memcmp(a, zero, 12) || !memcmp(a, nat64, 12)) {
+        v4 = a + 12;
+    }
+    else if (a[0] == 0x20 && a[1] == 0x02) {
+        v4 = a + 2;
+    }
+    else if (a[0] == 0x20 && a[1] == 0x01 && a[2] == 0 && a[3] == 0) {
+        for (i = 0; i < 4; i++) {
+            out[i] = (unsigned char) ~a[12 + i];
+        }
+        v4 = out;
+    }
+    return v4 && v4[0] ? v4 : NULL;
+}
+
 const char *sl_ip_key(apr_pool_t *p, const char *ip, int v6bits)
 {
-    unsigned char a[16];
+    unsigned char a[16], v4buf[4];
+    const unsigned char *v4;
     char buf[INET6_ADDRSTRLEN];
     int i;
 
@@ -256,10 +291,9 @@ const char *sl_ip_key(apr_pool_t *p, const char *ip, int v6bits)
     if (inet_pton(AF_INET6, ip, a) != 1) {
         return NULL;
     }
-    if (!memcmp(a, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12)) {
-        return inet_ntop(AF_INET, a + 12, buf, sizeof(buf))
-                   ? apr_pstrdup(p, buf)
-                   : NULL;
+    if ((v4 = sl_embedded_ipv4(a, v4buf))) {
+        return inet_ntop(AF_INET, v4, buf, sizeof(buf)) ? apr_pstrdup(p, buf)
+                                                        : NULL;
     }
     for (i = 0; i < 16; i++) {
         int keep = v6bits - 8 * i;

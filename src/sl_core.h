@@ -70,8 +70,9 @@ const char *sl_algorithm_name(int alg);
 const char *sl_parse_limit(apr_pool_t *p, int argc, char *const argv[],
                            const char *section, sl_limit_t **out);
 
-/* Client address as a budget key: IPv6 masked to v6bits, IPv4-mapped IPv6
- * as plain IPv4. Returns NULL when ip is not an address. */
+/* Client address as a budget key: IPv6 masked to v6bits; IPv6 forms that
+ * carry an IPv4 client (mapped, compatible, NAT64 64:ff9b::/96, 6to4,
+ * Teredo) as that IPv4 address. Returns NULL when ip is not an address. */
 const char *sl_ip_key(apr_pool_t *p, const char *ip, int v6bits);
 
 /* Hash of a key value (source tag + the whole value): no raw value reaches

@@ -120,6 +120,31 @@ static void test_keys(apr_pool_t *p)
     EXPECT(!strcmp(sl_ip_key(p, "2001:db8:1:2:ffff::1", 60), "2001:db8:1::/60"),
            "ipv6 /60: %s", sl_ip_key(p, "2001:db8:1:2:ffff::1", 60));
     EXPECT(sl_ip_key(p, "not-an-ip", 64) == NULL, "garbage address");
+    /* Forms that carry an IPv4 address are keyed by it: NAT64/SIIT gives
+     * every IPv4 client one /64 otherwise, 6to4 one client 65,536. */
+    EXPECT(!strcmp(sl_ip_key(p, "64:ff9b::192.0.2.7", 64), "192.0.2.7"),
+           "nat64: %s", sl_ip_key(p, "64:ff9b::192.0.2.7", 64));
+    EXPECT(!strcmp(sl_ip_key(p, "64:ff9b::c000:208", 48), "192.0.2.8"),
+           "nat64 hex: %s", sl_ip_key(p, "64:ff9b::c000:208", 48));
+    EXPECT(!strcmp(sl_ip_key(p, "::192.0.2.9", 64), "192.0.2.9"),
+           "ipv4-compatible: %s", sl_ip_key(p, "::192.0.2.9", 64));
+    EXPECT(!strcmp(sl_ip_key(p, "2002:c000:20a:1:2::3", 64), "192.0.2.10"),
+           "6to4: %s", sl_ip_key(p, "2002:c000:20a:1:2::3", 64));
+    EXPECT(!strcmp(sl_ip_key(p, "2002:c000:20a:ffff::1", 64), "192.0.2.10"),
+           "6to4, another subnet of the same site");
+    /* Teredo: the client's public IPv4 address, bits inverted, is the last
+     * 32 bits; the /64 is the Teredo server's. */
+    EXPECT(!strcmp(sl_ip_key(p, "2001:0:4136:e378:8000:63bf:3fff:fdf4", 64),
+                   "192.0.2.11"),
+           "teredo: %s",
+           sl_ip_key(p, "2001:0:4136:e378:8000:63bf:3fff:fdf4", 64));
+    /* Loopback, unspecified and 0.0.0.0/8 are not IPv4 clients. */
+    EXPECT(!strcmp(sl_ip_key(p, "::1", 64), "::/64"), "loopback: %s",
+           sl_ip_key(p, "::1", 64));
+    EXPECT(!strcmp(sl_ip_key(p, "::", 64), "::/64"), "unspecified");
+    EXPECT(!strcmp(sl_ip_key(p, "64:ff9b:1::192.0.2.7", 64), "64:ff9b:1::/64"),
+           "only the well-known NAT64 prefix: %s",
+           sl_ip_key(p, "64:ff9b:1::192.0.2.7", 64));
 
     k1 = sl_identity(p, "ip", "192.0.2.7", 9);
     k2 = sl_identity(p, "user", "192.0.2.7", 9);
