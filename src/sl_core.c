@@ -162,6 +162,7 @@ const char *sl_parse_limit(apr_pool_t *p, int argc, char *const argv[],
     sl_limit_t *l = apr_pcalloc(p, sizeof(*l));
     const char *err;
     const char *basis;
+    double tau;
     int i;
 
     if (argc < 2) {
@@ -211,6 +212,18 @@ const char *sl_parse_limit(apr_pool_t *p, int argc, char *const argv[],
         return apr_psprintf(
             p, "'burst=%" APR_INT64_T_FMT "' only applies to algorithm=gcra",
             l->burst);
+    }
+    /* GCRA keeps a TAT up to tau = burst * WINDOW / REQUESTS ahead of now,
+     * and its key lives that long: bounded like a window, so the TAT stays
+     * an exact double and the TTL one that SET PX takes. In doubles: the
+     * product can pass 2^63, and only the boundary rounds. */
+    tau = (double) l->burst * (double) l->window / (double) l->requests;
+    if (l->burst && tau > (double) SL_MAX_WINDOW) {
+        return apr_psprintf(p,
+                            "'burst=%" APR_INT64_T_FMT
+                            "': the tolerance burst x WINDOW / REQUESTS is "
+                            "%.1f days, more than 366d",
+                            l->burst, tau / (86400.0 * APR_USEC_PER_SEC));
     }
     if (!l->name) {
         l->name = apr_psprintf(p, "%" APR_INT64_T_FMT "-per-%s", l->requests,

@@ -32,6 +32,10 @@ my @bad = (
                                                   'SlidingLimit', 'burst=5' ],
     [ 'SlidingLimit 10 1m algorithm=gcra burst=0', 'SlidingLimit', "'0'" ],
     [ 'SlidingLimit 10 1m algorithm=gcra burst=x', 'SlidingLimit', "'x'" ],
+    # GCRA tolerance (burst x WINDOW / REQUESTS) above 366 days
+    [ 'SlidingLimit 1 366d algorithm=gcra burst=100000000',
+                                                  'SlidingLimit', 'burst=100000000' ],
+    [ 'SlidingLimit 1 1d algorithm=gcra burst=367', 'SlidingLimit', 'burst=367' ],
     [ 'SlidingLimit 10 1m name=',                 'SlidingLimit', 'name=' ],
     [ 'SlidingLimit 10 1m name=a{b}',             'SlidingLimit', 'name=a{b}' ],
     [ 'SlidingLimit 10 1m "name=a b"',            'SlidingLimit', 'name=a b' ],

@@ -66,17 +66,13 @@ static void test_limits(apr_pool_t *p)
 {
     const char *err;
     sl_limit_t *a, *b, *c, *d;
-    static const char *const bad[] = {"0 1m",
-                                      "abc 1m",
-                                      "10",
-                                      "10 1w",
-                                      "10 1m foo=bar",
-                                      "10 1m name=",
-                                      "10 1m name=a b",
-                                      "10 1m algorithm=x",
-                                      "10 1m burst=0",
-                                      "10 1m algorithm=log burst=5",
-                                      "10 1m name=a\"b"};
+    static const char *const bad[] = {
+        "0 1m", "abc 1m", "10", "10 1w", "10 1m foo=bar",
+        "10 1m name=", "10 1m name=a b", "10 1m algorithm=x", "10 1m burst=0",
+        "10 1m algorithm=log burst=5", "10 1m name=a\"b",
+        /* GCRA tolerance beyond 366d */
+        "1 366d algorithm=gcra burst=100000000",
+        "1 1d algorithm=gcra burst=367"};
     size_t i;
 
     a = limit(p, "100 1m name=api", "<Location /a>\n", &err);
@@ -94,6 +90,13 @@ static void test_limits(apr_pool_t *p)
     EXPECT(!strcmp(c->id, d->id), "unnamed ids are stable");
     d = limit(p, "100 60s algorithm=gcra burst=10", "<Location /a>\n", &err);
     EXPECT(d && d->algorithm == SL_ALG_GCRA && d->burst == 10, "gcra burst");
+    d = limit(p, "1 1d algorithm=gcra burst=366", "", &err);
+    EXPECT(d && !err, "gcra tolerance of 366d: %s", err ? err : "");
+    d = limit(p, "1 1d algorithm=gcra burst=367", "", &err);
+    EXPECT(err && strstr(err, "burst=367") && strstr(err, "366d"),
+           "gcra tolerance above 366d: %s", err ? err : "accepted");
+    d = limit(p, "7 366d algorithm=gcra burst=7", "", &err);
+    EXPECT(d && !err, "gcra burst = requests at the longest window");
     for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         a = limit(p, bad[i], "", &err);
         EXPECT(err != NULL, "'%s' must be refused", bad[i]);
