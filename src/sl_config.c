@@ -12,18 +12,52 @@ APLOG_USE_MODULE(slidinglimit);
 void *sl_create_server_conf(apr_pool_t *p, server_rec *s)
 {
     sl_server_conf_t *c = apr_pcalloc(p, sizeof(*c));
-    (void) s;
 
+    c->server = s;
     c->connect_timeout = -1;
     c->command_timeout = -1;
     c->shm_size = -1;
     return c;
 }
 
+/* "ServerName:port" of a virtual host, lower case; its ServerAlias names
+ * when it has no ServerName. */
+static const char *sl_host_label(apr_pool_t *p, const server_rec *s)
+{
+    char *name = apr_pstrdup(p, s->server_hostname ? s->server_hostname : "");
+    char *c;
+    int i;
+
+    if (!*name && s->names) {
+        for (i = 0; i < s->names->nelts; i++) {
+            name = apr_pstrcat(p, name, i ? " " : "",
+                               APR_ARRAY_IDX(s->names, i, const char *), NULL);
+        }
+    }
+    for (c = name; *c; c++) {
+        *c = apr_tolower(*c);
+    }
+    return apr_psprintf(p, "%s:%d", name, (int) s->port);
+}
+
 void *sl_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
 {
     sl_server_conf_t *base = basev, *add = addv;
     sl_server_conf_t *c = apr_pcalloc(p, sizeof(*c));
+    int i;
+
+    /* Each virtual host is merged once, after the whole configuration is
+     * read: the first moment its ServerName, which may follow its sections,
+     * is known. Its unnamed limits become its own, so that name-based hosts
+     * on one address, whose sections read the same, keep apart budgets. */
+    if (add->unnamed && add->server) {
+        const char *host = sl_host_label(p, add->server);
+        for (i = 0; i < add->unnamed->nelts; i++) {
+            sl_limit_set_host(p, APR_ARRAY_IDX(add->unnamed, i, sl_limit_t *),
+                              host);
+        }
+        add->unnamed = NULL;
+    }
 
     c->store = add->store ? add->store : base->store;
     c->connect_timeout = add->connect_timeout != -1 ? add->connect_timeout
@@ -202,6 +236,14 @@ static const char *sl_cmd_limit(cmd_parms *cmd, void *dconf, int argc,
         return sl_err(cmd, err);
     }
     APR_ARRAY_PUSH(dc->limits, sl_limit_t *) = l;
+    if (!l->named && cmd->server->is_virtual) {
+        sl_server_conf_t *sc = ap_get_module_config(cmd->server->module_config,
+                                                    &slidinglimit_module);
+        if (!sc->unnamed) {
+            sc->unnamed = apr_array_make(cmd->pool, 4, sizeof(sl_limit_t *));
+        }
+        APR_ARRAY_PUSH(sc->unnamed, sl_limit_t *) = l;
+    }
     return NULL;
 }
 

@@ -156,12 +156,40 @@ static int sl_valid_name(const char *s)
     return 1;
 }
 
+/* A named policy is one budget wherever it is used; an unnamed one is its
+ * sections, its own values and, inside a virtual host, the host's name: so
+ * it is stable across restarts and across servers whose configuration
+ * agrees, and name-based hosts on one address keep their own. */
+static const char *sl_limit_id(apr_pool_t *p, const sl_limit_t *l,
+                               const char *host)
+{
+    const char *basis;
+
+    if (l->named) {
+        basis = apr_pstrcat(p, "n\n", l->name, NULL);
+    }
+    else {
+        basis = apr_psprintf(p,
+                             "s\n%s\n%" APR_INT64_T_FMT "\n%" APR_INT64_T_FMT
+                             "\n%" APR_INT64_T_FMT "%s%s",
+                             l->section, l->requests, l->window, l->burst,
+                             host ? "\nh\n" : "", host ? host : "");
+    }
+    return sl_hash(p, basis, strlen(basis), 6);
+}
+
+void sl_limit_set_host(apr_pool_t *p, sl_limit_t *l, const char *host)
+{
+    if (!l->named) {
+        l->id = sl_limit_id(p, l, host);
+    }
+}
+
 const char *sl_parse_limit(apr_pool_t *p, int argc, char *const argv[],
                            const char *section, sl_limit_t **out)
 {
     sl_limit_t *l = apr_pcalloc(p, sizeof(*l));
     const char *err;
-    const char *basis;
     double tau;
     int i;
 
@@ -229,20 +257,8 @@ const char *sl_parse_limit(apr_pool_t *p, int argc, char *const argv[],
         l->name = apr_psprintf(p, "%" APR_INT64_T_FMT "-per-%s", l->requests,
                                sl_format_duration(p, l->window));
     }
-    /* A named policy is one budget wherever it is used; an unnamed one is
-     * its section plus its own values, so it is stable across restarts and
-     * across servers whose sections agree. */
-    if (l->named) {
-        basis = apr_pstrcat(p, "n\n", l->name, NULL);
-    }
-    else {
-        basis = apr_psprintf(p,
-                             "s\n%s\n%" APR_INT64_T_FMT "\n%" APR_INT64_T_FMT
-                             "\n%" APR_INT64_T_FMT,
-                             section ? section : "", l->requests, l->window,
-                             l->burst);
-    }
-    l->id = sl_hash(p, basis, strlen(basis), 6);
+    l->section = section ? section : "";
+    l->id = sl_limit_id(p, l, NULL);
     *out = l;
     return NULL;
 }

@@ -88,6 +88,21 @@ static void test_limits(apr_pool_t *p)
     EXPECT(!strcmp(c->name, "100-per-1m"), "unnamed name %s", c->name);
     d = limit(p, "100 1m", "<Location /a>\n", &err);
     EXPECT(!strcmp(c->id, d->id), "unnamed ids are stable");
+    {
+        const char *section = "<VirtualHost *:80>\n<Location /api>\n";
+        sl_limit_t *x = limit(p, "2 1m", section, &err);
+        sl_limit_t *y = limit(p, "2 1m", section, &err);
+        sl_limit_t *z = limit(p, "2 1m", section, &err);
+        sl_limit_t *n = limit(p, "2 1m name=shared", section, &err);
+        const char *named = n->id;
+        sl_limit_set_host(p, x, "a.example:0");
+        sl_limit_set_host(p, y, "b.example:0");
+        sl_limit_set_host(p, z, "a.example:0");
+        sl_limit_set_host(p, n, "a.example:0");
+        EXPECT(strcmp(x->id, y->id), "unnamed: one budget per virtual host");
+        EXPECT(!strcmp(x->id, z->id), "... the same for the same host");
+        EXPECT(!strcmp(n->id, named), "named: one budget across hosts");
+    }
     d = limit(p, "100 60s algorithm=gcra burst=10", "<Location /a>\n", &err);
     EXPECT(d && d->algorithm == SL_ALG_GCRA && d->burst == 10, "gcra burst");
     d = limit(p, "1 1d algorithm=gcra burst=366", "", &err);
