@@ -146,35 +146,125 @@ static const char *sl_args(apr_pool_t *p, int argc, char *const argv[])
 
 /* A name is one budget wherever it is used, so every use must define the
  * same limit: otherwise two sections would read one store key with
- * different quotas, and whichever ran last would decide. The table lives in
- * the configuration pool, so each read of the configuration starts empty. */
-static const char *sl_check_named(cmd_parms *cmd, const sl_limit_t *l)
+ * different quotas, and whichever ran last would decide. The algorithm is
+ * compared as it applies (sl_check_algorithms). The state lives in the
+ * configuration pool, so each read of the configuration starts empty. */
+typedef struct sl_named_state {
+    apr_hash_t *first; /* name -> the first sl_limit_t with that name */
+    apr_hash_t *uses;  /* name -> array of sl_named_use_t */
+    apr_hash_t *algs;  /* section (ap_directive_t *) -> sl_dir_conf_t * that
+                          set SlidingLimitAlgorithm there */
+} sl_named_state_t;
+
+typedef struct sl_named_use {
+    const sl_limit_t *l;
+    const ap_directive_t *line;
+} sl_named_use_t;
+
+static sl_named_state_t *sl_named_state(apr_pool_t *p)
 {
     static const char key[] = "slidinglimit-named-policies";
-    apr_hash_t *seen = NULL;
-    const sl_limit_t *o;
+    sl_named_state_t *st = NULL;
 
-    apr_pool_userdata_get((void **) &seen, key, cmd->pool);
-    if (!seen) {
-        seen = apr_hash_make(cmd->pool);
-        apr_pool_userdata_set(seen, key, apr_pool_cleanup_null, cmd->pool);
+    apr_pool_userdata_get((void **) &st, key, p);
+    if (!st) {
+        st = apr_pcalloc(p, sizeof(*st));
+        st->first = apr_hash_make(p);
+        st->uses = apr_hash_make(p);
+        st->algs = apr_hash_make(p);
+        apr_pool_userdata_set(st, key, apr_pool_cleanup_null, p);
     }
-    o = apr_hash_get(seen, l->name, APR_HASH_KEY_STRING);
+    return st;
+}
+
+static const char *sl_check_named(cmd_parms *cmd, const sl_limit_t *l)
+{
+    sl_named_state_t *st = sl_named_state(cmd->pool);
+    const sl_limit_t *o = apr_hash_get(st->first, l->name, APR_HASH_KEY_STRING);
+    apr_array_header_t *uses;
+    sl_named_use_t *u;
+
     if (!o) {
-        apr_hash_set(seen, l->name, APR_HASH_KEY_STRING, l);
-        return NULL;
+        apr_hash_set(st->first, l->name, APR_HASH_KEY_STRING, l);
+        uses = apr_array_make(cmd->pool, 2, sizeof(sl_named_use_t));
+        apr_hash_set(st->uses, l->name, APR_HASH_KEY_STRING, uses);
     }
-    if (o->requests != l->requests || o->window != l->window ||
-        o->burst != l->burst || o->algorithm != l->algorithm) {
-        return apr_psprintf(
-            cmd->pool,
-            "name '%s' is already a different limit (%" APR_INT64_T_FMT
-            " per %s%s%s); every use of a name must be the "
-            "same limit",
-            l->name, o->requests, sl_format_duration(cmd->pool, o->window),
-            o->algorithm == SL_ALG_UNSET ? "" : ", algorithm=",
-            o->algorithm == SL_ALG_UNSET ? ""
-                                         : sl_algorithm_name(o->algorithm));
+    else if (o->requests != l->requests || o->window != l->window ||
+             o->burst != l->burst) {
+        return apr_psprintf(cmd->pool,
+                            "name '%s' is already a different limit "
+                            "(%" APR_INT64_T_FMT " per %s%s%s); every use of "
+                            "a name must be the same limit",
+                            l->name, o->requests,
+                            sl_format_duration(cmd->pool, o->window),
+                            o->burst ? ", burst=" : "",
+                            o->burst ? sl_i64toa(cmd->pool, o->burst) : "");
+    }
+    uses = apr_hash_get(st->uses, l->name, APR_HASH_KEY_STRING);
+    u = apr_array_push(uses);
+    u->l = l;
+    u->line = cmd->directive;
+    return NULL;
+}
+
+/* The algorithm a line applies: its own algorithm=, else the
+ * SlidingLimitAlgorithm of the nearest enclosing section that sets one
+ * (the line's own, an <If>'s <Location>, the virtual host, the main
+ * server), else log: the order in which httpd merges them. */
+static int sl_line_algorithm(const sl_named_state_t *st,
+                             const sl_named_use_t *u)
+{
+    const ap_directive_t *d = u->line;
+
+    if (u->l->algorithm != SL_ALG_UNSET) {
+        return u->l->algorithm;
+    }
+    do {
+        const sl_dir_conf_t *dc;
+        d = d ? d->parent : NULL;
+        dc = apr_hash_get(st->algs, &d, sizeof(d));
+        if (dc && dc->algorithm != -1) {
+            return dc->algorithm;
+        }
+    } while (d);
+    return SL_ALG_LOG;
+}
+
+static const char *sl_place(apr_pool_t *p, const ap_directive_t *d)
+{
+    return d ? apr_psprintf(p, "%s:%d", d->filename, d->line_num) : "?";
+}
+
+/* Every use of each name must apply one algorithm, or the name would be
+ * two budgets (the algorithm is part of the store key). Checked after
+ * every SlidingLimit with a name and every SlidingLimitAlgorithm, as
+ * either can come last: the last one read that splits a name is refused. */
+static const char *sl_check_algorithms(cmd_parms *cmd)
+{
+    sl_named_state_t *st = sl_named_state(cmd->pool);
+    apr_hash_index_t *hi;
+    int i;
+
+    for (hi = apr_hash_first(cmd->temp_pool, st->uses); hi;
+         hi = apr_hash_next(hi)) {
+        const apr_array_header_t *uses = apr_hash_this_val(hi);
+        const sl_named_use_t *a = &APR_ARRAY_IDX(uses, 0, sl_named_use_t);
+        int alg = sl_line_algorithm(st, a);
+
+        for (i = 1; i < uses->nelts; i++) {
+            const sl_named_use_t *b = &APR_ARRAY_IDX(uses, i, sl_named_use_t);
+            int other = sl_line_algorithm(st, b);
+            if (other != alg) {
+                return apr_psprintf(
+                    cmd->pool,
+                    "name '%s' would be two budgets: algorithm %s at %s and "
+                    "%s at %s (through algorithm= or SlidingLimitAlgorithm); "
+                    "every use of a name must be the same limit",
+                    a->l->name, sl_algorithm_name(alg),
+                    sl_place(cmd->pool, a->line), sl_algorithm_name(other),
+                    sl_place(cmd->pool, b->line));
+            }
+        }
     }
     return NULL;
 }
@@ -232,7 +322,8 @@ static const char *sl_cmd_limit(cmd_parms *cmd, void *dconf, int argc,
                                             l->name));
         }
     }
-    if (l->named && (err = sl_check_named(cmd, l))) {
+    if (l->named &&
+        ((err = sl_check_named(cmd, l)) || (err = sl_check_algorithms(cmd)))) {
         return sl_err(cmd, err);
     }
     APR_ARRAY_PUSH(dc->limits, sl_limit_t *) = l;
@@ -342,9 +433,17 @@ static const char *sl_cmd_algorithm(cmd_parms *cmd, void *dconf,
                                     const char *arg)
 {
     sl_dir_conf_t *dc = dconf;
+    sl_named_state_t *st = sl_named_state(cmd->pool);
+    const ap_directive_t **section = apr_palloc(cmd->pool, sizeof(*section));
     const char *err = sl_parse_algorithm(cmd->pool, arg, &dc->algorithm);
 
-    return err ? sl_err(cmd, err) : NULL;
+    if (err) {
+        return sl_err(cmd, err);
+    }
+    /* The section whose default this is (NULL: the main server). */
+    *section = cmd->directive ? cmd->directive->parent : NULL;
+    apr_hash_set(st->algs, section, sizeof(*section), dc);
+    return (err = sl_check_algorithms(cmd)) ? sl_err(cmd, err) : NULL;
 }
 
 static const char *sl_cmd_fail_mode(cmd_parms *cmd, void *dconf,
