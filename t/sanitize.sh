@@ -32,7 +32,12 @@ make -s all SANITIZE=1 >"$BUILD/build.log" 2>&1 || {
 }
 status=0
 echo "=== unit tests under ASan+UBSan"
-ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
+# use_sigaltstack=0: a test thread that ends in apr_thread_exit leaves its
+# instrumented frame poisoned (pthread_exit unwinds it without a return),
+# and ASan's own sigaltstack call at the thread's end then lands in it and
+# reports ASan's write as a stack-buffer-underflow (sl_denycache_test, every
+# run). httpd's threads end outside the module's frames.
+ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:use_sigaltstack=0 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     make -s unit SANITIZE=1 || status=1
 
