@@ -7,6 +7,13 @@
 # sanitizer report, also one from a process whose failure no test noticed.
 #
 #   SL_TEST_FILES="t/01-limit.t ..." bash t/sanitize.sh   a subset
+#
+# Left out by default: the tests that assert wall-clock bounds (a burst
+# within half a second, a request under 1 s while the store hangs). Under
+# the sanitizers every request is slower, and on a loaded 2-core machine
+# they failed on time alone (t/36, t/38, t/39 test 3; t/12) with no report.
+# The failure paths they drive run here through t/31-t/35 and t/37.
+SL_SANITIZE_SKIP=${SL_SANITIZE_SKIP-"t/12-window-edge.t t/36-blackhole.t t/38-outage-under-load.t t/39-pipeline-hang.t"}
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -42,7 +49,17 @@ ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:use_sigaltstack=0 \
     make -s unit SANITIZE=1 || status=1
 
 echo "=== Apache::Test suite under ASan+UBSan"
-SL_SANITIZE=1 SL_SANITIZE_LOGS=$LOGS SL_TEST_MPMS=event bash t/run || status=1
+files=${SL_TEST_FILES:-}
+if [ -z "$files" ]; then
+    for f in t/*.t; do
+        case " $SL_SANITIZE_SKIP " in
+        *" $f "*) ;;
+        *) files="$files $f" ;;
+        esac
+    done
+fi
+SL_SANITIZE=1 SL_SANITIZE_LOGS=$LOGS SL_TEST_MPMS=event SL_TEST_FILES=$files \
+    bash t/run || status=1
 
 reports=$(find "$LOGS" -type f -size +0 | sort)
 if [ -n "$reports" ]; then
