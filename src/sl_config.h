@@ -42,6 +42,10 @@ typedef struct sl_server_conf {
     apr_interval_time_t command_timeout; /* -1: unset */
     const char *prefix;                  /* NULL: unset */
     apr_int64_t shm_size;                /* -1: unset */
+    /* Until the merge: this record's server, and the unnamed limits
+     * written in its sections (a virtual host's, see sl_merge_server_conf). */
+    server_rec *server;
+    apr_array_header_t *unnamed;
     /* made in post_config (shared by all records) and child_init */
     struct sl_proc *proc;
     struct sl_store *backend; /* the store that decides here (sl_store.c) */
