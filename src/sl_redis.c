@@ -858,7 +858,7 @@ apr_status_t sl_redis_decide(sl_redis_t *rs, apr_pool_t *p,
                              const char *member, apr_size_t member_len,
                              sl_decision_t *d, const char **err, int *trips)
 {
-    int argc = 4 + n + 4 * n, i, k, attempt;
+    int argc = 4 + n + 6 * n, i, k, attempt;
     const char **argv = apr_palloc(p, sizeof(*argv) * argc);
     size_t *argvlen = apr_palloc(p, sizeof(*argvlen) * argc);
     sl_node_t *node =
@@ -886,6 +886,12 @@ apr_status_t sl_redis_decide(sl_redis_t *rs, apr_pool_t *p,
         argv[k++] = apr_off_t_toa(p, (apr_off_t) (budgets[i].burst
                                                       ? budgets[i].burst
                                                       : budgets[i].requests));
+        argv[k++] = budgets[i].cost > 1
+                        ? apr_off_t_toa(p, (apr_off_t) budgets[i].cost)
+                        : "1";
+        argv[k++] = budgets[i].block
+                        ? apr_off_t_toa(p, (apr_off_t) budgets[i].block)
+                        : "0";
     }
     for (i = 0; i < argc; i++) {
         if (i < 3 || i > 3 + n) {

@@ -647,16 +647,16 @@ static void sl_evaluate(sl_txn_t *t, sl_req_t *q)
             sl_log_drop(t, e, sl_log_horizon(t->now, q->win));
             count = e->st.log.count;
         }
-        sl_log_evaluate(t->now, q->limit, q->win, count, sl_shm_log_at, &x,
+        sl_log_evaluate(t->now, q->limit, q->win, 1, count, sl_shm_log_at, &x,
                         &q->ev);
         break;
     }
     case SL_ALG_COUNTER:
-        sl_counter_evaluate(t->now, q->limit, q->win, e ? &e->st.counter : NULL,
-                            &q->ev);
+        sl_counter_evaluate(t->now, q->limit, q->win, 1,
+                            e ? &e->st.counter : NULL, &q->ev);
         break;
     default:
-        sl_gcra_evaluate(t->now, q->limit, q->win, q->burst,
+        sl_gcra_evaluate(t->now, q->limit, q->win, q->burst, 1,
                          e ? &e->st.gcra : NULL, &q->ev);
         break;
     }
@@ -679,11 +679,11 @@ static void sl_apply(sl_txn_t *t, sl_req_t *q)
         expires = sl_log_expires(t->now, q->win);
         break;
     case SL_ALG_COUNTER:
-        expires = sl_counter_apply(t->now, q->win, &e->st.counter);
+        expires = sl_counter_apply(t->now, q->win, 1, &e->st.counter);
         break;
     default:
         expires =
-            sl_gcra_apply(t->now, q->limit, q->win, q->burst, &e->st.gcra);
+            sl_gcra_apply(t->now, q->limit, q->win, q->burst, 1, &e->st.gcra);
         break;
     }
     /* Never earlier than before: times handed in slightly out of order
