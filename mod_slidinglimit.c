@@ -438,7 +438,7 @@ static int sl_fixups(request_rec *r)
             sl_stats_decision(q.proc->stats, "-", SL_RESULT_FAILED_CLOSED);
             sl_set_env(r, SL_RESULT_FAILED_CLOSED, NULL, NULL);
             return sl_refuse(
-                r, HTTP_SERVICE_UNAVAILABLE, 1,
+                r, SL_OR(q.dc->fail_status, SL_DEFAULT_FAIL_STATUS), 1,
                 sl_ceil_seconds(
                     q.sc->redis ? sl_breaker_wait(sl_redis_breaker(q.sc->redis),
                                                   apr_time_now())

@@ -45,6 +45,7 @@ void *sl_create_dir_conf(apr_pool_t *p, char *dir)
     c->local_fallback = -1;
     c->headers = -1;
     c->status = -1;
+    c->fail_status = -1;
     c->dry_run = -1;
     c->section = dir;
     return c;
@@ -74,6 +75,7 @@ void *sl_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     SL_MERGE_INT(local_fallback);
     SL_MERGE_INT(headers);
     SL_MERGE_INT(status);
+    SL_MERGE_INT(fail_status);
     SL_MERGE_INT(dry_run);
     c->section = add->section ? add->section : base->section;
     return c;
@@ -383,16 +385,16 @@ static const char *sl_cmd_headers(cmd_parms *cmd, void *dconf, int argc,
     return NULL;
 }
 
+/* SlidingLimitStatus and SlidingLimitFailStatus: the field is cmd->info. */
 static const char *sl_cmd_status(cmd_parms *cmd, void *dconf, const char *arg)
 {
-    sl_dir_conf_t *dc = dconf;
     apr_int64_t v;
     const char *err = sl_parse_int(cmd->pool, arg, 400, 599, &v);
 
     if (err) {
         return sl_err(cmd, err);
     }
-    dc->status = (int) v;
+    *(int *) ((char *) dconf + (apr_size_t) cmd->info) = (int) v;
     return NULL;
 }
 
@@ -516,7 +518,8 @@ const command_rec sl_cmds[] = {
                   "size of the shared memory store, e.g. 8M (default 8M)"),
     AP_INIT_TAKE_ARGV("SlidingLimit", sl_cmd_limit, NULL, SL_DIR_CONF,
                       "REQUESTS WINDOW [name=NAME] [algorithm=log|counter|"
-                      "gcra] [burst=N], or off"),
+                      "gcra] [burst=N] [cost=N] [block=DURATION] "
+                      "[count=STATUS,...], or off"),
     AP_INIT_TAKE_ARGV("SlidingLimitKey", sl_cmd_key, NULL, SL_DIR_CONF,
                       "whose budget: ip, user, header:NAME, env:NAME, "
                       "expr:STRING; the first with a value wins"),
@@ -532,8 +535,14 @@ const command_rec sl_cmds[] = {
                   "on or off: enforce limits locally while the store is down"),
     AP_INIT_TAKE_ARGV("SlidingLimitHeaders", sl_cmd_headers, NULL, SL_DIR_CONF,
                       "ietf, draft03, x-ratelimit, or off"),
-    AP_INIT_TAKE1("SlidingLimitStatus", sl_cmd_status, NULL, SL_DIR_CONF,
+    AP_INIT_TAKE1("SlidingLimitStatus", sl_cmd_status,
+                  (void *) APR_OFFSETOF(sl_dir_conf_t, status), SL_DIR_CONF,
                   "status of a denied request, 400-599 (default 429)"),
+    AP_INIT_TAKE1("SlidingLimitFailStatus", sl_cmd_status,
+                  (void *) APR_OFFSETOF(sl_dir_conf_t, fail_status),
+                  SL_DIR_CONF,
+                  "status answered under fail-closed while the store is down, "
+                  "400-599 (default 503)"),
     AP_INIT_TAKE1("SlidingLimitDryRun", sl_cmd_dry_run, NULL, SL_DIR_CONF,
                   "on or off: decide and report, never block"),
     {NULL}};
