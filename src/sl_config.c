@@ -94,6 +94,12 @@ static const char *sl_section(cmd_parms *cmd)
     const ap_directive_t *d;
     const char *path = "";
 
+    /* An .htaccess file (read with the request's pool as both pools, as
+     * httpd's NOT_IN_HTACCESS check knows it) is its directory's section. */
+    if (cmd->pool == cmd->temp_pool) {
+        path = apr_pstrcat(cmd->pool, ".htaccess ", cmd->path, "\n", NULL);
+    }
+
     for (d = cmd->directive ? cmd->directive->parent : NULL; d; d = d->parent) {
         path = apr_pstrcat(cmd->pool, d->directive, " ", d->args, "\n", path,
                            NULL);
@@ -200,7 +206,13 @@ static const char *sl_cmd_limit(cmd_parms *cmd, void *dconf, int argc,
                                             l->name));
         }
     }
-    if (l->named && (err = sl_check_named(cmd, l))) {
+    /* A name in an .htaccess file is that directory's own: a file that
+     * its owner may edit never reaches the budgets of the server's (or
+     * another directory's) policy of the same name. */
+    if (l->named && cmd->pool == cmd->temp_pool) {
+        sl_limit_scope(cmd->pool, l, sl_section(cmd));
+    }
+    else if (l->named && (err = sl_check_named(cmd, l))) {
         return sl_err(cmd, err);
     }
     APR_ARRAY_PUSH(dc->limits, sl_limit_t *) = l;
@@ -504,7 +516,11 @@ static const char *sl_cmd_shm_size(cmd_parms *cmd, void *dconf, const char *arg)
     return NULL;
 }
 
-#define SL_DIR_CONF (RSRC_CONF | ACCESS_CONF)
+/* The per-directory directives are also allowed in .htaccess under
+ * AllowOverride Limit: they control access, like Require and Allow/Deny
+ * (which that class has always covered). The store and server-wide ones
+ * stay in the server configuration. */
+#define SL_DIR_CONF (RSRC_CONF | ACCESS_CONF | OR_LIMIT)
 
 const command_rec sl_cmds[] = {
     AP_INIT_TAKE1("SlidingLimitStore", sl_cmd_store, NULL, RSRC_CONF,

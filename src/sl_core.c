@@ -180,6 +180,13 @@ static const char *sl_parse_count(apr_pool_t *p, const char *arg,
     return NULL;
 }
 
+void sl_limit_scope(apr_pool_t *p, sl_limit_t *l, const char *scope)
+{
+    const char *basis = apr_pstrcat(p, "n\n", scope, "\n", l->name, NULL);
+
+    l->id = sl_hash(p, basis, strlen(basis), 6);
+}
+
 int sl_limit_counts(const sl_limit_t *l, int status)
 {
     int i;

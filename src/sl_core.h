@@ -96,6 +96,10 @@ const char *sl_store_key(apr_pool_t *p, const char *prefix,
                          const char *identity, const sl_limit_t *l, int alg);
 
 /* Reads the script's integer reply; refuses anything out of shape. */
+/* Makes a named limit's budget the one of its name within scope only (the
+ * section text of an .htaccess file). */
+void sl_limit_scope(apr_pool_t *p, sl_limit_t *l, const char *scope);
+
 /* Whether a final status counts on a limit with count= (always without). */
 int sl_limit_counts(const sl_limit_t *l, int status);
 
