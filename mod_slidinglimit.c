@@ -396,6 +396,11 @@ static int sl_fixups(request_rec *r)
         c->requests = l->requests;
         c->window = l->window;
         c->burst = l->burst;
+        /* cost= is at most what the limit holds (checked at start-up), and
+         * a block's end is the limit's reset, so the deny cache answers a
+         * blocked identity until it ends without a store call. */
+        c->cost = l->cost;
+        c->block = l->block;
     }
 
     /* A key refused until T stays refused until T whatever happens (nothing

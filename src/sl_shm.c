@@ -82,6 +82,10 @@ typedef struct sl_part sl_part_t;
 #define SL_KIND_ENTRY 1
 #define SL_KIND_CHUNK 2
 
+/* An entry's alg for a limit's block (the script's KEY.b): the limit's own
+ * key hash, told apart by this code. */
+#define SL_SHM_BLOCK 3
+
 typedef struct sl_shm_hdr {
     apr_uint32_t magic;
     apr_uint32_t layout;
@@ -112,6 +116,7 @@ typedef struct sl_entry {
             apr_uint32_t count;
             apr_uint32_t off; /* first live time in the head chunk */
         } log;
+        apr_int64_t until; /* SL_SHM_BLOCK: the block's end */
     } st;
     apr_uint32_t hnext;
     apr_uint32_t lprev;
@@ -168,6 +173,9 @@ typedef struct sl_req {
     apr_int64_t limit;
     apr_int64_t win;
     apr_int64_t burst;
+    apr_int64_t cost;
+    apr_int64_t block;
+    int blocked; /* refused by a running block */
     apr_uint32_t entry;
     sl_eval_t ev;
 } sl_req_t;
@@ -623,9 +631,56 @@ static int sl_reserve(sl_txn_t *t, const sl_req_t *q, int n, apr_uint32_t need,
 
 /* ---- the decision ---- */
 
+/* The limit's block entry, if one is stored and not expired. */
+static apr_uint32_t sl_block_find(sl_txn_t *t, const sl_req_t *q)
+{
+    sl_req_t b = *q;
+    apr_uint32_t i;
+    sl_entry_t *e;
+
+    b.alg = SL_SHM_BLOCK;
+    i = sl_entry_find(t, &b);
+    if (i != SL_NIL && (e = sl_entry(t, i)) && e->expires <= t->now) {
+        sl_entry_drop(t, i);
+        i = SL_NIL;
+    }
+    return i;
+}
+
+/* A refusal starts the limit's block (the script's SET KEY.b ... PX). */
+static void sl_block_store(sl_txn_t *t, const sl_req_t *q, int n, sl_req_t *r)
+{
+    sl_req_t b = *r;
+    apr_uint32_t i;
+    sl_entry_t *e;
+    int evicted = 0;
+
+    b.alg = SL_SHM_BLOCK;
+    if ((i = sl_block_find(t, r)) == SL_NIL &&
+        sl_reserve(t, q, n, 1, &evicted)) {
+        i = sl_entry_new(t, &b);
+    }
+    if (i == SL_NIL || !(e = sl_entry(t, i))) {
+        return;
+    }
+    e->st.until = sl_block_begin(t->now, r->block, &r->ev);
+    e->expires = sl_block_expires(t->now, r->block);
+}
+
 static void sl_evaluate(sl_txn_t *t, sl_req_t *q)
 {
     sl_entry_t *e = NULL;
+
+    if (q->block) {
+        apr_uint32_t b = sl_block_find(t, q);
+        if (b != SL_NIL && (e = sl_entry(t, b)) &&
+            sl_block_active(t->now, q->block, e->st.until, &q->ev)) {
+            q->blocked = 1;
+            q->entry = SL_NIL;
+            return;
+        }
+        e = NULL;
+    }
 
     q->entry = sl_entry_find(t, q);
     if (q->entry != SL_NIL && (e = sl_entry(t, q->entry))) {
@@ -647,16 +702,16 @@ static void sl_evaluate(sl_txn_t *t, sl_req_t *q)
             sl_log_drop(t, e, sl_log_horizon(t->now, q->win));
             count = e->st.log.count;
         }
-        sl_log_evaluate(t->now, q->limit, q->win, 1, count, sl_shm_log_at, &x,
-                        &q->ev);
+        sl_log_evaluate(t->now, q->limit, q->win, q->cost, count, sl_shm_log_at,
+                        &x, &q->ev);
         break;
     }
     case SL_ALG_COUNTER:
-        sl_counter_evaluate(t->now, q->limit, q->win, 1,
+        sl_counter_evaluate(t->now, q->limit, q->win, q->cost,
                             e ? &e->st.counter : NULL, &q->ev);
         break;
     default:
-        sl_gcra_evaluate(t->now, q->limit, q->win, q->burst, 1,
+        sl_gcra_evaluate(t->now, q->limit, q->win, q->burst, q->cost,
                          e ? &e->st.gcra : NULL, &q->ev);
         break;
     }
@@ -674,16 +729,20 @@ static void sl_apply(sl_txn_t *t, sl_req_t *q)
         return;
     }
     switch (q->alg) {
-    case SL_ALG_LOG:
-        sl_log_insert(t, e, t->now);
+    case SL_ALG_LOG: {
+        apr_int64_t u;
+        for (u = 0; u < q->cost && !t->corrupt; u++) {
+            sl_log_insert(t, e, t->now);
+        }
         expires = sl_log_expires(t->now, q->win);
         break;
+    }
     case SL_ALG_COUNTER:
-        expires = sl_counter_apply(t->now, q->win, 1, &e->st.counter);
+        expires = sl_counter_apply(t->now, q->win, q->cost, &e->st.counter);
         break;
     default:
-        expires =
-            sl_gcra_apply(t->now, q->limit, q->win, q->burst, 1, &e->st.gcra);
+        expires = sl_gcra_apply(t->now, q->limit, q->win, q->burst, q->cost,
+                                &e->st.gcra);
         break;
     }
     /* Never earlier than before: times handed in slightly out of order
@@ -711,8 +770,18 @@ static apr_uint32_t sl_need(sl_txn_t *t, const sl_req_t *q, int n)
         else {
             e = &t->shm->slots[q[i].entry].e;
         }
-        if (q[i].alg == SL_ALG_LOG && sl_log_needs_chunk(e)) {
-            need++;
+        if (q[i].alg == SL_ALG_LOG) {
+            /* Room left in the last chunk, then a chunk per SL_CHUNK_TS
+             * entries of the request's cost. */
+            apr_int64_t room =
+                sl_log_needs_chunk(e)
+                    ? 0
+                    : SL_CHUNK_TS -
+                          (e->st.log.off + e->st.log.count) % SL_CHUNK_TS;
+            if (q[i].cost > room) {
+                need += (apr_uint32_t) ((q[i].cost - room + SL_CHUNK_TS - 1) /
+                                        SL_CHUNK_TS);
+            }
         }
     }
     return need;
@@ -744,8 +813,12 @@ static apr_status_t sl_stripe_decide(sl_part_t *shm, apr_pool_t *p,
         q[i].limit = c->requests;
         q[i].win = c->window;
         q[i].burst = c->burst ? c->burst : c->requests;
+        q[i].cost = c->cost > 1 ? c->cost : 1;
+        q[i].block = c->block > 0 ? c->block : 0;
         /* The script refuses the same arguments. */
         if (!c->key || q[i].limit < 1 || q[i].win < 1 || q[i].burst < 1 ||
+            q[i].cost >
+                (c->algorithm == SL_ALG_GCRA ? q[i].burst : q[i].limit) ||
             (c->algorithm != SL_ALG_LOG && c->algorithm != SL_ALG_COUNTER &&
              c->algorithm != SL_ALG_GCRA)) {
             return APR_EINVAL;
@@ -791,6 +864,11 @@ static apr_status_t sl_stripe_decide(sl_part_t *shm, apr_pool_t *p,
         }
         was_full = shm->hdr->full;
         shm->hdr->full = full;
+    }
+    for (i = 0; i < n && !admitted && !t.corrupt; i++) {
+        if (q[i].block && !q[i].ev.ok && !q[i].blocked) {
+            sl_block_store(&t, q, n, &q[i]);
+        }
     }
     if (t.corrupt) {
         sl_format(shm);
