@@ -9,8 +9,8 @@
 
 #include "sl_core.h"
 
-struct sl_redis;
 struct sl_proc;
+struct sl_store;
 
 #define SL_KEY_IP     0
 #define SL_KEY_USER   1
@@ -45,7 +45,7 @@ typedef struct sl_server_conf {
     apr_int64_t shm_size;                /* -1: unset */
     /* made in post_config (shared by all records) and child_init */
     struct sl_proc *proc;
-    struct sl_redis *redis;
+    struct sl_store *backend; /* the store that decides here (sl_store.c) */
 } sl_server_conf_t;
 
 typedef struct sl_dir_conf {
