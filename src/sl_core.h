@@ -49,6 +49,10 @@ typedef struct sl_budget {
     apr_int64_t burst;
     apr_int64_t cost;  /* units this request consumes; 0 or 1: one */
     apr_int64_t block; /* microseconds; 0: none */
+    /* count=: an admission is a reservation that may be given back, so
+     * neither its exhaustion nor a refusal is answered from the deny cache
+     * (a give-back can free room before the reset). */
+    int reserve;
 } sl_budget_t;
 
 typedef struct sl_quota {

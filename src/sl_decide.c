@@ -26,7 +26,22 @@ typedef struct sl_case {
     sl_budget_t *budgets;
     int n;
     apr_interval_time_t wait; /* for another request's store call */
+    int reserve;              /* some limit has count= */
+    const char *member;       /* of the store call, for a give-back */
 } sl_case_t;
+
+/* A request decided early (count=) or holding reservations to give back
+ * after its response: r->request_config. */
+typedef struct sl_note {
+    int decided;
+    sl_store_t *store; /* NULL: the local fallback decided */
+    sl_proc_t *proc;
+    const apr_array_header_t *limits;
+    sl_budget_t *budgets;
+    int n;
+    const char *member;
+    apr_time_t at;
+} sl_note_t;
 
 static void sl_budgets_build(sl_case_t *c, const sl_server_conf_t *sc)
 {
@@ -54,6 +69,8 @@ static void sl_budgets_build(sl_case_t *c, const sl_server_conf_t *sc)
          * blocked identity until it ends without a store call. */
         b->cost = l->cost;
         b->block = l->block;
+        b->reserve = l->count != NULL;
+        c->reserve = c->reserve || b->reserve;
     }
 }
 
@@ -94,7 +111,8 @@ static int sl_ask_store(sl_case_t *c, sl_decision_t *d)
     apr_status_t rv;
 
     if (!c->store->redis) {
-        rv = sl_store_decide(c->store, c->r, c->proc, c->budgets, c->n, d);
+        rv = sl_store_decide(c->store, c->r, c->proc, c->budgets, c->n, d,
+                             &c->member);
         return sl_step(rv, d);
     }
     /* A key refused until T stays refused until T whatever happens (nothing
@@ -107,7 +125,8 @@ static int sl_ask_store(sl_case_t *c, sl_decision_t *d)
         sl_decision_cached(c, retry_at, sent, d);
         return SL_STEP_DENIED;
     }
-    rv = sl_store_decide(c->store, c->r, c->proc, c->budgets, c->n, d);
+    rv = sl_store_decide(c->store, c->r, c->proc, c->budgets, c->n, d,
+                         &c->member);
     /* The store ran after "sent" and before now: sent + reset is never
      * later than the store's own end of a refusal (when the cache stops
      * answering), now + reset never earlier (what the client is told to
@@ -242,6 +261,8 @@ int sl_decide(request_rec *r, sl_server_conf_t *sc, sl_dir_conf_t *dc)
     c.store = sc->backend;
     c.limits = dc->limits;
     c.wait = SL_OR(sc->command_timeout, SL_DEFAULT_COMMAND_TIMEOUT);
+    c.reserve = 0;
+    c.member = NULL;
     if (!c.store) {
         return DECLINED;
     }
@@ -258,5 +279,87 @@ int sl_decide(request_rec *r, sl_server_conf_t *sc, sl_dir_conf_t *dc)
         fallback = sl_ask_fallback(&c, &d);
     }
     sl_outcome_of(&m, store, fallback, &o);
+    if (c.reserve && !m.dry_run &&
+        (store == SL_STEP_ADMITTED || fallback == SL_STEP_ADMITTED)) {
+        sl_note_t *note = apr_pcalloc(r->pool, sizeof(*note));
+        note->store = store == SL_STEP_ADMITTED ? c.store : NULL;
+        note->proc = c.proc;
+        note->limits = c.limits;
+        note->budgets = c.budgets;
+        note->n = c.n;
+        note->member = c.member;
+        note->at = d.now;
+        ap_set_module_config(r->request_config, &slidinglimit_module, note);
+    }
     return sl_answer(&c, &o, &d);
+}
+
+int sl_decide_counts(const sl_dir_conf_t *dc)
+{
+    int i;
+
+    for (i = 0; dc->limits && i < dc->limits->nelts; i++) {
+        if (APR_ARRAY_IDX(dc->limits, i, sl_limit_t *)->count) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int sl_decide_early(request_rec *r, sl_server_conf_t *sc, sl_dir_conf_t *dc)
+{
+    int rv = sl_decide(r, sc, dc);
+    sl_note_t *note =
+        ap_get_module_config(r->request_config, &slidinglimit_module);
+
+    if (!note) {
+        note = apr_pcalloc(r->pool, sizeof(*note));
+        ap_set_module_config(r->request_config, &slidinglimit_module, note);
+    }
+    note->decided = 1;
+    return rv;
+}
+
+int sl_decide_done(request_rec *r)
+{
+    sl_note_t *note =
+        ap_get_module_config(r->request_config, &slidinglimit_module);
+
+    return note && note->decided;
+}
+
+void sl_decide_give_back(request_rec *r)
+{
+    sl_note_t *note =
+        ap_get_module_config(r->request_config, &slidinglimit_module);
+    const request_rec *last = r;
+    sl_budget_t *back;
+    int i, k = 0;
+
+    if (!note || !note->budgets) {
+        return;
+    }
+    /* The final status, after internal redirects (ErrorDocument). */
+    while (last->next) {
+        last = last->next;
+    }
+    back = apr_palloc(r->pool, sizeof(*back) * note->n);
+    for (i = 0; i < note->n; i++) {
+        const sl_limit_t *l = APR_ARRAY_IDX(note->limits, i, sl_limit_t *);
+        if (l->count && !sl_limit_counts(l, last->status)) {
+            back[k++] = note->budgets[i];
+        }
+    }
+    note->budgets = NULL;
+    if (!k) {
+        return;
+    }
+    if (note->store) {
+        sl_store_refund(note->store, r, note->proc, back, k, note->member,
+                        note->at);
+    }
+    else {
+        sl_shm_refund(note->proc->shm, r->pool, back, k, note->at,
+                      apr_time_now());
+    }
 }

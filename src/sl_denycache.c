@@ -476,6 +476,9 @@ static int sl_dc_full(const sl_decision_t *d, int i, const sl_budget_t *c)
 {
     const sl_quota_t *r = &d->quota[i];
 
+    if (c->reserve) {
+        return 0;
+    }
     if (d->admitted) {
         return !c->block && r->remaining < (c->cost > 1 ? c->cost : 1) &&
                r->reset > 0;

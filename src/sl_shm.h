@@ -29,6 +29,11 @@ apr_status_t sl_shm_child_init(sl_shm_t *shm, apr_pool_t *pchild,
 /* One atomic decision, same semantics and reply as the Redis script; now is
  * this host's time. APR_ENOSPC when the store cannot hold the state (never
  * a silent pass). */
+/* The give-back of count=: the budgets' reservations admitted at the
+ * store time at go back (see sl_table_refund). */
+void sl_shm_refund(sl_shm_t *shm, apr_pool_t *p, const sl_budget_t *budgets,
+                   int n, apr_time_t at, apr_time_t now);
+
 apr_status_t sl_shm_decide(sl_shm_t *shm, apr_pool_t *p,
                            const sl_budget_t *budgets, int n, apr_time_t now,
                            sl_decision_t *d);

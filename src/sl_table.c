@@ -476,6 +476,65 @@ static apr_int64_t sl_table_log_at(void *ctx, apr_int64_t i)
 }
 
 /* A new time needs a new chunk when the last one is full (or none). */
+/* Removes n of the log's entries equal to at (the give-back): the later
+ * entries move down in place, and the chunks left empty at the end go. */
+static void sl_log_remove(sl_txn_t *t, sl_entry_t *e, apr_int64_t at,
+                          apr_int64_t n)
+{
+    apr_uint32_t rc = e->st.log.head, wc = rc, keep, k, i;
+    apr_uint32_t rp = e->st.log.off, wp = rp, count = e->st.log.count;
+    apr_int64_t removed = 0;
+    sl_chunk_t *r = sl_chunk(t, rc), *w = r;
+
+    for (i = 0; i < count; i++) {
+        apr_int64_t ts;
+        if (!r || !w) {
+            t->corrupt = 1;
+            return;
+        }
+        ts = r->ts[rp];
+        if (ts == at && removed < n) {
+            removed++;
+        }
+        else {
+            w->ts[wp] = ts;
+            if (++wp == SL_CHUNK_TS) {
+                wp = 0;
+                wc = w->next;
+                w = i + 1 < count ? sl_chunk(t, wc) : w;
+            }
+        }
+        if (++rp == SL_CHUNK_TS && i + 1 < count) {
+            rp = 0;
+            rc = r->next;
+            r = sl_chunk(t, rc);
+        }
+    }
+    e->st.log.count = count - (apr_uint32_t) removed;
+    if (e->st.log.count == 0) {
+        sl_log_clear(t, e);
+        return;
+    }
+    /* The chunk of the last kept entry becomes the tail. */
+    keep = (e->st.log.off + e->st.log.count - 1) / SL_CHUNK_TS;
+    wc = e->st.log.head;
+    for (k = 0; k < keep && (w = sl_chunk(t, wc)); k++) {
+        wc = w->next;
+    }
+    if (!(w = sl_chunk(t, wc))) {
+        t->corrupt = 1;
+        return;
+    }
+    rc = w->next;
+    w->next = SL_NIL;
+    e->st.log.tail = wc;
+    while (rc != SL_NIL && (r = sl_chunk(t, rc))) {
+        apr_uint32_t next = r->next;
+        sl_slot_give(t, rc);
+        rc = next;
+    }
+}
+
 static int sl_log_needs_chunk(const sl_entry_t *e)
 {
     return e == NULL || (e->st.log.off + e->st.log.count) % SL_CHUNK_TS == 0;
@@ -813,6 +872,47 @@ apr_status_t sl_table_prepare(apr_pool_t *p, const sl_table_t *tab,
     }
     *ops = q;
     return APR_SUCCESS;
+}
+
+void sl_table_refund(sl_table_t *tab, sl_shm_op_t *q, int n, apr_time_t at,
+                     apr_time_t now)
+{
+    sl_txn_t t = {tab, now, 0};
+    int i;
+
+    for (i = 0; i < n && !t.corrupt; i++) {
+        apr_uint32_t k = sl_entry_find(&t, &q[i]);
+        sl_entry_t *e;
+
+        if (k == SL_NIL || !(e = sl_entry(&t, k)) || e->expires <= now) {
+            continue;
+        }
+        switch (q[i].alg) {
+        case SL_ALG_LOG: {
+            /* The entries stamped at: drop them from a copy in order. */
+            sl_log_ctx_t x = {&t, e};
+            apr_int64_t c = e->st.log.count, j, back = 0;
+            for (j = 0; j < c && back < q[i].cost; j++) {
+                if (sl_table_log_at(&x, j) == at) {
+                    back++;
+                }
+            }
+            if (back) {
+                sl_log_remove(&t, e, at, back);
+            }
+            break;
+        }
+        case SL_ALG_COUNTER:
+            sl_counter_refund(now, q[i].win, at, q[i].cost, &e->st.counter);
+            break;
+        default:
+            sl_gcra_refund(now, q[i].limit, q[i].win, q[i].cost, &e->st.gcra);
+            break;
+        }
+    }
+    if (t.corrupt) {
+        sl_format(tab);
+    }
 }
 
 apr_status_t sl_table_decide(sl_table_t *tab, sl_shm_op_t *q, int n,

@@ -55,6 +55,12 @@ typedef struct sl_table_news {
  * quota array has room for n). APR_SUCCESS; APR_ENOSPC when the table
  * cannot hold the state (nothing changed); APR_EGENERAL when a link led
  * nowhere (the table has been emptied). */
+/* The give-back of count= (lua/sl_refund.lua): each prepared budget's
+ * cost, admitted at the store time at, goes back as sl_algo.c's
+ * sl_*_refund says. */
+void sl_table_refund(sl_table_t *t, sl_shm_op_t *ops, int n, apr_time_t at,
+                     apr_time_t now);
+
 apr_status_t sl_table_decide(sl_table_t *t, sl_shm_op_t *ops, int n,
                              apr_time_t now, sl_decision_t *d,
                              sl_table_news_t *news);
