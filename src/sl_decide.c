@@ -279,7 +279,9 @@ int sl_decide(request_rec *r, sl_server_conf_t *sc, sl_dir_conf_t *dc)
         fallback = sl_ask_fallback(&c, &d);
     }
     sl_outcome_of(&m, store, fallback, &o);
-    if (c.reserve && !m.dry_run &&
+    /* A dry run's admissions consume like any other, so they give back
+     * too; its refusals consumed nothing. */
+    if (c.reserve &&
         (store == SL_STEP_ADMITTED || fallback == SL_STEP_ADMITTED)) {
         sl_note_t *note = apr_pcalloc(r->pool, sizeof(*note));
         note->store = store == SL_STEP_ADMITTED ? c.store : NULL;
