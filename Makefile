@@ -39,8 +39,10 @@ DEPS_BENCH = wrk gnuplot-nox libapache2-mod-evasive libapache2-mod-qos libpcre3 
 
 all: $(MODULE)
 
-src/sl_scripts.h: lua/sl_check.lua tools/embed-lua.sh
-	sh tools/embed-lua.sh $< sl_script_check > $@.tmp && mv $@.tmp $@
+src/sl_scripts.h: lua/sl_check.lua lua/sl_refund.lua tools/embed-lua.sh
+	{ sh tools/embed-lua.sh lua/sl_check.lua sl_script_check && \
+	  sh tools/embed-lua.sh lua/sl_refund.lua sl_script_refund; } > $@.tmp && \
+	    mv $@.tmp $@
 
 $(MODULE): $(SRCS) $(HDRS) src/exports.map
 	$(APXS) -c -o mod_slidinglimit.la $(CC_WARN) \

@@ -127,20 +127,58 @@ static void sl_child_init(apr_pool_t *pchild, server_rec *s)
     sl_store_child_init(pchild, s, proc, threads);
 }
 
+/* The section's configuration when an initial request has limits to
+ * decide here (subrequests such as DirectoryIndex, mod_include and
+ * look-ups never count); NULL otherwise. */
+static sl_dir_conf_t *sl_limited(request_rec *r, sl_server_conf_t **sc)
+{
+    sl_dir_conf_t *dc;
+
+    if (r->main) {
+        return NULL;
+    }
+    dc = ap_get_module_config(r->per_dir_config, &slidinglimit_module);
+    if (!dc->limits || !dc->limits->nelts) {
+        return NULL;
+    }
+    *sc = ap_get_module_config(r->server->module_config, &slidinglimit_module);
+    return (*sc)->proc ? dc : NULL;
+}
+
+/* Sections with count= decide here, before authentication: mod_auth_basic
+ * answers 401 before fixups, and a failed login is what they count. */
+static int sl_access(request_rec *r)
+{
+    sl_server_conf_t *sc;
+    sl_dir_conf_t *dc = sl_limited(r, &sc);
+
+    if (!dc || !sl_decide_counts(dc)) {
+        return DECLINED;
+    }
+    return sl_decide_early(r, sc, dc);
+}
+
+static int sl_log_transaction(request_rec *r)
+{
+    sl_decide_give_back(r);
+    return DECLINED;
+}
+
 static int sl_fixups(request_rec *r)
 {
     sl_server_conf_t *sc;
     sl_dir_conf_t *dc;
 
-    dc = ap_get_module_config(r->per_dir_config, &slidinglimit_module);
-    sc = ap_get_module_config(r->server->module_config, &slidinglimit_module);
     /* Subrequests (DirectoryIndex, mod_include, look-ups) never count; an
      * internal redirect to a place without limits keeps the variables of
      * the decision before it (an ErrorDocument after a refusal). */
-    if (r->main || !dc->limits || !dc->limits->nelts || !sc->proc) {
+    if (!(dc = sl_limited(r, &sc))) {
         if (r->prev) {
             sl_decide_carry_env(r);
         }
+        return DECLINED;
+    }
+    if (sl_decide_done(r)) {
         return DECLINED;
     }
     return sl_decide(r, sc, dc);
@@ -175,6 +213,8 @@ static void sl_register_hooks(apr_pool_t *p)
     ap_hook_child_init(sl_child_init, NULL, NULL, APR_HOOK_MIDDLE);
     /* Before mod_dir's fixup, which turns "/" into a subrequest. */
     ap_hook_fixups(sl_fixups, NULL, NULL, APR_HOOK_FIRST);
+    ap_hook_access_checker(sl_access, NULL, NULL, APR_HOOK_FIRST);
+    ap_hook_log_transaction(sl_log_transaction, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_handler(sl_status_handler, NULL, NULL, APR_HOOK_MIDDLE);
 }
 

@@ -89,7 +89,7 @@ static void request(sl_key_t *k, apr_int64_t now, apr_int64_t limit,
     int truth_room;
 
     t->requests++;
-    sl_counter_evaluate(now, limit, win, &k->counter, &c);
+    sl_counter_evaluate(now, limit, win, 1, &k->counter, &c);
     sl_log_expire(&k->truth, now, win);
     truth_room = k->truth.count < limit;
     if (c.ok) {
@@ -97,8 +97,8 @@ static void request(sl_key_t *k, apr_int64_t now, apr_int64_t limit,
         if (!truth_room) {
             t->wrong_allowed++;
         }
-        sl_counter_apply(now, win, &k->counter);
-        sl_log_apply(&k->truth, now, win);
+        sl_counter_apply(now, win, 1, &k->counter);
+        sl_log_apply(&k->truth, now, win, 1);
         if (k->truth.count - limit > t->max_over) {
             t->max_over = k->truth.count - limit;
         }
@@ -116,11 +116,11 @@ static void request(sl_key_t *k, apr_int64_t now, apr_int64_t limit,
     }
 
     sl_log_expire(&k->exact, now, win);
-    sl_log_evaluate(now, limit, win, k->exact.count, sl_log_array_at, &k->exact,
-                    &e);
+    sl_log_evaluate(now, limit, win, 1, k->exact.count, sl_log_array_at,
+                    &k->exact, &e);
     if (e.ok) {
         t->log_admits++;
-        sl_log_apply(&k->exact, now, win);
+        sl_log_apply(&k->exact, now, win, 1);
     }
     if (e.ok != c.ok) {
         t->differ++;

@@ -4,8 +4,9 @@
  * microsecond, rounding included.
  *
  * Input, one script call per line (t/17-script-vs-c.t writes it):
- *   KEY ALG LIMIT WINDOW BURST NOW OK REMAINING RESET
- * KEY is any token naming an independent budget; ALG is l, c or g; NOW is
+ *   KEY ALG LIMIT WINDOW BURST COST BLOCK NOW OK REMAINING RESET
+ * KEY is any token naming an independent budget; ALG is l, c or g; COST
+ * and BLOCK the call's cost= and block= (microseconds, 0 for none); NOW is
  * the store time the script returned; OK, REMAINING and RESET its reply
  * for the (single) limit. Prints "N calls, M mismatches"; exit status 1 on
  * any mismatch or bad line. */
@@ -24,6 +25,8 @@ typedef struct {
     int has_counter;
     sl_gcra_t gcra;
     sl_log_t log;
+    apr_int64_t block_until; /* the block entry, 0 when none */
+    apr_int64_t block_expires;
 } sl_replay_key_t;
 
 static sl_replay_key_t *budget(sl_replay_key_t *b, int *n, const char *name)
@@ -53,30 +56,41 @@ int main(void)
 
     while (fgets(line, sizeof(line), stdin)) {
         char key[64], alg;
-        long long limit, win, burst, now, ok, rem, reset;
+        long long limit, win, burst, cost, block, now, ok, rem, reset;
         sl_replay_key_t *b;
         sl_eval_t ev;
         sl_quota_t res;
 
         lineno++;
-        if (sscanf(line, "%63s %c %lld %lld %lld %lld %lld %lld %lld", key,
-                   &alg, &limit, &win, &burst, &now, &ok, &rem, &reset) != 9 ||
+        if (sscanf(line, "%63s %c %lld %lld %lld %lld %lld %lld %lld %lld %lld",
+                   key, &alg, &limit, &win, &burst, &cost, &block, &now, &ok,
+                   &rem, &reset) != 11 ||
             !(b = budget(budgets, &nb, key))) {
             printf("line %ld: cannot read '%s'\n", lineno, line);
             return 1;
         }
         calls++;
-        if (alg == 'l') {
+        if (b->block_expires <= now) {
+            b->block_until = 0;
+        }
+        if (block && sl_block_active(now, block, b->block_until, &ev)) {
+            /* refused by the block: the algorithm's state is not read */
+        }
+        else if (alg == 'l') {
             sl_log_expire(&b->log, now, win);
-            sl_log_evaluate(now, limit, win, b->log.count, sl_log_array_at,
-                            &b->log, &ev);
+            sl_log_evaluate(now, limit, win, cost, b->log.count,
+                            sl_log_array_at, &b->log, &ev);
         }
         else if (alg == 'c') {
-            sl_counter_evaluate(now, limit, win,
+            sl_counter_evaluate(now, limit, win, cost,
                                 b->has_counter ? &b->counter : NULL, &ev);
         }
         else {
-            sl_gcra_evaluate(now, limit, win, burst, &b->gcra, &ev);
+            sl_gcra_evaluate(now, limit, win, burst, cost, &b->gcra, &ev);
+        }
+        if (!ev.ok && block && b->block_until <= now) {
+            b->block_until = sl_block_begin(now, block, &ev);
+            b->block_expires = sl_block_expires(now, block);
         }
         /* One limit per call: the call admits exactly when it has room. */
         sl_eval_quota(&ev, ev.ok, &res);
@@ -93,16 +107,16 @@ int main(void)
          * cascade into the lines after it. */
         if (ok) {
             if (alg == 'l') {
-                if (b->log.count < LOG_CAP) {
-                    sl_log_apply(&b->log, now, win);
+                if (b->log.count + cost <= LOG_CAP) {
+                    sl_log_apply(&b->log, now, win, cost);
                 }
             }
             else if (alg == 'c') {
-                sl_counter_apply(now, win, &b->counter);
+                sl_counter_apply(now, win, cost, &b->counter);
                 b->has_counter = 1;
             }
             else {
-                sl_gcra_apply(now, limit, win, burst, &b->gcra);
+                sl_gcra_apply(now, limit, win, burst, cost, &b->gcra);
             }
         }
     }

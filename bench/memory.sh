@@ -55,13 +55,13 @@ gen() {
             my $k = "sltest:{" . b64(rb(12)) . "}" . $pol;
             for my $j (1 .. $per) {
                 if ($mode eq "log") {
-                    cmd("EVALSHA", $sha, 1, "$k.l", rb(12), "l", 1000000, 3600000000, 1000000);
+                    cmd("EVALSHA", $sha, 1, "$k.l", rb(12), "l", 1000000, 3600000000, 1000000, 1, 0);
                 } elsif ($mode eq "counter") {
-                    cmd("EVALSHA", $sha, 1, "$k.c", rb(12), "c", 100, 60000000, 100);
+                    cmd("EVALSHA", $sha, 1, "$k.c", rb(12), "c", 100, 60000000, 100, 1, 0);
                 } elsif ($mode eq "gcra") {
-                    cmd("EVALSHA", $sha, 1, "$k.g", rb(12), "g", 100, 60000000, 100);
+                    cmd("EVALSHA", $sha, 1, "$k.g", rb(12), "g", 100, 60000000, 100, 1, 0);
                 } elsif ($mode eq "gcra-frac") {
-                    cmd("EVALSHA", $sha, 1, "$k.g", rb(12), "g", 7, 1000000, 7);
+                    cmd("EVALSHA", $sha, 1, "$k.g", rb(12), "g", 7, 1000000, 7, 1, 0);
                 } elsif ($mode eq "counter-hash") {
                     cmd("HSET", "$k.c", "i", $idx, "c", 1, "p", 0);
                     cmd("PEXPIRE", "$k.c", 120000);

@@ -435,6 +435,18 @@ run_case gcra-redis event $CONNS $POOL \
 run_case counter-shm event $CONNS $POOL \
     "SlidingLimit $HIGH 1m algorithm=counter, shm" \
     "$(sl_conf shm counter $HIGH 1m)"
+# cost= and count= (the options ride on the algorithm argument): a cost of
+# 3, and count=404 on a page that answers 200, so every request is
+# reserved in the access checker and given back after its response.
+run_case cost-counter-redis event $CONNS $POOL \
+    "SlidingLimit $HIGH 1m algorithm=counter cost=3, Redis" \
+    "$(sl_conf "$REDIS" "counter cost=3" $HIGH 1m)"
+run_case count-counter-redis event $CONNS $POOL \
+    "SlidingLimit $HIGH 1m algorithm=counter count=404 (every request given back), Redis" \
+    "$(sl_conf "$REDIS" "counter count=404" $HIGH 1m)"
+run_case count-counter-shm event $CONNS $POOL \
+    "SlidingLimit $HIGH 1m algorithm=counter count=404 (every request given back), shm" \
+    "$(sl_conf shm "counter count=404" $HIGH 1m)"
 run_case log-shm event $CONNS $POOL \
     "SlidingLimit $HIGH 1m algorithm=log, shm" \
     "$(sl_conf shm log $HIGH 1m)"

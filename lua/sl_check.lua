@@ -3,8 +3,11 @@
 -- KEYS[i]   store key of limit i; every key of one call carries the same
 --           cluster hash tag, so the whole call runs on one node.
 -- ARGV[1]   a member unique to this request (sliding-log entries)
--- ARGV[1+4(i-1)+1 .. +4]  algorithm ("l", "c" or "g"), requests,
---           window in microseconds, burst (gcra)
+-- ARGV[1+6(i-1)+1 .. +6]  algorithm ("l", "c" or "g"), requests,
+--           window in microseconds, burst (gcra), cost (units this request
+--           consumes, 1 to requests, and to burst for gcra), block
+--           (microseconds an identity stays refused once this limit
+--           refuses it; 0 for none)
 --
 -- Returns a flat array of integers:
 --   now seconds, now microseconds, 1 if admitted (0 if not),
@@ -12,7 +15,16 @@
 -- "remaining" is what is left after this request when it was admitted and
 -- what is left now when it was not; "reset" is the microseconds until more
 -- quota is available (0 when the whole quota is). For a limit without room,
--- reset is the exact earliest time it would admit one request.
+-- reset is the exact earliest time it would admit this request (its cost),
+-- or the end of the limit's block when that is later.
+--
+-- Blocks: a limit with a block that refuses on its own writes KEY .. '.b'
+-- (same hash tag, so the same node) holding the block's end; until then
+-- the limit refuses without reading its own key. A refusal during a block
+-- does not extend it: the end the headers announced stays true.
+--
+-- A request admitted under a reservation (count=) is given back by
+-- lua/sl_refund.lua, which undoes exactly what the write below did.
 --
 -- Time is the store's own (TIME), so httpd hosts with skewed clocks agree.
 -- Nothing is consumed unless every limit has room.
@@ -46,7 +58,7 @@ local sec, usec = t[1] + 0, t[2] + 0
 local now = sec * 1000000 + usec
 local member = ARGV[1]
 local n = #KEYS
-if n == 0 or #ARGV ~= 1 + 4 * n or #member == 0 then
+if n == 0 or #ARGV ~= 1 + 6 * n or #member == 0 then
     return redis.error_reply('ERR slidinglimit: bad arguments')
 end
 
@@ -56,26 +68,33 @@ local floor, ceil, find, match, format = math.floor, math.ceil, string.find,
 -- The reply, sized for one limit (a constructor sizes the array part, so
 -- the common call never regrows it).
 local out = { sec, usec, 1, 0, 0, 0 }
--- Per limit i, at 5 * (i - 1) + 1 .. 5: remaining and reset should
+-- Per limit i, at 6 * (i - 1) + 1 .. 6: remaining and reset should
 -- another limit refuse (each limit computes both, as it cannot know), then
 -- the deferred write: the key held foreign data, the value to SET (false
--- for the log), its TTL in milliseconds.
-local held = { 0, 0, false, false, 0 }
+-- for the log), its TTL in milliseconds, the cost.
+local held = { 0, 0, false, false, 0, 1 }
 local admitted = true
 
 for i = 1, n do
-    local b = 4 * i - 2
-    local key, alg, s_limit, s_win, s_burst = KEYS[i], ARGV[b], ARGV[b + 1],
-        ARGV[b + 2], ARGV[b + 3]
+    local b = 6 * i - 4
+    local key, alg, s_limit, s_win, s_burst, s_cost, s_block = KEYS[i],
+        ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5]
     -- A whole number in range. Digits only: tonumber (and arithmetic)
     -- also accept "nan", "inf", "0x10" and "1e3".
     local limit = find(s_limit, '^%d+$') and s_limit + 0
     local win = find(s_win, '^%d+$') and s_win + 0
     local burst = find(s_burst, '^%d+$') and s_burst + 0
+    local cost = find(s_cost, '^%d+$') and s_cost + 0
+    local block = find(s_block, '^%d+$') and s_block + 0
     if not limit or limit < 1 or limit > MAX_REQUESTS
         or not win or win < MIN_WINDOW or win > MAX_WINDOW
-        or not burst or burst < 1 or burst > MAX_REQUESTS then
+        or not burst or burst < 1 or burst > MAX_REQUESTS
+        or not block or block > MAX_WINDOW then
         return redis.error_reply('ERR slidinglimit: bad limit ' .. i)
+    end
+    -- A cost no state can admit is the caller's to refuse (it knows why).
+    if not cost or cost < 1 or cost > (alg == 'g' and burst or limit) then
+        return redis.error_reply('ERR slidinglimit: bad cost ' .. i)
     end
 
     -- ok; remaining and reset after this request (admitted) or now
@@ -83,8 +102,20 @@ for i = 1, n do
     local ok, r, rs, r0, rs0
     -- A read errs only on a key of another type: read as empty.
     local v, foreign, value, ttl
+    -- The end of this limit's block, if one is running. A value beyond
+    -- what a refusal writes (the store's clock stepped back, or foreign
+    -- data) ends one block from now, as the key's TTL does anyway.
+    local bend = block > 0 and tonumber(redis.pcall('GET', key .. '.b'))
+    if bend and not (bend > now) then
+        bend = false
+    elseif bend and not (bend <= now + block) then
+        bend = now + block
+    end
 
-    if alg == 'l' then
+    if bend then
+        ok, r, r0, rs, rs0 = false, 0, 0, bend - now, bend - now
+
+    elseif alg == 'l' then
         -- Sliding log: a sorted set of admission times. Entries at or
         -- before now - win are out of the rolling window (now - win, now].
         v = redis.pcall('ZREMRANGEBYSCORE', key, '-inf', now - win)
@@ -94,20 +125,20 @@ for i = 1, n do
         else
             count = redis.call('ZCARD', key)
         end
-        ok = count < limit
+        ok = count + cost <= limit
         if ok and count == 0 then
-            -- More quota comes back when this request's own entry expires.
-            r, r0, rs, rs0 = limit - 1, limit, win, 0
+            -- More quota comes back when this request's own entries expire.
+            r, r0, rs, rs0 = limit - cost, limit, win, 0
         else
             -- Admitted: more quota comes back when the oldest entry
-            -- expires. Refused: one more fits when the entry at
-            -- count - limit expires.
+            -- expires. Refused: this request fits when the entry at
+            -- count + cost - limit - 1 expires.
             local at = 0
             if ok then
-                r = limit - count - 1
-                r0 = r + 1
+                r0 = limit - count
+                r = r0 - cost
             else
-                r, r0, at = 0, 0, count - limit
+                r, r0, at = 0, 0, count + cost - limit - 1
             end
             local e = redis.call('ZRANGE', key, at, at, 'WITHSCORES')
             rs = ceil(e[2] + win - now)
@@ -155,21 +186,25 @@ for i = 1, n do
         -- The previous window's weighted count.
         local start = idx * win
         local w = prev * (win - (now - start)) / win
-        ok = w + cur + 1 <= limit
+        ok = w + cur + cost <= limit
         -- Remaining and reset for c requests counted in this window: reset
         -- is the earliest time (microseconds from now) at which the
-        -- estimate is <= limit - r - 1. The estimate only falls while
-        -- nothing is admitted, so this is exact. The times are relative
-        -- to now: absolute times near 1.8e15 us are only 0.25 us apart as
-        -- doubles, which could round the answer a microsecond early.
-        for k = 0, ok and 1 or 0 do
-            local c = cur + k
+        -- estimate is <= limit - r - 1 (one more unit), or, for a refused
+        -- request, <= limit - cost (the request fits). The estimate only
+        -- falls while nothing is admitted, so this is exact. The times are
+        -- relative to now: absolute times near 1.8e15 us are only 0.25 us
+        -- apart as doubles, which could round the answer a microsecond
+        -- early.
+        -- Admitted: k = 0 is now, k = 1 after this request. Refused: only
+        -- k = 1, the request's own wait.
+        for k = ok and 0 or 1, 1 do
+            local c = ok and k == 1 and cur + cost or cur
             local rr, rrs = floor(limit - (w + c)), 0
             if rr < 0 then
                 rr = 0
             end
             if rr < limit then
-                local x = limit - rr - 1
+                local x = ok and limit - rr - 1 or limit - cost
                 if w + c <= x then
                     rrs = 0
                 elseif c <= x then
@@ -189,9 +224,9 @@ for i = 1, n do
         if ok then
             if head then
                 -- The usual case under load: only the count changes.
-                value = head .. format('%09d', cur + 1)
+                value = head .. format('%09d', cur + cost)
             else
-                value = format('%d%09d%09d', idx % 8 + 1, prev, cur + 1)
+                value = format('%d%09d%09d', idx % 8 + 1, prev, cur + cost)
             end
             -- Kept until the window after the next one starts: by then
             -- neither count weighs anything.
@@ -222,7 +257,7 @@ for i = 1, n do
         elseif tat > now + tau + 1 then
             tat = now + tau - T
         end
-        local new_tat = tat + T
+        local new_tat = tat + cost * T
         ok = new_tat - now <= tau + 0.5
         -- Remaining and reset for a TAT of tt: the stored one, then (if
         -- admitted) the new one. Counted by k, not stepped by T: near 1.8e15
@@ -245,7 +280,9 @@ for i = 1, n do
             value = format('%.17g', new_tat)
             ttl = ceil((new_tat - now) / 1000) + 1
         else
-            r, r0 = 0, 0
+            -- The request fits when the TAT is cost intervals inside the
+            -- tolerance.
+            r, r0, rs = 0, 0, ceil(tat - tau + cost * T - now)
         end
 
     else
@@ -254,18 +291,27 @@ for i = 1, n do
 
     if not ok then
         admitted = false
-        rs = rs0
+        -- A refusal starts the limit's block (one that runs is not
+        -- extended), written at once: a refusal writes nothing else.
+        if block > 0 and not bend then
+            redis.call('SET', key .. '.b', format('%.17g', now + block), 'PX',
+                ceil(block / 1000) + 1)
+            if rs < block then
+                rs = block
+            end
+        end
+        rs0 = rs
     end
-    local o, h = 3 * i, 5 * i - 5
+    local o, h = 3 * i, 6 * i - 6
     out[o + 1], out[o + 2], out[o + 3] = ok and 1 or 0, r, rs
-    held[h + 1], held[h + 2], held[h + 3], held[h + 4], held[h + 5] =
-        r0, rs0, foreign or false, value, ttl
+    held[h + 1], held[h + 2], held[h + 3], held[h + 4], held[h + 5],
+        held[h + 6] = r0, rs0, foreign or false, value, ttl, cost
 end
 
 if not admitted then
     out[3] = 0
     for i = 1, n do
-        out[3 * i + 2], out[3 * i + 3] = held[5 * i - 4], held[5 * i - 3]
+        out[3 * i + 2], out[3 * i + 3] = held[6 * i - 5], held[6 * i - 4]
     end
     return out
 end
@@ -282,8 +328,9 @@ for i = 1, n do
         end
     end
     if last then
-        local h = 5 * i - 5
-        local foreign, value, ttl = held[h + 3], held[h + 4], held[h + 5]
+        local h = 6 * i - 6
+        local foreign, value, ttl, cost = held[h + 3], held[h + 4],
+            held[h + 5], held[h + 6]
         -- A key holding something this script did not write is replaced
         -- (see the top); this is worth a line in the log.
         if foreign then
@@ -296,13 +343,18 @@ for i = 1, n do
             if foreign then
                 redis.call('DEL', key)
             end
-            -- The member is unique per request; should a reused one still
-            -- be in the log (a per-child counter that wrapped), a suffix
-            -- keeps the entry from replacing the older one.
-            local m, k = member, 0
-            while redis.call('ZADD', key, 'NX', now, m) == 0 do
-                k = k + 1
-                m = member .. ':' .. k
+            -- One entry per unit: the member, then member/2 .. member/cost
+            -- (the names lua/sl_refund.lua removes). The member is unique
+            -- per request; should a reused one still be in the log (a
+            -- per-child counter that wrapped), a suffix keeps the entry
+            -- from replacing the older one.
+            for u = 1, cost do
+                local base = u == 1 and member or member .. '/' .. u
+                local m, k = base, 0
+                while redis.call('ZADD', key, 'NX', now, m) == 0 do
+                    k = k + 1
+                    m = base .. ':' .. k
+                end
             end
             redis.call('PEXPIRE', key, ttl)
         end

@@ -30,43 +30,31 @@ apr_int64_t sl_log_horizon(apr_int64_t now, apr_int64_t win)
     return now - win;
 }
 
-/* The time until the entry whose expiry lets one more request in expires,
- * for a log of c entries: the script's reset(c). */
-static apr_int64_t sl_log_reset(apr_int64_t now, apr_int64_t limit,
-                                apr_int64_t win, apr_int64_t c,
-                                sl_log_at_fn *at, void *ctx)
-{
-    apr_int64_t idx;
-
-    if (c == 0) {
-        return 0;
-    }
-    idx = c - limit;
-    if (idx < 0) {
-        idx = 0;
-    }
-    return at(ctx, idx) + win - now;
-}
-
 void sl_log_evaluate(apr_int64_t now, apr_int64_t limit, apr_int64_t win,
-                     apr_int64_t count, sl_log_at_fn *at, void *ctx,
-                     sl_eval_t *ev)
+                     apr_int64_t cost, apr_int64_t count, sl_log_at_fn *at,
+                     void *ctx, sl_eval_t *ev)
 {
-    ev->ok = count < limit;
-    if (ev->ok) {
-        /* After admission the oldest entry is the first to expire, or this
-         * request's own when the log was empty. reset(count + 1) reads the
-         * log before the insertion, as the script's deferred write does. */
-        ev->remaining = limit - count - 1;
-        ev->remaining0 = ev->remaining + 1;
-        ev->reset = count == 0
-                        ? win
-                        : sl_log_reset(now, limit, win, count + 1, at, ctx);
-        ev->reset0 = sl_log_reset(now, limit, win, count, at, ctx);
+    ev->ok = count + cost <= limit;
+    if (ev->ok && count == 0) {
+        /* More quota comes back when this request's own entries expire. */
+        ev->remaining = limit - cost;
+        ev->remaining0 = limit;
+        ev->reset = win;
+        ev->reset0 = 0;
         return;
     }
+    if (ev->ok) {
+        /* The oldest entry is the first to expire, read before the
+         * insertion as the script's deferred write does. */
+        ev->remaining0 = limit - count;
+        ev->remaining = ev->remaining0 - cost;
+        ev->reset = ev->reset0 = at(ctx, 0) + win - now;
+        return;
+    }
+    /* The request fits once the entry at count + cost - limit - 1 has
+     * expired. */
     ev->remaining = ev->remaining0 = 0;
-    ev->reset = ev->reset0 = sl_log_reset(now, limit, win, count, at, ctx);
+    ev->reset = ev->reset0 = at(ctx, count + cost - limit - 1) + win - now;
 }
 
 apr_int64_t sl_log_array_at(void *ctx, apr_int64_t i)
@@ -93,19 +81,38 @@ apr_int64_t sl_log_expires(apr_int64_t now, apr_int64_t win)
     return sl_px_deadline(now, (double) win);
 }
 
-apr_int64_t sl_log_apply(sl_log_t *log, apr_int64_t now, apr_int64_t win)
+apr_int64_t sl_log_apply(sl_log_t *log, apr_int64_t now, apr_int64_t win,
+                         apr_int64_t cost)
 {
-    apr_int64_t i = log->count;
+    apr_int64_t i = log->count, j;
 
     /* A sorted set: callers' clocks may hand in times slightly out of
      * order (the lock decides who goes first), so insert, not append. */
     while (i > 0 && log->ts[i - 1] > now) {
-        log->ts[i] = log->ts[i - 1];
+        log->ts[i + cost - 1] = log->ts[i - 1];
         i--;
     }
-    log->ts[i] = now;
-    log->count++;
+    for (j = 0; j < cost; j++) {
+        log->ts[i + j] = now;
+    }
+    log->count += cost;
     return sl_log_expires(now, win);
+}
+
+apr_int64_t sl_log_refund(sl_log_t *log, apr_int64_t at, apr_int64_t cost)
+{
+    apr_int64_t i = 0, n, k;
+
+    while (i < log->count && log->ts[i] < at) {
+        i++;
+    }
+    for (n = 0; n < cost && i + n < log->count && log->ts[i + n] == at; n++) {
+    }
+    for (k = i + n; k < log->count; k++) {
+        log->ts[k - n] = log->ts[k];
+    }
+    log->count -= n;
+    return n;
 }
 
 /* ---- approximated sliding window ---- */
@@ -175,40 +182,78 @@ static void sl_counter_rem_reset(double now, double limit, double win,
 }
 
 void sl_counter_evaluate(apr_int64_t now, apr_int64_t limit, apr_int64_t win,
-                         const sl_counter_t *stored, sl_eval_t *ev)
+                         apr_int64_t cost, const sl_counter_t *stored,
+                         sl_eval_t *ev)
 {
     sl_counter_t st;
     double dnow = (double) now, dlim = (double) limit, dwin = (double) win;
-    double idx, cur, prev;
+    double dcost = (double) cost;
+    double idx, cur, prev, r;
 
     sl_counter_load(now, win, stored, &st);
     idx = (double) st.idx;
     cur = (double) st.cur;
     prev = (double) st.prev;
-    sl_counter_rem_reset(dnow, dlim, dwin, idx, cur, prev, &ev->remaining0,
-                         &ev->reset0);
-    ev->ok = sl_counter_estimate(dnow, dwin, idx, cur, prev) + 1 <= dlim;
+    ev->ok = sl_counter_estimate(dnow, dwin, idx, cur, prev) + dcost <= dlim;
     if (ev->ok) {
-        sl_counter_rem_reset(dnow, dlim, dwin, idx, cur + 1, prev,
+        sl_counter_rem_reset(dnow, dlim, dwin, idx, cur, prev, &ev->remaining0,
+                             &ev->reset0);
+        sl_counter_rem_reset(dnow, dlim, dwin, idx, cur + dcost, prev,
                              &ev->remaining, &ev->reset);
+        return;
     }
-    else {
-        ev->remaining = 0;
-        ev->reset = ev->reset0;
+    /* Refused: the wait until the request fits (estimate <= limit - cost). */
+    ev->remaining = ev->remaining0 = 0;
+    ev->reset = ev->reset0 = 0;
+    r = floor(dlim - sl_counter_estimate(dnow, dwin, idx, cur, prev));
+    if (r < 0) {
+        r = 0;
+    }
+    if (r < dlim) {
+        ev->reset = ev->reset0 = (apr_int64_t) ceil(
+            sl_counter_until(dnow, dlim - dcost, idx, cur, prev, dwin));
     }
 }
 
-apr_int64_t sl_counter_apply(apr_int64_t now, apr_int64_t win, sl_counter_t *st)
+apr_int64_t sl_counter_apply(apr_int64_t now, apr_int64_t win, apr_int64_t cost,
+                             sl_counter_t *st)
 {
     sl_counter_t loaded;
 
     sl_counter_load(now, win, st, &loaded);
-    loaded.cur++;
+    loaded.cur += cost;
     *st = loaded;
     /* Kept until the window after the next one starts: by then neither
      * count weighs anything. */
     return sl_px_deadline(now, (double) (loaded.idx + 2) * (double) win -
                                    (double) now);
+}
+
+apr_int64_t sl_counter_refund(apr_int64_t now, apr_int64_t win, apr_int64_t at,
+                              apr_int64_t cost, sl_counter_t *st)
+{
+    apr_int64_t idx = (apr_int64_t) floor((double) now / (double) win);
+    apr_int64_t ridx = (apr_int64_t) floor((double) at / (double) win);
+    apr_int64_t *count, back;
+
+    /* The stored current window as the script reads it: this one or the
+     * one before (older state weighs nothing and its key has expired). */
+    if (ridx > idx || idx - ridx > 1 ||
+        (st->idx != idx && st->idx != idx - 1)) {
+        return 0;
+    }
+    if (st->idx == ridx) {
+        count = &st->cur;
+    }
+    else if (st->idx == ridx + 1) {
+        count = &st->prev;
+    }
+    else {
+        return 0;
+    }
+    back = *count < cost ? *count : cost;
+    *count -= back;
+    return back;
 }
 
 /* ---- GCRA ---- */
@@ -232,7 +277,8 @@ static void sl_gcra_rem_reset(double now, double T, double tau, double tt,
 }
 
 void sl_gcra_evaluate(apr_int64_t now, apr_int64_t limit, apr_int64_t win,
-                      apr_int64_t burst, const sl_gcra_t *st, sl_eval_t *ev)
+                      apr_int64_t burst, apr_int64_t cost, const sl_gcra_t *st,
+                      sl_eval_t *ev)
 {
     double dnow = (double) now;
     double T = (double) win / (double) limit;
@@ -249,20 +295,22 @@ void sl_gcra_evaluate(apr_int64_t now, apr_int64_t limit, apr_int64_t win,
     else if (tat > dnow + tau + 1) {
         tat = dnow + tau - T;
     }
-    sl_gcra_rem_reset(dnow, T, tau, tat, &ev->remaining0, &ev->reset0);
-    new_tat = tat + T;
+    new_tat = tat + (double) cost * T;
     ev->ok = new_tat - dnow <= tau + 0.5;
     if (ev->ok) {
+        sl_gcra_rem_reset(dnow, T, tau, tat, &ev->remaining0, &ev->reset0);
         sl_gcra_rem_reset(dnow, T, tau, new_tat, &ev->remaining, &ev->reset);
+        return;
     }
-    else {
-        ev->remaining = 0;
-        ev->reset = ev->reset0;
-    }
+    /* The request fits when the TAT is cost intervals inside the
+     * tolerance. */
+    ev->remaining = ev->remaining0 = 0;
+    ev->reset = ev->reset0 =
+        (apr_int64_t) ceil(tat - tau + (double) cost * T - dnow);
 }
 
 apr_int64_t sl_gcra_apply(apr_int64_t now, apr_int64_t limit, apr_int64_t win,
-                          apr_int64_t burst, sl_gcra_t *st)
+                          apr_int64_t burst, apr_int64_t cost, sl_gcra_t *st)
 {
     double dnow = (double) now;
     double T = (double) win / (double) limit;
@@ -275,6 +323,50 @@ apr_int64_t sl_gcra_apply(apr_int64_t now, apr_int64_t limit, apr_int64_t win,
     else if (tat > dnow + tau + 1) {
         tat = dnow + tau - T;
     }
-    st->tat = tat + T;
+    st->tat = tat + (double) cost * T;
     return sl_px_deadline(now, st->tat - dnow);
+}
+
+apr_int64_t sl_gcra_refund(apr_int64_t now, apr_int64_t limit, apr_int64_t win,
+                           apr_int64_t cost, sl_gcra_t *st)
+{
+    double dnow = (double) now;
+    double tat = st->tat;
+
+    if (!(tat > dnow)) {
+        return 0;
+    }
+    tat -= (double) cost * ((double) win / (double) limit);
+    st->tat = tat < dnow ? dnow : tat;
+    return cost;
+}
+
+/* ---- blocks ---- */
+
+int sl_block_active(apr_int64_t now, apr_int64_t block, apr_int64_t until,
+                    sl_eval_t *ev)
+{
+    if (until <= now) {
+        return 0;
+    }
+    if (until > now + block) {
+        until = now + block;
+    }
+    ev->ok = 0;
+    ev->remaining = ev->remaining0 = 0;
+    ev->reset = ev->reset0 = until - now;
+    return 1;
+}
+
+apr_int64_t sl_block_begin(apr_int64_t now, apr_int64_t block, sl_eval_t *ev)
+{
+    if (ev->reset < block) {
+        ev->reset = ev->reset0 = block;
+    }
+    return now + block;
+}
+
+apr_int64_t sl_block_expires(apr_int64_t now, apr_int64_t block)
+{
+    return sl_px_deadline(now, (double) block);
 }

@@ -33,10 +33,12 @@ typedef apr_int64_t sl_log_at_fn(void *ctx, apr_int64_t i);
 apr_int64_t sl_log_horizon(apr_int64_t now, apr_int64_t win);
 
 /* count is the number of live entries; at(ctx, i) returns the i-th oldest
- * (0-based). Only entries 0 and count - limit are ever read. */
+ * (0-based). Only entries 0 and count + cost - limit - 1 are ever read.
+ * cost is the units the request consumes (1 to limit; the caller refuses
+ * more, the script does too). */
 void sl_log_evaluate(apr_int64_t now, apr_int64_t limit, apr_int64_t win,
-                     apr_int64_t count, sl_log_at_fn *at, void *ctx,
-                     sl_eval_t *ev);
+                     apr_int64_t cost, apr_int64_t count, sl_log_at_fn *at,
+                     void *ctx, sl_eval_t *ev);
 
 /* A log as a plain sorted array (the unit tests; the shm store keeps the
  * same sequence in chunks). */
@@ -50,9 +52,15 @@ apr_int64_t sl_log_array_at(void *ctx, apr_int64_t i);
 /* Drops the entries at or before the horizon; returns how many. */
 apr_int64_t sl_log_expire(sl_log_t *log, apr_int64_t now, apr_int64_t win);
 
-/* Admission: inserts now in time order (ts must have room for one more)
- * and returns the key's new expiry time (PEXPIRE). */
-apr_int64_t sl_log_apply(sl_log_t *log, apr_int64_t now, apr_int64_t win);
+/* Admission: inserts cost entries at now in time order (ts must have room
+ * for them) and returns the key's new expiry time (PEXPIRE). */
+apr_int64_t sl_log_apply(sl_log_t *log, apr_int64_t now, apr_int64_t win,
+                         apr_int64_t cost);
+
+/* Give-back (lua/sl_refund.lua): drops up to cost entries stamped at, the
+ * admission's time; returns how many. Another request's entry of the same
+ * microsecond is the same entry to the math (same time, same expiry). */
+apr_int64_t sl_log_refund(sl_log_t *log, apr_int64_t at, apr_int64_t cost);
 
 /* The expiry time of a log key after an admission at now. */
 apr_int64_t sl_log_expires(apr_int64_t now, apr_int64_t win);
@@ -71,11 +79,19 @@ void sl_counter_load(apr_int64_t now, apr_int64_t win,
                      const sl_counter_t *stored, sl_counter_t *st);
 
 void sl_counter_evaluate(apr_int64_t now, apr_int64_t limit, apr_int64_t win,
-                         const sl_counter_t *stored, sl_eval_t *ev);
+                         apr_int64_t cost, const sl_counter_t *stored,
+                         sl_eval_t *ev);
 
 /* Admission: st becomes the new stored state; returns its expiry time. */
-apr_int64_t sl_counter_apply(apr_int64_t now, apr_int64_t win,
+apr_int64_t sl_counter_apply(apr_int64_t now, apr_int64_t win, apr_int64_t cost,
                              sl_counter_t *st);
+
+/* Give-back of cost units admitted at the store time at: taken from the
+ * window they went into, the stored current one or, once the window moved
+ * on, the previous one; nothing once it weighs nothing. Returns the units
+ * given back (st is changed only then; its expiry stays). */
+apr_int64_t sl_counter_refund(apr_int64_t now, apr_int64_t win, apr_int64_t at,
+                              apr_int64_t cost, sl_counter_t *st);
 
 /* GCRA: the theoretical arrival time of the next request; 0 is no state. */
 typedef struct sl_gcra {
@@ -83,10 +99,30 @@ typedef struct sl_gcra {
 } sl_gcra_t;
 
 void sl_gcra_evaluate(apr_int64_t now, apr_int64_t limit, apr_int64_t win,
-                      apr_int64_t burst, const sl_gcra_t *st, sl_eval_t *ev);
+                      apr_int64_t burst, apr_int64_t cost, const sl_gcra_t *st,
+                      sl_eval_t *ev);
 
 /* Admission: st becomes the new stored state; returns its expiry time. */
 apr_int64_t sl_gcra_apply(apr_int64_t now, apr_int64_t limit, apr_int64_t win,
-                          apr_int64_t burst, sl_gcra_t *st);
+                          apr_int64_t burst, apr_int64_t cost, sl_gcra_t *st);
+
+/* Give-back: the TAT moves back by cost emission intervals, never below
+ * now. Returns the units given back (cost, or 0 when the bucket is empty;
+ * the expiry stays). */
+apr_int64_t sl_gcra_refund(apr_int64_t now, apr_int64_t limit, apr_int64_t win,
+                           apr_int64_t cost, sl_gcra_t *st);
+
+/* Blocks (SlidingLimit ... block=): until is the stored end of the limit's
+ * block (0: none). While it runs the limit refuses, whatever its
+ * algorithm, with the block's end as reset: returns 1 and fills ev. An end
+ * beyond now + block (the clock stepped back) ends one block from now. */
+int sl_block_active(apr_int64_t now, apr_int64_t block, apr_int64_t until,
+                    sl_eval_t *ev);
+
+/* A limit that refused on its own starts its block: its reset becomes the
+ * block's end when that is later. Returns the end to store; the entry
+ * expires at sl_block_expires(). */
+apr_int64_t sl_block_begin(apr_int64_t now, apr_int64_t block, sl_eval_t *ev);
+apr_int64_t sl_block_expires(apr_int64_t now, apr_int64_t block);
 
 #endif

@@ -79,6 +79,7 @@ void *sl_create_dir_conf(apr_pool_t *p, char *dir)
     c->local_fallback = -1;
     c->headers = -1;
     c->status = -1;
+    c->fail_status = -1;
     c->dry_run = -1;
     c->section = dir;
     return c;
@@ -108,6 +109,7 @@ void *sl_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     SL_MERGE_INT(local_fallback);
     SL_MERGE_INT(headers);
     SL_MERGE_INT(status);
+    SL_MERGE_INT(fail_status);
     SL_MERGE_INT(dry_run);
     c->section = add->section ? add->section : base->section;
     return c;
@@ -125,6 +127,12 @@ static const char *sl_section(cmd_parms *cmd)
 {
     const ap_directive_t *d;
     const char *path = "";
+
+    /* An .htaccess file (read with the request's pool as both pools, as
+     * httpd's NOT_IN_HTACCESS check knows it) is its directory's section. */
+    if (cmd->pool == cmd->temp_pool) {
+        path = apr_pstrcat(cmd->pool, ".htaccess ", cmd->path, "\n", NULL);
+    }
 
     for (d = cmd->directive ? cmd->directive->parent : NULL; d; d = d->parent) {
         path = apr_pstrcat(cmd->pool, d->directive, " ", d->args, "\n", path,
@@ -322,8 +330,14 @@ static const char *sl_cmd_limit(cmd_parms *cmd, void *dconf, int argc,
                                             l->name));
         }
     }
-    if (l->named &&
-        ((err = sl_check_named(cmd, l)) || (err = sl_check_algorithms(cmd)))) {
+    /* A name in an .htaccess file is that directory's own: a file that
+     * its owner may edit never reaches the budgets of the server's (or
+     * another directory's) policy of the same name. */
+    if (l->named && cmd->pool == cmd->temp_pool) {
+        sl_limit_scope(cmd->pool, l, sl_section(cmd));
+    }
+    else if (l->named && ((err = sl_check_named(cmd, l)) ||
+                          (err = sl_check_algorithms(cmd)))) {
         return sl_err(cmd, err);
     }
     APR_ARRAY_PUSH(dc->limits, sl_limit_t *) = l;
@@ -524,16 +538,16 @@ static const char *sl_cmd_headers(cmd_parms *cmd, void *dconf, int argc,
     return NULL;
 }
 
+/* SlidingLimitStatus and SlidingLimitFailStatus: the field is cmd->info. */
 static const char *sl_cmd_status(cmd_parms *cmd, void *dconf, const char *arg)
 {
-    sl_dir_conf_t *dc = dconf;
     apr_int64_t v;
     const char *err = sl_parse_int(cmd->pool, arg, 400, 599, &v);
 
     if (err) {
         return sl_err(cmd, err);
     }
-    dc->status = (int) v;
+    *(int *) ((char *) dconf + (apr_size_t) cmd->info) = (int) v;
     return NULL;
 }
 
@@ -643,7 +657,11 @@ static const char *sl_cmd_shm_size(cmd_parms *cmd, void *dconf, const char *arg)
     return NULL;
 }
 
-#define SL_DIR_CONF (RSRC_CONF | ACCESS_CONF)
+/* The per-directory directives are also allowed in .htaccess under
+ * AllowOverride Limit: they control access, like Require and Allow/Deny
+ * (which that class has always covered). The store and server-wide ones
+ * stay in the server configuration. */
+#define SL_DIR_CONF (RSRC_CONF | ACCESS_CONF | OR_LIMIT)
 
 const command_rec sl_cmds[] = {
     AP_INIT_TAKE1("SlidingLimitStore", sl_cmd_store, NULL, RSRC_CONF,
@@ -657,7 +675,8 @@ const command_rec sl_cmds[] = {
                   "size of the shared memory store, e.g. 8M (default 8M)"),
     AP_INIT_TAKE_ARGV("SlidingLimit", sl_cmd_limit, NULL, SL_DIR_CONF,
                       "REQUESTS WINDOW [name=NAME] [algorithm=log|counter|"
-                      "gcra] [burst=N], or off"),
+                      "gcra] [burst=N] [cost=N] [block=DURATION] "
+                      "[count=STATUS,...], or off"),
     AP_INIT_TAKE_ARGV("SlidingLimitKey", sl_cmd_key, NULL, SL_DIR_CONF,
                       "whose budget: ip, user, header:NAME, env:NAME, "
                       "expr:STRING; the first with a value wins"),
@@ -673,8 +692,14 @@ const command_rec sl_cmds[] = {
                   "on or off: enforce limits locally while the store is down"),
     AP_INIT_TAKE_ARGV("SlidingLimitHeaders", sl_cmd_headers, NULL, SL_DIR_CONF,
                       "ietf, draft03, x-ratelimit, or off"),
-    AP_INIT_TAKE1("SlidingLimitStatus", sl_cmd_status, NULL, SL_DIR_CONF,
+    AP_INIT_TAKE1("SlidingLimitStatus", sl_cmd_status,
+                  (void *) APR_OFFSETOF(sl_dir_conf_t, status), SL_DIR_CONF,
                   "status of a denied request, 400-599 (default 429)"),
+    AP_INIT_TAKE1("SlidingLimitFailStatus", sl_cmd_status,
+                  (void *) APR_OFFSETOF(sl_dir_conf_t, fail_status),
+                  SL_DIR_CONF,
+                  "status answered under fail-closed while the store is down, "
+                  "400-599 (default 503)"),
     AP_INIT_TAKE1("SlidingLimitDryRun", sl_cmd_dry_run, NULL, SL_DIR_CONF,
                   "on or off: decide and report, never block"),
     {NULL}};

@@ -28,6 +28,7 @@ struct sl_store;
 #define SL_DEFAULT_IPV6_PREFIX     64
 #define SL_DEFAULT_HEADERS         (SL_HDR_IETF | SL_HDR_XRL)
 #define SL_DEFAULT_STATUS          429
+#define SL_DEFAULT_FAIL_STATUS     503
 #define SL_DEFAULT_SHM_SIZE        (8 * 1024 * 1024)
 
 typedef struct sl_key_source {
@@ -62,6 +63,7 @@ typedef struct sl_dir_conf {
     int local_fallback;
     int headers;
     int status;
+    int fail_status;
     int dry_run;
     const char *section; /* identifies unnamed limits */
 } sl_dir_conf_t;

@@ -15,6 +15,7 @@
  * counter) are divided back down before they are compared or rounded. */
 #define SL_MAX_WINDOW   (apr_int64_t)(366 * 86400) * APR_USEC_PER_SEC
 #define SL_MAX_REQUESTS 100000000
+#define SL_MAX_COUNT    16
 
 const char *sl_parse_int(apr_pool_t *p, const char *s, apr_int64_t min,
                          apr_int64_t max, apr_int64_t *out)
@@ -143,6 +144,64 @@ static const char *sl_hash(apr_pool_t *p, const char *data, apr_size_t len,
     return out;
 }
 
+/* count=STATUS[,STATUS...]: final statuses 100-599, each listed once. */
+static const char *sl_parse_count(apr_pool_t *p, const char *arg,
+                                  const char *val, sl_limit_t *l)
+{
+    int *st = apr_pcalloc(p, sizeof(*st) * SL_MAX_COUNT);
+    char *list = apr_pstrdup(p, val), *tok, *last;
+    int n = 0, i;
+
+    for (tok = apr_strtok(list, ",", &last); tok;
+         tok = apr_strtok(NULL, ",", &last)) {
+        apr_int64_t v;
+        if (sl_parse_int(p, tok, 100, 599, &v)) {
+            return apr_psprintf(p, "'%s': '%s' is not an HTTP status (100-599)",
+                                arg, tok);
+        }
+        for (i = 0; i < n; i++) {
+            if (st[i] == (int) v) {
+                return apr_psprintf(p, "'%s': %s is listed twice", arg, tok);
+            }
+        }
+        if (n == SL_MAX_COUNT) {
+            return apr_psprintf(p, "'%s': at most %d statuses", arg,
+                                SL_MAX_COUNT);
+        }
+        st[n++] = (int) v;
+    }
+    /* apr_strtok skips empty fields: "count=,401" or "401,,403" is a
+     * typo, not a list. */
+    if (!n || *val == ',' || val[strlen(val) - 1] == ',' || strstr(val, ",,")) {
+        return apr_psprintf(p, "'%s': expected count=STATUS[,STATUS...]", arg);
+    }
+    l->count = st;
+    l->ncount = n;
+    return NULL;
+}
+
+void sl_limit_scope(apr_pool_t *p, sl_limit_t *l, const char *scope)
+{
+    const char *basis = apr_pstrcat(p, "n\n", scope, "\n", l->name, NULL);
+
+    l->id = sl_hash(p, basis, strlen(basis), 6);
+}
+
+int sl_limit_counts(const sl_limit_t *l, int status)
+{
+    int i;
+
+    if (!l->count) {
+        return 1;
+    }
+    for (i = 0; i < l->ncount; i++) {
+        if (l->count[i] == status) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static int sl_valid_name(const char *s)
 {
     if (!*s || strlen(s) > 64) {
@@ -203,6 +262,7 @@ const char *sl_parse_limit(apr_pool_t *p, int argc, char *const argv[],
         return apr_pstrcat(p, "WINDOW ", err, NULL);
     }
     l->algorithm = SL_ALG_UNSET;
+    l->cost = 1;
     for (i = 2; i < argc; i++) {
         const char *eq = strchr(argv[i], '=');
         const char *val = eq ? eq + 1 : "";
@@ -228,12 +288,39 @@ const char *sl_parse_limit(apr_pool_t *p, int argc, char *const argv[],
                 return apr_pstrcat(p, "burst ", err, NULL);
             }
         }
+        else if (klen == 4 && !strncasecmp(argv[i], "cost", 4)) {
+            if ((err = sl_parse_int(p, val, 1, SL_MAX_REQUESTS, &l->cost))) {
+                return apr_pstrcat(p, "cost ", err, NULL);
+            }
+        }
+        else if (klen == 5 && !strncasecmp(argv[i], "block", 5)) {
+            if ((err = sl_parse_duration(p, val, &l->block))) {
+                return apr_pstrcat(p, "block ", err, NULL);
+            }
+        }
+        else if (klen == 5 && !strncasecmp(argv[i], "count", 5)) {
+            if ((err = sl_parse_count(p, argv[i], val, l))) {
+                return err;
+            }
+        }
         else {
             return apr_psprintf(p,
                                 "unknown option '%s' (expected name=, "
-                                "algorithm= or burst=)",
+                                "algorithm=, burst=, cost=, block= or count=)",
                                 argv[i]);
         }
+    }
+    /* A request that costs more than the limit holds could never pass. */
+    if (l->cost > l->requests ||
+        (l->algorithm == SL_ALG_GCRA && l->burst && l->cost > l->burst)) {
+        return apr_psprintf(
+            p,
+            "'cost=%" APR_INT64_T_FMT
+            "' is more than the limit holds (%" APR_INT64_T_FMT ")",
+            l->cost,
+            l->algorithm == SL_ALG_GCRA && l->burst && l->burst < l->requests
+                ? l->burst
+                : l->requests);
     }
     if (l->burst && l->algorithm != SL_ALG_GCRA &&
         l->algorithm != SL_ALG_UNSET) {

@@ -27,6 +27,13 @@ typedef struct sl_limit {
     int algorithm;        /* SL_ALG_*; SL_ALG_UNSET: the section default */
     int named;            /* name= was given: shared across sections */
     const char *section;  /* the enclosing sections (see sl_parse_limit) */
+    apr_int64_t cost;     /* units per request (cost=); 1 by default */
+    apr_int64_t block;    /* block=, microseconds; 0: none */
+    /* count=: the final statuses that count, NULL: every status. The
+     * request is reserved at the decision and given back afterwards when
+     * its status is not listed. */
+    const int *count;
+    int ncount;
 } sl_limit_t;
 
 /* One limit as it is sent to a store. */
@@ -41,6 +48,12 @@ typedef struct sl_budget {
     apr_int64_t requests;
     apr_int64_t window;
     apr_int64_t burst;
+    apr_int64_t cost;  /* units this request consumes; 0 or 1: one */
+    apr_int64_t block; /* microseconds; 0: none */
+    /* count=: an admission is a reservation that may be given back, so
+     * neither its exhaustion nor a refusal is answered from the deny cache
+     * (a give-back can free room before the reset). */
+    int reserve;
 } sl_budget_t;
 
 typedef struct sl_quota {
@@ -66,8 +79,9 @@ const char *sl_format_duration(apr_pool_t *p, apr_int64_t us);
 char sl_algorithm_code(int alg);
 const char *sl_algorithm_name(int alg);
 
-/* SlidingLimit REQUESTS WINDOW [name=] [algorithm=] [burst=]; section names
- * the enclosing configuration section and identifies unnamed limits. */
+/* SlidingLimit REQUESTS WINDOW [name=] [algorithm=] [burst=] [cost=]
+ * [block=] [count=]; section names the enclosing configuration section and
+ * identifies unnamed limits. */
 const char *sl_parse_limit(apr_pool_t *p, int argc, char *const argv[],
                            const char *section, sl_limit_t **out);
 
@@ -93,6 +107,13 @@ const char *sl_store_key(apr_pool_t *p, const char *prefix,
                          const char *identity, const sl_limit_t *l, int alg);
 
 /* Reads the script's integer reply; refuses anything out of shape. */
+/* Makes a named limit's budget the one of its name within scope only (the
+ * section text of an .htaccess file). */
+void sl_limit_scope(apr_pool_t *p, sl_limit_t *l, const char *scope);
+
+/* Whether a final status counts on a limit with count= (always without). */
+int sl_limit_counts(const sl_limit_t *l, int status);
+
 const char *sl_decision_parse(apr_pool_t *p, const long long *v, apr_size_t nv,
                               int nlimits, sl_decision_t *d);
 

@@ -28,7 +28,41 @@ typedef struct sl_case {
     sl_budget_t *budgets;
     int n;
     apr_interval_time_t wait; /* for another request's store call */
+    int reserve;              /* some limit has count= */
+    const char *member;       /* of the store call, for a give-back */
 } sl_case_t;
+
+/* A request decided early (count=) or holding reservations to give back
+ * after its response: r->request_config. */
+typedef struct sl_note {
+    int decided; /* the access checker decided it (count=) */
+    /* Every budget decided for this request: a later internal redirect of
+     * the same client request does not decide them again. */
+    const sl_budget_t *seen;
+    int nseen;
+    /* count=: the reservation to give back after the response, if its
+     * final status does not count (budgets NULL: nothing to give back). */
+    sl_store_t *store; /* NULL: the local fallback decided */
+    sl_proc_t *proc;
+    const apr_array_header_t *limits;
+    sl_budget_t *budgets;
+    int n;
+    const char *member;
+    apr_time_t at;
+} sl_note_t;
+
+/* The request's note, made on first use. */
+static sl_note_t *sl_note(request_rec *r)
+{
+    sl_note_t *note =
+        ap_get_module_config(r->request_config, &slidinglimit_module);
+
+    if (!note) {
+        note = apr_pcalloc(r->pool, sizeof(*note));
+        ap_set_module_config(r->request_config, &slidinglimit_module, note);
+    }
+    return note;
+}
 
 static void sl_budgets_build(sl_case_t *c, const sl_server_conf_t *sc)
 {
@@ -51,15 +85,15 @@ static void sl_budgets_build(sl_case_t *c, const sl_server_conf_t *sc)
         b->requests = l->requests;
         b->window = l->window;
         b->burst = l->burst;
+        /* cost= is at most what the limit holds (checked at start-up), and
+         * a block's end is the limit's reset, so the deny cache answers a
+         * blocked identity until it ends without a store call. */
+        b->cost = l->cost;
+        b->block = l->block;
+        b->reserve = l->count != NULL;
+        c->reserve = c->reserve || b->reserve;
     }
 }
-
-/* The budgets a request was decided for, in its request_config: a later
- * internal redirect of the same request does not decide them again. */
-typedef struct sl_decided {
-    const sl_budget_t *budgets;
-    int n;
-} sl_decided_t;
 
 static int sl_budget_decided(const request_rec *r, const sl_budget_t *b)
 {
@@ -67,10 +101,10 @@ static int sl_budget_decided(const request_rec *r, const sl_budget_t *b)
     int i;
 
     for (prev = r->prev; prev; prev = prev->prev) {
-        const sl_decided_t *dd =
+        const sl_note_t *note =
             ap_get_module_config(prev->request_config, &slidinglimit_module);
-        for (i = 0; dd && i < dd->n; i++) {
-            const sl_budget_t *o = &dd->budgets[i];
+        for (i = 0; note && i < note->nseen; i++) {
+            const sl_budget_t *o = &note->seen[i];
             if (o->store == b->store && o->key_len == b->key_len &&
                 !memcmp(o->key, b->key, b->key_len)) {
                 return 1;
@@ -82,11 +116,10 @@ static int sl_budget_decided(const request_rec *r, const sl_budget_t *b)
 
 static void sl_budgets_remember(const sl_case_t *c)
 {
-    sl_decided_t *dd = apr_palloc(c->r->pool, sizeof(*dd));
+    sl_note_t *note = sl_note(c->r);
 
-    dd->budgets = c->budgets;
-    dd->n = c->n;
-    ap_set_module_config(c->r->request_config, &slidinglimit_module, dd);
+    note->seen = c->budgets;
+    note->nseen = c->n;
 }
 
 /* An internal redirect (a per-directory rewrite, a CGI's local Location:,
@@ -121,7 +154,7 @@ static void sl_mode_of(const sl_case_t *c, sl_mode_t *m)
     m->fallback = c->store->url && SL_OR(dc->local_fallback, 1);
     m->dry_run = SL_OR(dc->dry_run, 0);
     m->deny_status = SL_OR(dc->status, SL_DEFAULT_STATUS);
-    m->fail_status = HTTP_SERVICE_UNAVAILABLE;
+    m->fail_status = SL_OR(dc->fail_status, SL_DEFAULT_FAIL_STATUS);
 }
 
 static int sl_step(apr_status_t rv, const sl_decision_t *d)
@@ -161,7 +194,8 @@ static int sl_ask_store(sl_case_t *c, sl_decision_t *d)
     apr_status_t rv;
 
     if (!c->store->redis) {
-        rv = sl_store_decide(c->store, c->r, c->proc, c->budgets, c->n, d);
+        rv = sl_store_decide(c->store, c->r, c->proc, c->budgets, c->n, d,
+                             &c->member);
         return sl_step(rv, d);
     }
     /* A key refused until T stays refused until T whatever happens (nothing
@@ -174,7 +208,8 @@ static int sl_ask_store(sl_case_t *c, sl_decision_t *d)
         sl_decision_cached(c, retry_at, sent, d);
         return SL_STEP_DENIED;
     }
-    rv = sl_store_decide(c->store, c->r, c->proc, c->budgets, c->n, d);
+    rv = sl_store_decide(c->store, c->r, c->proc, c->budgets, c->n, d,
+                         &c->member);
     /* The store ran after "sent" and before now: sent + reset is never
      * later than the store's own end of a refusal (when the cache stops
      * answering), now + reset never earlier (what the client is told to
@@ -309,6 +344,8 @@ int sl_decide(request_rec *r, sl_server_conf_t *sc, sl_dir_conf_t *dc)
     c.store = sc->backend;
     c.limits = dc->limits;
     c.wait = SL_OR(sc->command_timeout, SL_DEFAULT_COMMAND_TIMEOUT);
+    c.reserve = 0;
+    c.member = NULL;
     if (!c.store) {
         return DECLINED;
     }
@@ -324,5 +361,93 @@ int sl_decide(request_rec *r, sl_server_conf_t *sc, sl_dir_conf_t *dc)
         fallback = sl_ask_fallback(&c, &d);
     }
     sl_outcome_of(&m, store, fallback, &o);
+    /* A dry run's admissions consume like any other, so they give back
+     * too; its refusals consumed nothing. */
+    if (c.reserve &&
+        (store == SL_STEP_ADMITTED || fallback == SL_STEP_ADMITTED)) {
+        sl_note_t *note = sl_note(r);
+        note->store = store == SL_STEP_ADMITTED ? c.store : NULL;
+        note->proc = c.proc;
+        note->limits = c.limits;
+        note->budgets = c.budgets;
+        note->n = c.n;
+        note->member = c.member;
+        note->at = d.now;
+    }
     return sl_answer(&c, &o, &d);
+}
+
+int sl_decide_counts(const sl_dir_conf_t *dc)
+{
+    int i;
+
+    for (i = 0; dc->limits && i < dc->limits->nelts; i++) {
+        if (APR_ARRAY_IDX(dc->limits, i, sl_limit_t *)->count) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int sl_decide_early(request_rec *r, sl_server_conf_t *sc, sl_dir_conf_t *dc)
+{
+    int rv = sl_decide(r, sc, dc);
+
+    sl_note(r)->decided = 1;
+    return rv;
+}
+
+int sl_decide_done(request_rec *r)
+{
+    sl_note_t *note =
+        ap_get_module_config(r->request_config, &slidinglimit_module);
+
+    return note && note->decided;
+}
+
+/* One request of the chain: its reservation, judged by the final status. */
+static void sl_give_back(request_rec *r, int status)
+{
+    sl_note_t *note =
+        ap_get_module_config(r->request_config, &slidinglimit_module);
+    sl_budget_t *back;
+    int i, k = 0;
+
+    if (!note || !note->budgets) {
+        return;
+    }
+    back = apr_palloc(r->pool, sizeof(*back) * note->n);
+    for (i = 0; i < note->n; i++) {
+        const sl_limit_t *l = APR_ARRAY_IDX(note->limits, i, sl_limit_t *);
+        if (l->count && !sl_limit_counts(l, status)) {
+            back[k++] = note->budgets[i];
+        }
+    }
+    note->budgets = NULL;
+    if (!k) {
+        return;
+    }
+    if (note->store) {
+        sl_store_refund(note->store, r, note->proc, back, k, note->member,
+                        note->at);
+    }
+    else {
+        sl_shm_refund(note->proc->shm, r->pool, back, k, note->at,
+                      apr_time_now());
+    }
+}
+
+void sl_decide_give_back(request_rec *r)
+{
+    request_rec *q, *last = r;
+
+    /* The final status, after internal redirects (ErrorDocument), judges
+     * what every request of the chain reserved (a redirect's target may
+     * have limits of its own). */
+    while (last->next) {
+        last = last->next;
+    }
+    for (q = r; q; q = q->next) {
+        sl_give_back(q, last->status);
+    }
 }

@@ -18,6 +18,17 @@ int sl_decide(request_rec *r, sl_server_conf_t *sc, sl_dir_conf_t *dc);
 /* An internal redirect after a decision (an ErrorDocument): the new request
  * carries the decision's variables under their own names, so that
  * %{SLIDINGLIMIT_RESULT}e logs it. */
+/* count=: whether a section has a limit with count=; such sections decide
+ * in the access checker (before authentication answers 401), and the
+ * fixups hook then knows it is done. */
+int sl_decide_counts(const sl_dir_conf_t *dc);
+int sl_decide_early(request_rec *r, sl_server_conf_t *sc, sl_dir_conf_t *dc);
+int sl_decide_done(request_rec *r);
+
+/* After the response (log_transaction): the reservations of limits whose
+ * count= does not list the final status go back to the store. */
+void sl_decide_give_back(request_rec *r);
+
 void sl_decide_carry_env(request_rec *r);
 
 #endif

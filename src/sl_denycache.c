@@ -468,11 +468,22 @@ int sl_denycache_find(sl_denycache_t *dc, const sl_budget_t *budgets, int n,
  * refused, or admitted with nothing left. For all three algorithms the
  * script's reset is then the exact earliest time one more fits, and only
  * time frees quota (other servers can only consume more). */
-static int sl_dc_full(const sl_decision_t *d, int i)
+/* No room for the budget's next request until its reset. An admission
+ * that exhausts a limit with a block is not remembered: the next request
+ * must reach the store, whose refusal starts the block (and is remembered,
+ * until the block's end). */
+static int sl_dc_full(const sl_decision_t *d, int i, const sl_budget_t *c)
 {
     const sl_quota_t *r = &d->quota[i];
 
-    return d->admitted ? r->remaining <= 0 && r->reset > 0 : !r->ok;
+    if (c->reserve) {
+        return 0;
+    }
+    if (d->admitted) {
+        return !c->block && r->remaining < (c->cost > 1 ? c->cost : 1) &&
+               r->reset > 0;
+    }
+    return !r->ok;
 }
 
 /* Remembers c refused until until; 1 when that took the slot from another
@@ -546,7 +557,7 @@ void sl_denycache_settle(sl_denycache_t *dc, const sl_budget_t *budgets, int n,
     /* The allowed path, as a rule: nothing to remember, nobody waiting for
      * this request, so no lock. */
     for (i = 0; dc && i < n && !todo; i++) {
-        todo = flights[i] || (d && sl_dc_full(d, i));
+        todo = flights[i] || (d && sl_dc_full(d, i, &budgets[i]));
     }
     if (!todo) {
         return;
@@ -563,7 +574,7 @@ void sl_denycache_settle(sl_denycache_t *dc, const sl_budget_t *budgets, int n,
         int waited_on = fl->token != 0;
         int mine = flights[i] && fl->token == flights[i];
 
-        if (d && sl_dc_full(d, i)) {
+        if (d && sl_dc_full(d, i, c)) {
             if (c->key_len < SL_DC_KEY &&
                 sl_dc_put(&dc->slots[s], c, sent + d->quota[i].reset,
                           got + d->quota[i].reset, flights[i])) {

@@ -1,11 +1,39 @@
 #include "sl_key.h"
 
 #include "http_log.h"
+#include "apr_base64.h"
+#include "apr_lib.h"
 #include "apr_strings.h"
 
 #include <string.h>
 
 APLOG_USE_MODULE(slidinglimit);
+
+/* The user name a Basic Authorization header attempts, as sent (before
+ * authentication has run, or when it failed): what count= counts failed
+ * logins by. NULL when there is none. */
+static const char *sl_basic_user(request_rec *r)
+{
+    const char *h = apr_table_get(r->headers_in, "Authorization");
+    char *dec, *colon;
+    int len;
+
+    if (!h || strncasecmp(h, "Basic", 5) || !apr_isspace(h[5])) {
+        return NULL;
+    }
+    h += 5;
+    while (apr_isspace(*h)) {
+        h++;
+    }
+    dec = apr_palloc(r->pool, apr_base64_decode_len(h) + 1);
+    len = apr_base64_decode(dec, h);
+    dec[len > 0 ? len : 0] = '\0';
+    if (!(colon = strchr(dec, ':'))) {
+        return NULL;
+    }
+    *colon = '\0';
+    return dec;
+}
 
 /* The budget's identity: the first key source with a value, hashed. */
 const char *sl_key_identity(request_rec *r, const sl_dir_conf_t *dc)
@@ -29,7 +57,7 @@ const char *sl_key_identity(request_rec *r, const sl_dir_conf_t *dc)
             tag = "ip";
             break;
         case SL_KEY_USER:
-            v = r->user;
+            v = r->user ? r->user : sl_basic_user(r);
             tag = "user";
             break;
         case SL_KEY_HEADER:

@@ -246,6 +246,28 @@ static apr_status_t sl_direct(sl_redis_t *rs, sl_node_t *node, apr_pool_t *p,
     return APR_SUCCESS;
 }
 
+/* A script call's head: command, script, the keys and the member, as
+ * binary-safe arguments (no key or value can be read as a command).
+ * Returns the index of the next argument. */
+static int sl_script_head(apr_pool_t *p, const char **argv, size_t *argvlen,
+                          const char *cmd, const char *script,
+                          const sl_budget_t *budgets, int n, const char *member,
+                          apr_size_t member_len)
+{
+    int i;
+
+    argv[0] = cmd;
+    argv[1] = script;
+    argv[2] = apr_itoa(p, n);
+    for (i = 0; i < n; i++) {
+        argv[3 + i] = budgets[i].key;
+        argvlen[3 + i] = budgets[i].key_len;
+    }
+    argv[3 + n] = member;
+    argvlen[3 + n] = member_len;
+    return 4 + n;
+}
+
 /* The script's arguments, binary-safe: no key or value can be read as a
  * command. */
 static const char *sl_decide_command(sl_redis_t *rs, apr_pool_t *p,
@@ -253,20 +275,12 @@ static const char *sl_decide_command(sl_redis_t *rs, apr_pool_t *p,
                                      const char *member, apr_size_t member_len,
                                      apr_size_t *len)
 {
-    int argc = 4 + n + 4 * n, i, k;
+    int argc = 4 + n + 6 * n, i, k;
     const char **argv = apr_palloc(p, sizeof(*argv) * argc);
     size_t *argvlen = apr_palloc(p, sizeof(*argvlen) * argc);
 
-    argv[0] = "EVALSHA";
-    argv[1] = rs->sha;
-    argv[2] = apr_itoa(p, n);
-    for (i = 0; i < n; i++) {
-        argv[3 + i] = budgets[i].key;
-        argvlen[3 + i] = budgets[i].key_len;
-    }
-    k = 3 + n;
-    argv[k] = member;
-    argvlen[k++] = member_len;
+    k = sl_script_head(p, argv, argvlen, "EVALSHA", rs->sha, budgets, n, member,
+                       member_len);
     for (i = 0; i < n; i++) {
         char code[2] = {sl_algorithm_code(budgets[i].algorithm), '\0'};
         argv[k++] = apr_pstrdup(p, code);
@@ -277,6 +291,12 @@ static const char *sl_decide_command(sl_redis_t *rs, apr_pool_t *p,
         argv[k++] = apr_off_t_toa(p, (apr_off_t) (budgets[i].burst
                                                       ? budgets[i].burst
                                                       : budgets[i].requests));
+        argv[k++] = budgets[i].cost > 1
+                        ? apr_off_t_toa(p, (apr_off_t) budgets[i].cost)
+                        : "1";
+        argv[k++] = budgets[i].block
+                        ? apr_off_t_toa(p, (apr_off_t) budgets[i].block)
+                        : "0";
     }
     for (i = 0; i < argc; i++) {
         if (i < 3 || i > 3 + n) {
@@ -284,6 +304,75 @@ static const char *sl_decide_command(sl_redis_t *rs, apr_pool_t *p,
         }
     }
     return sl_resp_format(p, argc, argv, argvlen, len);
+}
+
+apr_status_t sl_redis_refund(sl_redis_t *rs, apr_pool_t *p,
+                             const sl_budget_t *budgets, int n,
+                             const char *member, apr_size_t member_len,
+                             apr_time_t at, const char **err)
+{
+    int argc = 5 + n + 4 * n, i, k, attempt, trips = 0;
+    const char **argv = apr_palloc(p, sizeof(*argv) * argc);
+    size_t *argvlen = apr_palloc(p, sizeof(*argvlen) * argc);
+    sl_node_t *node =
+        sl_node_for(rs, sl_key_slot(budgets[0].key, budgets[0].key_len));
+    apr_size_t len;
+    const char *buf;
+    int asking = 0;
+
+    /* EVAL, not EVALSHA: a give-back is rarer than a decision, and Redis
+     * keeps the compiled script by its hash either way. */
+    k = sl_script_head(p, argv, argvlen, "EVAL", sl_script_refund, budgets, n,
+                       member, member_len);
+    argv[k++] = apr_off_t_toa(p, (apr_off_t) at);
+    for (i = 0; i < n; i++) {
+        char code[2] = {sl_algorithm_code(budgets[i].algorithm), '\0'};
+        argv[k++] = apr_pstrdup(p, code);
+        argv[k++] = apr_off_t_toa(p, (apr_off_t) budgets[i].requests);
+        argv[k++] = apr_off_t_toa(p, (apr_off_t) budgets[i].window);
+        argv[k++] = apr_off_t_toa(
+            p, (apr_off_t) (budgets[i].cost > 1 ? budgets[i].cost : 1));
+    }
+    for (i = 0; i < argc; i++) {
+        if (i < 3 || i > 3 + n) {
+            argvlen[i] = strlen(argv[i]);
+        }
+    }
+    buf = sl_resp_format(p, argc, argv, argvlen, &len);
+    for (attempt = 0; attempt <= SL_MAX_REDIRECTS + 1; attempt++) {
+        redisReply *reply = NULL;
+        int stale = 0, cls;
+        apr_status_t rv;
+
+        if (!node) {
+            *err = "cluster redirection to an unusable node";
+            return APR_EGENERAL;
+        }
+        rv = sl_direct(rs, node, p, buf, len, asking, 0, &reply, &stale, err,
+                       &trips);
+        asking = 0;
+        cls = sl_reply_classify(rv, stale, reply);
+        if (cls == SL_REPLY_OK) {
+            freeReplyObject(reply);
+            return APR_SUCCESS;
+        }
+        if (cls == SL_REPLY_MOVED || cls == SL_REPLY_ASK) {
+            asking = cls == SL_REPLY_ASK;
+            node = sl_node_redirect(rs, reply->str, !asking);
+        }
+        else if (cls != SL_REPLY_RETRY) {
+            if (reply) {
+                *err = apr_pstrdup(p, reply->str ? reply->str : "");
+                freeReplyObject(reply);
+            }
+            return APR_EGENERAL;
+        }
+        if (reply) {
+            freeReplyObject(reply);
+        }
+    }
+    *err = "too many redirections";
+    return APR_EGENERAL;
 }
 
 apr_status_t sl_redis_decide(sl_redis_t *rs, apr_pool_t *p,

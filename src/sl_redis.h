@@ -25,6 +25,13 @@ apr_status_t sl_redis_decide(sl_redis_t *rs, apr_pool_t *p,
                              const char *member, apr_size_t member_len,
                              sl_decision_t *d, const char **err, int *trips);
 
+/* The give-back of count= (lua/sl_refund.lua): undoes what the decision
+ * with member at the store time at consumed on budgets. */
+apr_status_t sl_redis_refund(sl_redis_t *rs, apr_pool_t *p,
+                             const sl_budget_t *budgets, int n,
+                             const char *member, apr_size_t member_len,
+                             apr_time_t at, const char **err);
+
 /* The store's circuit breaker (shared memory, set in child_init); the
  * request path consults it before calling sl_redis_decide. */
 void sl_redis_breaker_set(sl_redis_t *rs, sl_breaker_t *b);

@@ -265,6 +265,27 @@ static void sl_stripe_log(const sl_stripe_t *st, const sl_table_news_t *news)
     }
 }
 
+void sl_shm_refund(sl_shm_t *shm, apr_pool_t *p, const sl_budget_t *budgets,
+                   int n, apr_time_t at, apr_time_t now)
+{
+    sl_stripe_t *st;
+    sl_shm_op_t *ops;
+    const char *key;
+    apr_size_t len;
+
+    if (n < 1 || !budgets || !budgets[0].key) {
+        return;
+    }
+    key = sl_hash_tag(budgets[0].key, budgets[0].key_len, &len);
+    st = shm->stripe[sl_fnv1a(SL_FNV_INIT, key, len) % (unsigned int) shm->n];
+    if (sl_table_prepare(p, st->table, budgets, n, &ops) != APR_SUCCESS ||
+        apr_global_mutex_lock(st->mutex) != APR_SUCCESS) {
+        return;
+    }
+    sl_table_refund(st->table, ops, n, at, now);
+    apr_global_mutex_unlock(st->mutex);
+}
+
 apr_status_t sl_shm_decide(sl_shm_t *shm, apr_pool_t *p,
                            const sl_budget_t *budgets, int n, apr_time_t now,
                            sl_decision_t *d)

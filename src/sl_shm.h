@@ -33,6 +33,11 @@ apr_status_t sl_shm_decide(sl_shm_t *shm, apr_pool_t *p,
                            const sl_budget_t *budgets, int n, apr_time_t now,
                            sl_decision_t *d);
 
+/* The give-back of count=: the budgets' reservations admitted at the
+ * store time at go back (see sl_table_refund). */
+void sl_shm_refund(sl_shm_t *shm, apr_pool_t *p, const sl_budget_t *budgets,
+                   int n, apr_time_t at, apr_time_t now);
+
 /* post_config: a zeroed anonymous segment of size bytes, made once in the
  * parent and found again by its name on every graceful restart (made anew,
  * zeroed, when the size changes); *fresh says it was just made. */

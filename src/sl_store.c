@@ -107,6 +107,27 @@ sl_store_t *sl_store_of(server_rec *s)
     return sl_server_conf(s)->backend;
 }
 
+void sl_store_refund(sl_store_t *st, request_rec *r, sl_proc_t *proc,
+                     const sl_budget_t *budgets, int n, const char *member,
+                     apr_time_t at)
+{
+    const char *err = NULL;
+
+    if (!st->url) {
+        sl_shm_refund(proc->shm, r->pool, budgets, n, at, apr_time_now());
+        return;
+    }
+    /* A store that is down keeps the reservation until it expires: more
+     * counted than happened, never less. */
+    if (!member || !st->redis ||
+        sl_redis_refund(st->redis, r->pool, budgets, n, member, 12, at, &err) !=
+            APR_SUCCESS) {
+        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
+                      "mod_slidinglimit: give-back not done: %s",
+                      err ? err : "store unavailable");
+    }
+}
+
 apr_interval_time_t sl_store_wait(const sl_store_t *st, apr_time_t now)
 {
     return st->breaker ? sl_breaker_wait(st->breaker, now) : 0;
@@ -114,7 +135,7 @@ apr_interval_time_t sl_store_wait(const sl_store_t *st, apr_time_t now)
 
 apr_status_t sl_store_decide(sl_store_t *st, request_rec *r, sl_proc_t *proc,
                              const sl_budget_t *budgets, int n,
-                             sl_decision_t *d)
+                             sl_decision_t *d, const char **member_out)
 {
     apr_status_t rv;
     const char *err = NULL;
@@ -149,6 +170,9 @@ apr_status_t sl_store_decide(sl_store_t *st, request_rec *r, sl_proc_t *proc,
     c = apr_atomic_inc32(&proc->counter);
     memcpy(member, proc->seed, 8);
     memcpy(member + 8, &c, 4);
+    if (member_out) {
+        *member_out = apr_pmemdup(r->pool, member, sizeof(member));
+    }
     rv = sl_redis_decide(st->redis, r->pool, budgets, n, (const char *) member,
                          sizeof(member), d, &err, &trips);
     sl_stats_store(proc->stats, apr_time_now() - start, rv != APR_SUCCESS);

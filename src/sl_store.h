@@ -30,7 +30,13 @@ sl_store_t *sl_store_of(server_rec *s);
  * request at debug). */
 apr_status_t sl_store_decide(sl_store_t *st, request_rec *r, sl_proc_t *proc,
                              const sl_budget_t *budgets, int n,
-                             sl_decision_t *d);
+                             sl_decision_t *d, const char **member);
+
+/* The give-back of count=: what the decision with member (from
+ * sl_store_decide) at store time at consumed on budgets goes back. */
+void sl_store_refund(sl_store_t *st, request_rec *r, sl_proc_t *proc,
+                     const sl_budget_t *budgets, int n, const char *member,
+                     apr_time_t at);
 
 /* Time until the store is tried again, for a fail-closed Retry-After. */
 apr_interval_time_t sl_store_wait(const sl_store_t *st, apr_time_t now);

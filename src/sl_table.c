@@ -72,6 +72,10 @@
 #define SL_KIND_ENTRY 1
 #define SL_KIND_CHUNK 2
 
+/* An entry's alg for a limit's block (the script's KEY.b): the limit's own
+ * key hash, told apart by this code. */
+#define SL_TABLE_BLOCK 3
+
 typedef struct sl_table_hdr {
     apr_uint32_t magic;
     apr_uint32_t layout;
@@ -106,6 +110,7 @@ typedef struct sl_entry {
             apr_uint32_t count;
             apr_uint32_t off; /* first live time in the head chunk */
         } log;
+        apr_int64_t until; /* SL_TABLE_BLOCK: the block's end */
     } st;
     apr_uint32_t hnext;
     apr_uint32_t lprev;
@@ -154,6 +159,9 @@ struct sl_shm_op {
     apr_int64_t limit;
     apr_int64_t win;
     apr_int64_t burst;
+    apr_int64_t cost;
+    apr_int64_t block;
+    int blocked; /* refused by a running block */
     apr_uint32_t entry;
     sl_eval_t ev;
 };
@@ -479,9 +487,76 @@ static apr_int64_t sl_table_log_at(void *ctx, apr_int64_t i)
 }
 
 /* A new time needs a new chunk when the last one is full (or none). */
+/* Removes n of the log's entries equal to at (the give-back): the later
+ * entries move down in place, and the chunks left empty at the end go. */
+static void sl_log_remove(sl_txn_t *t, sl_entry_t *e, apr_int64_t at,
+                          apr_int64_t n)
+{
+    apr_uint32_t rc = e->st.log.head, wc = rc, keep, k, i;
+    apr_uint32_t rp = e->st.log.off, wp = rp, count = e->st.log.count;
+    apr_int64_t removed = 0;
+    sl_chunk_t *r = sl_chunk(t, rc), *w = r;
+
+    for (i = 0; i < count; i++) {
+        apr_int64_t ts;
+        if (!r || !w) {
+            t->corrupt = 1;
+            return;
+        }
+        ts = r->ts[rp];
+        if (ts == at && removed < n) {
+            removed++;
+        }
+        else {
+            w->ts[wp] = ts;
+            if (++wp == SL_CHUNK_TS) {
+                wp = 0;
+                wc = w->next;
+                w = i + 1 < count ? sl_chunk(t, wc) : w;
+            }
+        }
+        if (++rp == SL_CHUNK_TS && i + 1 < count) {
+            rp = 0;
+            rc = r->next;
+            r = sl_chunk(t, rc);
+        }
+    }
+    e->st.log.count = count - (apr_uint32_t) removed;
+    if (e->st.log.count == 0) {
+        sl_log_clear(t, e);
+        return;
+    }
+    /* The chunk of the last kept entry becomes the tail. */
+    keep = (e->st.log.off + e->st.log.count - 1) / SL_CHUNK_TS;
+    wc = e->st.log.head;
+    for (k = 0; k < keep && (w = sl_chunk(t, wc)); k++) {
+        wc = w->next;
+    }
+    if (!(w = sl_chunk(t, wc))) {
+        t->corrupt = 1;
+        return;
+    }
+    rc = w->next;
+    w->next = SL_NIL;
+    e->st.log.tail = wc;
+    while (rc != SL_NIL && (r = sl_chunk(t, rc))) {
+        apr_uint32_t next = r->next;
+        sl_slot_give(t, rc);
+        rc = next;
+    }
+}
+
 static int sl_log_needs_chunk(const sl_entry_t *e)
 {
     return e == NULL || (e->st.log.off + e->st.log.count) % SL_CHUNK_TS == 0;
+}
+
+/* Timestamps the log's last chunk can still take (0 for a new log). */
+static apr_int64_t sl_log_room(const sl_entry_t *e)
+{
+    return sl_log_needs_chunk(e)
+               ? 0
+               : SL_CHUNK_TS - (e->st.log.off + e->st.log.count) % SL_CHUNK_TS;
 }
 
 /* ZADD key now member: in time order. Callers take their time before the
@@ -622,9 +697,55 @@ static int sl_reserve(sl_txn_t *t, const sl_shm_op_t *q, int n,
 
 /* ---- the decision ---- */
 
+/* The limit's block entry, if one is stored and not expired. */
+static apr_uint32_t sl_block_find(sl_txn_t *t, const sl_shm_op_t *q)
+{
+    sl_shm_op_t b = *q;
+    apr_uint32_t i;
+    sl_entry_t *e;
+
+    b.alg = SL_TABLE_BLOCK;
+    i = sl_entry_find(t, &b);
+    if (i != SL_NIL && (e = sl_entry(t, i)) && e->expires <= t->now) {
+        sl_entry_drop(t, i);
+        i = SL_NIL;
+    }
+    return i;
+}
+
+/* A refusal starts the limit's block (the script's SET KEY.b ... PX). */
+static void sl_block_store(sl_txn_t *t, const sl_shm_op_t *q, int n,
+                           sl_shm_op_t *r, int *evicted)
+{
+    sl_shm_op_t b = *r;
+    apr_uint32_t i;
+    sl_entry_t *e;
+
+    b.alg = SL_TABLE_BLOCK;
+    if ((i = sl_block_find(t, r)) == SL_NIL &&
+        sl_reserve(t, q, n, 1, evicted)) {
+        i = sl_entry_new(t, &b);
+    }
+    if (i == SL_NIL || !(e = sl_entry(t, i))) {
+        return;
+    }
+    e->st.until = sl_block_begin(t->now, r->block, &r->ev);
+    e->expires = sl_block_expires(t->now, r->block);
+}
+
 static void sl_evaluate(sl_txn_t *t, sl_shm_op_t *q)
 {
     sl_entry_t *e = NULL;
+
+    if (q->block) {
+        apr_uint32_t b = sl_block_find(t, q);
+        if (b != SL_NIL && (e = sl_entry(t, b)) &&
+            sl_block_active(t->now, q->block, e->st.until, &q->ev)) {
+            q->blocked = 1;
+            return;
+        }
+        e = NULL;
+    }
 
     q->entry = sl_entry_find(t, q);
     if (q->entry != SL_NIL && (e = sl_entry(t, q->entry))) {
@@ -646,16 +767,16 @@ static void sl_evaluate(sl_txn_t *t, sl_shm_op_t *q)
             sl_log_drop(t, e, sl_log_horizon(t->now, q->win));
             count = e->st.log.count;
         }
-        sl_log_evaluate(t->now, q->limit, q->win, count, sl_table_log_at, &x,
-                        &q->ev);
+        sl_log_evaluate(t->now, q->limit, q->win, q->cost, count,
+                        sl_table_log_at, &x, &q->ev);
         break;
     }
     case SL_ALG_COUNTER:
-        sl_counter_evaluate(t->now, q->limit, q->win, e ? &e->st.counter : NULL,
-                            &q->ev);
+        sl_counter_evaluate(t->now, q->limit, q->win, q->cost,
+                            e ? &e->st.counter : NULL, &q->ev);
         break;
     default:
-        sl_gcra_evaluate(t->now, q->limit, q->win, q->burst,
+        sl_gcra_evaluate(t->now, q->limit, q->win, q->burst, q->cost,
                          e ? &e->st.gcra : NULL, &q->ev);
         break;
     }
@@ -673,16 +794,20 @@ static void sl_apply(sl_txn_t *t, sl_shm_op_t *q)
         return;
     }
     switch (q->alg) {
-    case SL_ALG_LOG:
-        sl_log_insert(t, e, t->now);
+    case SL_ALG_LOG: {
+        apr_int64_t u;
+        for (u = 0; u < q->cost && !t->corrupt; u++) {
+            sl_log_insert(t, e, t->now);
+        }
         expires = sl_log_expires(t->now, q->win);
         break;
+    }
     case SL_ALG_COUNTER:
-        expires = sl_counter_apply(t->now, q->win, &e->st.counter);
+        expires = sl_counter_apply(t->now, q->win, q->cost, &e->st.counter);
         break;
     default:
-        expires =
-            sl_gcra_apply(t->now, q->limit, q->win, q->burst, &e->st.gcra);
+        expires = sl_gcra_apply(t->now, q->limit, q->win, q->burst, q->cost,
+                                &e->st.gcra);
         break;
     }
     /* Never earlier than before: times handed in slightly out of order
@@ -709,7 +834,7 @@ static void sl_no_room(sl_txn_t *t, sl_shm_op_t *q)
         return;
     }
     if (q->alg == SL_ALG_LOG) {
-        if (!sl_log_needs_chunk(e)) {
+        if (sl_log_room(e) >= q->cost) {
             return;
         }
         if (e && e->st.log.count > 0) {
@@ -753,8 +878,8 @@ static void sl_mark_refusing(sl_txn_t *t, const sl_shm_op_t *q, int admitted)
     }
 }
 
-/* The space an admission takes: an entry per new key, a chunk per log
- * whose last chunk is full. */
+/* The space an admission takes: an entry per new key, for a log the chunks
+ * its cost needs beyond the room in its last chunk. */
 static apr_uint32_t sl_need(sl_txn_t *t, const sl_shm_op_t *q, int n)
 {
     apr_uint32_t need = 0;
@@ -771,8 +896,12 @@ static apr_uint32_t sl_need(sl_txn_t *t, const sl_shm_op_t *q, int n)
         else {
             e = &t->tab->slots[q[i].entry].e;
         }
-        if (q[i].alg == SL_ALG_LOG && sl_log_needs_chunk(e)) {
-            need++;
+        if (q[i].alg == SL_ALG_LOG) {
+            apr_int64_t room = sl_log_room(e);
+            if (q[i].cost > room) {
+                need += (apr_uint32_t) ((q[i].cost - room + SL_CHUNK_TS - 1) /
+                                        SL_CHUNK_TS);
+            }
         }
     }
     return need;
@@ -814,9 +943,13 @@ apr_status_t sl_table_prepare(apr_pool_t *p, const sl_table_t *tab,
         q[i].limit = c->requests;
         q[i].win = c->window;
         q[i].burst = c->burst ? c->burst : c->requests;
+        q[i].cost = c->cost > 1 ? c->cost : 1;
+        q[i].block = c->block > 0 ? c->block : 0;
         /* The script refuses the same arguments. */
         if (!c->key || c->key_len > 0xffff || q[i].limit < 1 || q[i].win < 1 ||
             q[i].burst < 1 ||
+            q[i].cost >
+                (c->algorithm == SL_ALG_GCRA ? q[i].burst : q[i].limit) ||
             (c->algorithm != SL_ALG_LOG && c->algorithm != SL_ALG_COUNTER &&
              c->algorithm != SL_ALG_GCRA)) {
             return APR_EINVAL;
@@ -841,6 +974,47 @@ apr_status_t sl_table_prepare(apr_pool_t *p, const sl_table_t *tab,
     return APR_SUCCESS;
 }
 
+void sl_table_refund(sl_table_t *tab, sl_shm_op_t *q, int n, apr_time_t at,
+                     apr_time_t now)
+{
+    sl_txn_t t = {tab, now, 0};
+    int i;
+
+    for (i = 0; i < n && !t.corrupt; i++) {
+        apr_uint32_t k = sl_entry_find(&t, &q[i]);
+        sl_entry_t *e;
+
+        if (k == SL_NIL || !(e = sl_entry(&t, k)) || e->expires <= now) {
+            continue;
+        }
+        switch (q[i].alg) {
+        case SL_ALG_LOG: {
+            /* The entries stamped at: drop them from a copy in order. */
+            sl_log_ctx_t x = {&t, e};
+            apr_int64_t c = e->st.log.count, j, back = 0;
+            for (j = 0; j < c && back < q[i].cost; j++) {
+                if (sl_table_log_at(&x, j) == at) {
+                    back++;
+                }
+            }
+            if (back) {
+                sl_log_remove(&t, e, at, back);
+            }
+            break;
+        }
+        case SL_ALG_COUNTER:
+            sl_counter_refund(now, q[i].win, at, q[i].cost, &e->st.counter);
+            break;
+        default:
+            sl_gcra_refund(now, q[i].limit, q[i].win, q[i].cost, &e->st.gcra);
+            break;
+        }
+    }
+    if (t.corrupt) {
+        sl_format(tab);
+    }
+}
+
 apr_status_t sl_table_decide(sl_table_t *tab, sl_shm_op_t *q, int n,
                              apr_time_t now, sl_decision_t *d,
                              sl_table_news_t *news)
@@ -854,6 +1028,7 @@ apr_status_t sl_table_decide(sl_table_t *tab, sl_shm_op_t *q, int n,
     }
     for (i = 0; i < n; i++) {
         q[i].entry = SL_NIL;
+        q[i].blocked = 0;
     }
     for (i = 0; i < n && !t.corrupt; i++) {
         sl_evaluate(&t, &q[i]);
@@ -877,6 +1052,11 @@ apr_status_t sl_table_decide(sl_table_t *tab, sl_shm_op_t *q, int n,
         news->was_full = (int) tab->hdr->full;
         news->full = full;
         tab->hdr->full = (apr_uint32_t) full;
+    }
+    for (i = 0; i < n && !admitted && !t.corrupt; i++) {
+        if (q[i].block && !q[i].ev.ok && !q[i].blocked) {
+            sl_block_store(&t, q, n, &q[i], &news->evicted);
+        }
     }
     for (i = 0; i < n && !t.corrupt; i++) {
         sl_mark_refusing(&t, &q[i], admitted);

@@ -70,6 +70,12 @@ apr_status_t sl_table_decide(sl_table_t *t, sl_shm_op_t *ops, int n,
                              apr_time_t now, sl_decision_t *d,
                              sl_table_news_t *news);
 
+/* The give-back of count= (lua/sl_refund.lua): each prepared budget's
+ * cost, admitted at the store time at, goes back as sl_algo.c's
+ * sl_*_refund says. */
+void sl_table_refund(sl_table_t *t, sl_shm_op_t *ops, int n, apr_time_t at,
+                     apr_time_t now);
+
 /* Live budgets and free slots (the unit tests). */
 apr_uint32_t sl_table_entries(const sl_table_t *t);
 apr_uint32_t sl_table_free(const sl_table_t *t);

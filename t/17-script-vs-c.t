@@ -1,7 +1,8 @@
 # The Redis script and the shm store's C (src/sl_algo.c) decide alike, to
 # the microsecond: random call sequences run through lua/sl_check.lua in the
 # suite's Redis (real TIME), then bench/accuracy_replay feeds the same store
-# times through sl_algo.c and compares every (ok, remaining, reset).
+# times through sl_algo.c and compares every (ok, remaining, reset),
+# requests of several units (cost=) and blocks (block=) included.
 use strict;
 use warnings;
 
@@ -15,18 +16,26 @@ my $bin  = "$root/bench/results/accuracy-replay";
 system("make -s -C '$root' bench/results/accuracy-replay >/dev/null 2>&1") == 0
   or plan skip_all => 'cannot build bench/accuracy_replay.c (cc, APR headers)';
 
-# alg, limit, window (us), burst: windows short enough that many expire or
-# roll over during the run, and intervals that are not whole microseconds
-# (gcra 7 per 50 ms, 3 per 10 ms).
+# alg, limit, window (us), burst, cost, block (us): windows short enough
+# that many expire or roll over during the run, intervals that are not
+# whole microseconds (gcra 7 per 50 ms, 3 per 10 ms), costs that leave
+# room for fewer than one more request, blocks longer and shorter than the
+# algorithm's own wait.
 my @cases = (
-    [ 'l', 5, 50_000, 5 ],
-    [ 'l', 3, 10_000, 3 ],
-    [ 'c', 5, 50_000, 5 ],
-    [ 'c', 7, 20_000, 7 ],
-    [ 'c', 1, 5_000,  1 ],
-    [ 'g', 5, 50_000, 3 ],
-    [ 'g', 7, 50_000, 7 ],
-    [ 'g', 3, 10_000, 9 ],
+    [ 'l', 5,  50_000, 5,  1, 0 ],
+    [ 'l', 3,  10_000, 3,  1, 0 ],
+    [ 'c', 5,  50_000, 5,  1, 0 ],
+    [ 'c', 7,  20_000, 7,  1, 0 ],
+    [ 'c', 1,  5_000,  1,  1, 0 ],
+    [ 'g', 5,  50_000, 3,  1, 0 ],
+    [ 'g', 7,  50_000, 7,  1, 0 ],
+    [ 'g', 3,  10_000, 9,  1, 0 ],
+    [ 'l', 10, 50_000, 10, 3, 0 ],
+    [ 'c', 10, 20_000, 10, 4, 0 ],
+    [ 'g', 10, 50_000, 6,  4, 0 ],
+    [ 'l', 3,  10_000, 3,  1, 15_000 ],
+    [ 'c', 5,  20_000, 5,  2, 30_000 ],
+    [ 'g', 5,  20_000, 5,  2, 3_000 ],
 );
 my $CALLS = 150;
 plan tests => 2;
@@ -41,19 +50,19 @@ srand(17);
 my @lines;
 my ($allowed, $refused) = (0, 0);
 for my $i (0 .. $#cases) {
-    my ($alg, $n, $w, $b) = @{ $cases[$i] };
+    my ($alg, $n, $w, $b, $cost, $block) = @{ $cases[$i] };
     my $key = "sltest:{xcheck-$$-$i}.$alg";
-    redis('DEL', $key);
+    redis('DEL', $key, "$key.b");
     for my $j (1 .. $CALLS) {
-        my $r = redis('EVALSHA', $sha, 1, $key, "m$j", $alg, $n, $w, $b);
+        my $r = redis('EVALSHA', $sha, 1, $key, "m$j", $alg, $n, $w, $b, $cost, $block);
         my $now = $r->[0] * 1_000_000 + $r->[1];
-        push @lines, join(' ', "k$i", $alg, $n, $w, $b, $now, @$r[ 3 .. 5 ]);
+        push @lines, join(' ', "k$i", $alg, $n, $w, $b, $cost, $block, $now, @$r[ 3 .. 5 ]);
         $r->[2] ? $allowed++ : $refused++;
         # Bursts and pauses of up to two emission intervals.
         sleep(rand(2 * $w / $n) / 1e6) if rand() < 0.5;
     }
     # Not of the module's key shape, which other tests check for.
-    redis('DEL', $key);
+    redis('DEL', $key, "$key.b");
 }
 t_debug("$allowed admitted, $refused refused");
 ok($allowed > 200 && $refused > 200, "the sequences admit ($allowed) and refuse ($refused)");

@@ -55,6 +55,19 @@ my @bad = (
     [ 'SlidingLimit of',                          'SlidingLimit', "'of'" ],
     [ 'SlidingLimit offf',                        'SlidingLimit', "'offf'" ],
     [ 'SlidingLimit off 10',                      'SlidingLimit', "'off'" ],
+    [ 'SlidingLimit 10 1m cost=0',                'SlidingLimit', "'0'" ],
+    [ 'SlidingLimit 10 1m cost=11',               'SlidingLimit', 'cost=11' ],
+    [ 'SlidingLimit 10 1m cost=1k',               'SlidingLimit', "'1k'" ],
+    [ 'SlidingLimit 10 1m algorithm=gcra burst=2 cost=3',
+                                                  'SlidingLimit', 'cost=3' ],
+    [ 'SlidingLimit 10 1m block=0',               'SlidingLimit', "'0'" ],
+    [ 'SlidingLimit 10 1m block=forever',         'SlidingLimit', "'forever'" ],
+    [ 'SlidingLimit 10 1m block=400d',            'SlidingLimit', "'400d'" ],
+    [ 'SlidingLimit 10 1m count=',                'SlidingLimit', 'count=' ],
+    [ 'SlidingLimit 10 1m count=200,',            'SlidingLimit', 'count=200,' ],
+    [ 'SlidingLimit 10 1m count=4xx',             'SlidingLimit', "'4xx'" ],
+    [ 'SlidingLimit 10 1m count=600',             'SlidingLimit', "'600'" ],
+    [ 'SlidingLimit 10 1m count=401,401',         'SlidingLimit', '401' ],
 
     # SlidingLimitKey
     [ 'SlidingLimitKey ip cookie',                'SlidingLimitKey', "'cookie'" ],
@@ -88,6 +101,10 @@ my @bad = (
     [ 'SlidingLimitStatus 600',                   'SlidingLimitStatus', "'600'" ],
     [ 'SlidingLimitStatus 429x',                  'SlidingLimitStatus', "'429x'" ],
     [ 'SlidingLimitStatus Too-Many',              'SlidingLimitStatus', "'Too-Many'" ],
+    [ 'SlidingLimitFailStatus 200',               'SlidingLimitFailStatus', "'200'" ],
+    [ 'SlidingLimitFailStatus 600',               'SlidingLimitFailStatus', "'600'" ],
+    [ 'SlidingLimitFailStatus 503x',              'SlidingLimitFailStatus', "'503x'" ],
+    [ 'SlidingLimitFailStatus',                   'SlidingLimitFailStatus', undef ],
 
     # SlidingLimitIPv6Prefix
     [ 'SlidingLimitIPv6Prefix 0',                 'SlidingLimitIPv6Prefix', "'0'" ],
@@ -154,12 +171,15 @@ SlidingLimitAlgorithm counter
 <Location /api>
     SlidingLimit 100 1m name=api
     SlidingLimit 1000 1h algorithm=gcra burst=50
+    SlidingLimit 5 15m name=login count=401,403 block=10m
+    SlidingLimit 10 1s name=upload cost=3
     SlidingLimitKey header:X-Api-Key user "expr:%{HTTP:X-Tenant}-%{REQUEST_METHOD}" env:TENANT ip
     SlidingLimitIPv6Prefix 56
     SlidingLimitFailMode closed
     SlidingLimitLocalFallback off
     SlidingLimitHeaders ietf draft03 x-ratelimit
     SlidingLimitStatus 503
+    SlidingLimitFailStatus 504
     SlidingLimitDryRun on
     <If "-R '10.0.0.0/8'">
         SlidingLimit off

@@ -35,7 +35,7 @@ static apr_int64_t rnd(apr_int64_t n)
 
 typedef struct {
     int alg;
-    apr_int64_t limit, win, burst;
+    apr_int64_t limit, win, burst, cost;
     apr_int64_t ts[LOG_CAP];
     sl_log_t log;
     sl_counter_t counter;
@@ -50,6 +50,7 @@ static void key_init(key_t_ *k, int alg, apr_int64_t limit, apr_int64_t win,
     k->limit = limit;
     k->win = win;
     k->burst = burst ? burst : limit;
+    k->cost = 1;
     k->log.ts = k->ts;
 }
 
@@ -60,14 +61,15 @@ static void key_eval(key_t_ *k, apr_int64_t now, sl_eval_t *ev)
     switch (k->alg) {
     case SL_ALG_LOG:
         sl_log_expire(&k->log, now, k->win);
-        sl_log_evaluate(now, k->limit, k->win, k->log.count, sl_log_array_at,
-                        &k->log, ev);
+        sl_log_evaluate(now, k->limit, k->win, k->cost, k->log.count,
+                        sl_log_array_at, &k->log, ev);
         break;
     case SL_ALG_COUNTER:
-        sl_counter_evaluate(now, k->limit, k->win, &k->counter, ev);
+        sl_counter_evaluate(now, k->limit, k->win, k->cost, &k->counter, ev);
         break;
     default:
-        sl_gcra_evaluate(now, k->limit, k->win, k->burst, &k->gcra, ev);
+        sl_gcra_evaluate(now, k->limit, k->win, k->burst, k->cost, &k->gcra,
+                         ev);
         break;
     }
 }
@@ -91,13 +93,13 @@ static int key_hit(key_t_ *k, apr_int64_t now, sl_eval_t *ev)
     if (ev->ok) {
         switch (k->alg) {
         case SL_ALG_LOG:
-            sl_log_apply(&k->log, now, k->win);
+            sl_log_apply(&k->log, now, k->win, k->cost);
             break;
         case SL_ALG_COUNTER:
-            sl_counter_apply(now, k->win, &k->counter);
+            sl_counter_apply(now, k->win, k->cost, &k->counter);
             break;
         default:
-            sl_gcra_apply(now, k->limit, k->win, k->burst, &k->gcra);
+            sl_gcra_apply(now, k->limit, k->win, k->burst, k->cost, &k->gcra);
             break;
         }
     }
@@ -379,7 +381,7 @@ static void test_log_order(void)
 
     /* Times from children whose turn at the lock came late. */
     for (i = 0; i < 6; i++) {
-        sl_log_apply(&log, in[i], 1000);
+        sl_log_apply(&log, in[i], 1000, 1);
     }
     for (i = 0; i < 6; i++) {
         sorted = sorted && ts[i] == want[i];
@@ -446,6 +448,7 @@ static void test_counter_retry(apr_int64_t base)
         sl_eval_t ev;
 
         key_init(&k, SL_ALG_COUNTER, limit, win, 0);
+        k.cost = rnd(2) ? 1 : 1 + rnd(limit);
         k.counter.idx = now / win - rnd(2);
         k.counter.cur = rnd(limit + 1);
         k.counter.prev = rnd(2 * limit + 1);
@@ -454,8 +457,8 @@ static void test_counter_retry(apr_int64_t base)
             /* remaining is what the estimate leaves after this one */
             sl_counter_t st = k.counter;
             sl_eval_t after;
-            sl_counter_apply(now, win, &st);
-            sl_counter_evaluate(now, limit, win, &st, &after);
+            sl_counter_apply(now, win, k.cost, &st);
+            sl_counter_evaluate(now, limit, win, 1, &st, &after);
             if (after.remaining0 != ev.remaining) {
                 rem_bad++;
             }
@@ -546,6 +549,7 @@ static void test_gcra_retry(void)
         sl_eval_t ev;
 
         key_init(&k, SL_ALG_GCRA, limit, win, burst);
+        k.cost = rnd(2) ? 1 : 1 + rnd(burst);
         /* Up to the most an admission can leave (now + tau); beyond it the
          * state is capped (see test_gcra_cap). */
         k.gcra.tat =
@@ -555,8 +559,8 @@ static void test_gcra_retry(void)
         if (ev.ok) {
             sl_gcra_t st = k.gcra;
             sl_eval_t after;
-            sl_gcra_apply(now, limit, win, burst, &st);
-            sl_gcra_evaluate(now, limit, win, burst, &st, &after);
+            sl_gcra_apply(now, limit, win, burst, k.cost, &st);
+            sl_gcra_evaluate(now, limit, win, burst, 1, &st, &after);
             if (after.remaining0 != ev.remaining) {
                 rem_bad++;
             }
@@ -589,16 +593,245 @@ static void test_gcra_cap(void)
     apr_int64_t now = T0 + 1000 * SEC;
 
     st.tat = (double) now + 3600.0 * SEC;
-    sl_gcra_evaluate(now, 10, 10 * SEC, 10, &st, &ev);
+    sl_gcra_evaluate(now, 10, 10 * SEC, 10, 1, &st, &ev);
     EXPECT(ev.ok && ev.remaining == 0 && ev.reset == SEC,
            "a far TAT leaves one request: ok %d, %" I64 " left, reset %" I64,
            ev.ok, ev.remaining, ev.reset);
-    sl_gcra_apply(now, 10, 10 * SEC, 10, &st);
+    sl_gcra_apply(now, 10, 10 * SEC, 10, 1, &st);
     EXPECT(st.tat == (double) now + 10.0 * SEC, "... and is written capped");
-    sl_gcra_evaluate(now + SEC / 2, 10, 10 * SEC, 10, &st, &ev);
+    sl_gcra_evaluate(now + SEC / 2, 10, 10 * SEC, 10, 1, &st, &ev);
     EXPECT(!ev.ok, "then refused until one interval passed");
-    sl_gcra_evaluate(now + SEC, 10, 10 * SEC, 10, &st, &ev);
+    sl_gcra_evaluate(now + SEC, 10, 10 * SEC, 10, 1, &st, &ev);
     EXPECT(ev.ok, "and admitted after it");
+}
+
+/* ---- cost, give-back, blocks ---- */
+
+/* cost=3 on a limit of 10: three requests pass, the fourth is refused with
+ * the wait until it fits, whatever the algorithm. */
+static void test_cost(void)
+{
+    static key_t_ k;
+    sl_eval_t ev_unused;
+    int alg, i;
+
+    for (alg = SL_ALG_LOG; alg <= SL_ALG_GCRA; alg++) {
+        apr_int64_t now = W60 + SEC;
+        sl_eval_t ev;
+        int admitted = 0;
+
+        key_init(&k, alg, 10, 10 * SEC, 0);
+        k.cost = 3;
+        for (i = 0; i < 4; i++) {
+            if (key_hit(&k, now + i * 1000, &ev)) {
+                admitted++;
+                EXPECT(ev.remaining == 10 - 3 * admitted,
+                       "%s cost 3: %" I64 " left after %d",
+                       sl_algorithm_name(alg), ev.remaining, admitted);
+            }
+        }
+        EXPECT(admitted == 3, "%s cost 3 of 10: %d admitted",
+               sl_algorithm_name(alg), admitted);
+        EXPECT(!ev.ok && ev.reset > 0 &&
+                   !key_would(&k, now + 3000 + ev.reset - 2) &&
+                   key_would(&k, now + 3000 + ev.reset),
+               "%s cost 3: refused until exactly %" I64 " us later",
+               sl_algorithm_name(alg), ev.reset);
+    }
+    /* The log: the fourth fits once two entries expired, the second of
+     * the three written at 0. */
+    key_init(&k, SL_ALG_LOG, 10, 10 * SEC, 0);
+    k.cost = 3;
+    key_hit(&k, T0, &ev_unused);
+    key_hit(&k, T0 + SEC, &ev_unused);
+    key_hit(&k, T0 + 2 * SEC, &ev_unused);
+    key_eval(&k, T0 + 3 * SEC, &ev_unused);
+    EXPECT(!ev_unused.ok && ev_unused.reset == 7 * SEC,
+           "log cost 3: the entry at count + cost - limit - 1 decides (%" I64
+           ")",
+           ev_unused.reset);
+}
+
+/* Random logs and costs: a refusal's reset is the exact time it fits. */
+static void test_log_cost_retry(void)
+{
+    int i, j, denied = 0, early = 0, late = 0;
+
+    for (i = 0; i < 20000; i++) {
+        static key_t_ k;
+        apr_int64_t win = (1 + rnd(60)) * SEC;
+        apr_int64_t limit = 1 + rnd(50);
+        apr_int64_t now = T0 + rnd(86400 * SEC);
+        apr_int64_t n = rnd(limit + 1);
+        sl_eval_t ev;
+
+        key_init(&k, SL_ALG_LOG, limit, win, 0);
+        for (j = 0; j < n; j++) {
+            sl_log_apply(&k.log, now - rnd(win), win, 1);
+        }
+        k.cost = 1 + rnd(limit);
+        key_eval(&k, now, &ev);
+        if (ev.ok) {
+            continue;
+        }
+        denied++;
+        if (!key_would(&k, now + ev.reset)) {
+            early++;
+        }
+        if (key_would(&k, now + ev.reset - 1)) {
+            late++;
+        }
+    }
+    EXPECT(denied > 2000, "enough refusals drawn: %d", denied);
+    EXPECT(early == 0 && late == 0, "log cost retry: %d early, %d late of %d",
+           early, late, denied);
+}
+
+/* The give-back undoes the reservation: after reserve + give-back every
+ * algorithm answers as if the request had never come. */
+static void test_refund(void)
+{
+    static key_t_ k, before;
+    sl_eval_t a, b;
+    apr_int64_t now = W60 + 59 * SEC;
+    apr_int64_t w = 60 * SEC;
+    int alg;
+
+    for (alg = SL_ALG_LOG; alg <= SL_ALG_GCRA; alg++) {
+        key_init(&k, alg, 10, w, 0);
+        k.cost = 2;
+        key_hit(&k, now - 10 * SEC, &a);
+        memcpy(&before, &k, sizeof(k));
+        before.log.ts = before.ts;
+        key_hit(&k, now, &a);
+        switch (alg) {
+        case SL_ALG_LOG:
+            EXPECT(sl_log_refund(&k.log, now, 2) == 2, "log: 2 entries back");
+            break;
+        case SL_ALG_COUNTER:
+            EXPECT(sl_counter_refund(now, w, now, 2, &k.counter) == 2,
+                   "counter: 2 units back");
+            break;
+        default:
+            EXPECT(sl_gcra_refund(now, 10, w, 2, &k.gcra) == 2,
+                   "gcra: 2 units back");
+            break;
+        }
+        key_eval(&k, now + 1, &a);
+        key_eval(&before, now + 1, &b);
+        EXPECT(a.ok == b.ok && a.remaining == b.remaining &&
+                   a.reset == b.reset && a.remaining0 == b.remaining0 &&
+                   a.reset0 == b.reset0,
+               "%s: after the give-back as before the request (%" I64 "/%" I64
+               " left)",
+               sl_algorithm_name(alg), a.remaining, b.remaining);
+    }
+
+    /* Counter at a window boundary: reserved in window idx, given back in
+     * idx + 1, where it is the previous count. */
+    key_init(&k, SL_ALG_COUNTER, 10, w, 0);
+    key_hit(&k, now, &a);
+    key_hit(&k, now, &a);
+    key_hit(&k, now + 2 * SEC, &a); /* the next window: prev 2, cur 1 */
+    EXPECT(k.counter.prev == 2 && k.counter.cur == 1, "counter moved on");
+    EXPECT(sl_counter_refund(now + 2 * SEC, w, now, 1, &k.counter) == 1 &&
+               k.counter.prev == 1 && k.counter.cur == 1,
+           "counter: the give-back goes to the window it was reserved in");
+    EXPECT(sl_counter_refund(now + 2 * SEC, w, now + 2 * SEC, 5, &k.counter) ==
+                   1 &&
+               k.counter.cur == 0,
+           "counter: never below zero");
+    EXPECT(sl_counter_refund(now + 2 * w, w, now, 1, &k.counter) == 0,
+           "counter: nothing once the window weighs nothing");
+
+    /* GCRA: never below now. */
+    {
+        sl_gcra_t g = {(double) now + 1.5 * SEC};
+        EXPECT(sl_gcra_refund(now, 10, 10 * SEC, 3, &g) == 3 &&
+                   g.tat == (double) now,
+               "gcra: the TAT goes back, never below now");
+        EXPECT(sl_gcra_refund(now, 10, 10 * SEC, 1, &g) == 0,
+               "gcra: nothing to give back from an empty bucket");
+    }
+    /* Log: only the entries of that time. */
+    {
+        apr_int64_t ts[8] = {100, 200, 200, 300};
+        sl_log_t log = {ts, 4};
+        EXPECT(sl_log_refund(&log, 200, 5) == 2 && log.count == 2 &&
+                   ts[0] == 100 && ts[1] == 300,
+               "log: only the admission's entries go");
+        EXPECT(sl_log_refund(&log, 250, 1) == 0 && log.count == 2,
+               "log: none at another time");
+    }
+}
+
+/* count=401 5: 50 concurrent requests reserve at the decision (5 pass the
+ * limit, the others are refused); those whose status does not count give
+ * back, so successes never use up the failures' budget. */
+static void test_reservation(void)
+{
+    static key_t_ k;
+    int alg, i;
+
+    for (alg = SL_ALG_LOG; alg <= SL_ALG_GCRA; alg++) {
+        apr_int64_t now = W60 + SEC;
+        sl_eval_t ev;
+        int passed = 0, more = 0;
+
+        key_init(&k, alg, 5, 60 * SEC, 0);
+        for (i = 0; i < 50; i++) {
+            passed += key_hit(&k, now, &ev);
+        }
+        EXPECT(passed == 5, "%s: 50 at once, %d reserved",
+               sl_algorithm_name(alg), passed);
+        /* Successes give back: they did not count. */
+        for (i = 0; i < 5; i++) {
+            switch (alg) {
+            case SL_ALG_LOG:
+                sl_log_refund(&k.log, now, 1);
+                break;
+            case SL_ALG_COUNTER:
+                sl_counter_refund(now + 1, 60 * SEC, now, 1, &k.counter);
+                break;
+            default:
+                sl_gcra_refund(now + 1, 5, 60 * SEC, 1, &k.gcra);
+                break;
+            }
+        }
+        for (i = 0; i < 50; i++) {
+            more += key_hit(&k, now + 2, &ev);
+        }
+        EXPECT(more == 5, "%s: the budget is whole again (%d)",
+               sl_algorithm_name(alg), more);
+    }
+}
+
+static void test_block(void)
+{
+    sl_eval_t ev = {0, 0, 3 * SEC, 0, 3 * SEC};
+    apr_int64_t until;
+
+    until = sl_block_begin(T0, 60 * SEC, &ev);
+    EXPECT(until == T0 + 60 * SEC && ev.reset == 60 * SEC &&
+               ev.reset0 == 60 * SEC,
+           "a refusal starts the block: reset is its end");
+    EXPECT(sl_block_expires(T0, 60 * SEC) == T0 + 60 * SEC + 1000,
+           "the block entry lives until the block ends");
+    ev.reset = ev.reset0 = 90 * SEC;
+    sl_block_begin(T0, 60 * SEC, &ev);
+    EXPECT(ev.reset == 90 * SEC, "a longer wait of the limit itself stays");
+    memset(&ev, 0, sizeof(ev));
+    ev.ok = 1;
+    EXPECT(sl_block_active(T0 + 10 * SEC, 60 * SEC, until, &ev) && !ev.ok &&
+               ev.remaining == 0 && ev.reset == 50 * SEC &&
+               ev.reset0 == 50 * SEC,
+           "during the block: refused, reset the block's end");
+    EXPECT(!sl_block_active(until, 60 * SEC, until, &ev),
+           "at its end the block is over");
+    EXPECT(sl_block_active(T0, 60 * SEC, T0 + 3600 * SEC, &ev) &&
+               ev.reset == 60 * SEC,
+           "an end beyond one block (clock stepped back) ends one block "
+           "from now");
 }
 
 /* ---- keys' lifetimes (the script's PEXPIRE / PX) ---- */
@@ -612,13 +845,13 @@ static void test_expiry(void)
     EXPECT(sl_log_expires(T0, 10 * SEC) == T0 + 10 * SEC + 1000,
            "log key: ceil(win / 1ms) + 1 ms");
     EXPECT(sl_log_expires(T0, 1500) == T0 + 3000, "log key: rounded up");
-    e = sl_counter_apply(now, 60 * SEC, &c);
+    e = sl_counter_apply(now, 60 * SEC, 1, &c);
     /* (idx + 2) * win - now = 105 s - 1 us, rounded up to ms, + 1 ms */
     EXPECT(e == now + 105 * SEC + 1000 - 0 && c.cur == 1 && c.prev == 0 &&
                c.idx == W60 / (60 * SEC),
            "counter key lives until its window no longer weighs: %" I64,
            e - now);
-    e = sl_gcra_apply(T0, 4, 10 * SEC, 4, &g);
+    e = sl_gcra_apply(T0, 4, 10 * SEC, 4, 1, &g);
     EXPECT(g.tat == (double) T0 + 2500000 && e == T0 + 2500000 + 1000,
            "gcra key lives until its TAT");
     /* A stale state counts as no state. */
@@ -626,7 +859,7 @@ static void test_expiry(void)
     c.cur = 1000;
     {
         sl_eval_t ev;
-        sl_counter_evaluate(now + 60 * SEC, 5, 60 * SEC, &c, &ev);
+        sl_counter_evaluate(now + 60 * SEC, 5, 60 * SEC, 1, &c, &ev);
         EXPECT(ev.ok && ev.remaining0 == 5 && ev.reset0 == 0,
                "a counter two windows old weighs nothing");
     }
@@ -645,6 +878,11 @@ int main(void)
     test_gcra_retry();
     test_gcra_cap();
     test_expiry();
+    test_cost();
+    test_log_cost_retry();
+    test_refund();
+    test_reservation();
+    test_block();
     apr_terminate();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;

@@ -118,6 +118,50 @@ static void test_limits(apr_pool_t *p)
     }
 }
 
+/* cost=, block=, count=: bounded, and refused with the token named. */
+static void test_limit_options(apr_pool_t *p)
+{
+    static const struct {
+        const char *line, *named;
+    } bad[] = {{"10 1m cost=0", "'0'"},
+               {"10 1m cost=11", "cost=11"},
+               {"10 1m cost=x", "'x'"},
+               {"10 1m algorithm=gcra burst=2 cost=3", "cost=3"},
+               {"10 1m block=0", "'0'"},
+               {"10 1m block=1w", "'1w'"},
+               {"10 1m block=400d", "'400d'"},
+               {"10 1m count=", "count="},
+               {"10 1m count=401,", "count=401,"},
+               {"10 1m count=401,,403", "count=401,,403"},
+               {"10 1m count=99", "'99'"},
+               {"10 1m count=600", "'600'"},
+               {"10 1m count=abc", "'abc'"},
+               {"10 1m count=401,401", "401 is listed twice"},
+               {"10 1m count=400,401,402,403,404,405,406,407,408,409,410,411,"
+                "412,413,414,415,416",
+                "at most 16"}};
+    const char *err;
+    sl_limit_t *l;
+    size_t i;
+
+    l = limit(p, "10 1m cost=3 block=2s count=401,403", "", &err);
+    EXPECT(l && !err && l->cost == 3 && l->block == 2 * APR_USEC_PER_SEC &&
+               l->ncount == 2 && sl_limit_counts(l, 401) &&
+               sl_limit_counts(l, 403) && !sl_limit_counts(l, 200),
+           "cost, block, count: %s", err ? err : "");
+    l = limit(p, "10 1m", "", &err);
+    EXPECT(l && l->cost == 1 && !l->block && !l->count &&
+               sl_limit_counts(l, 200) && sl_limit_counts(l, 500),
+           "defaults: cost 1, no block, every status counts");
+    l = limit(p, "10 1m cost=10", "", &err);
+    EXPECT(l && l->cost == 10, "cost up to the limit");
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        l = limit(p, bad[i].line, "", &err);
+        EXPECT(err && strstr(err, bad[i].named), "'%s' refused naming %s: %s",
+               bad[i].line, bad[i].named, err ? err : "accepted");
+    }
+}
+
 static void test_keys(apr_pool_t *p)
 {
     const char *k1, *k2, *key;
@@ -311,6 +355,7 @@ int main(void)
     apr_pool_create(&p, NULL);
     test_durations(p);
     test_limits(p);
+    test_limit_options(p);
     test_keys(p);
     test_store_urls(p);
     test_decisions(p);

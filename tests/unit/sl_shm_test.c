@@ -332,10 +332,10 @@ static void test_out_of_order(void)
         /* Up to 40 ms late against a clock advancing 10 ms a step. */
         now = T0 + (apr_time_t) i * 10000 - (apr_time_t) (seed >> 8) % 40000;
         sl_log_expire(&model, now, b.window);
-        sl_log_evaluate(now, b.requests, b.window, model.count, sl_log_array_at,
-                        &model, &ev);
+        sl_log_evaluate(now, b.requests, b.window, 1, model.count,
+                        sl_log_array_at, &model, &ev);
         if (ev.ok) {
-            sl_log_apply(&model, now, b.window);
+            sl_log_apply(&model, now, b.window, 1);
         }
         sl_eval_quota(&ev, ev.ok, &q);
         if (decide(t, b, now, &d, NULL) == APR_SUCCESS && d.admitted == ev.ok &&
@@ -407,6 +407,66 @@ static void test_atomic(void)
     free(region);
 }
 
+/* cost= and the give-back of count=: a log of several costs spans chunks;
+ * giving back the middle admission's entries leaves the others in order
+ * (the oldest still decides the reset) and frees the chunks left empty;
+ * counter and GCRA give back their units. */
+static void test_cost_refund(void)
+{
+    void *region;
+    sl_table_t *t = table_new(64 * 1024, &region);
+    sl_budget_t b = budget("log", SL_ALG_LOG, 30, 60 * SEC);
+    apr_uint32_t free0 = sl_table_free(t);
+    sl_shm_op_t *ops;
+    sl_decision_t d;
+    int alg;
+
+    b.cost = 3;
+    decide(t, b, T0, &d, NULL);
+    b.cost = 10;
+    decide(t, b, T0 + SEC, &d, NULL);
+    b.cost = 4;
+    decide(t, b, T0 + 2 * SEC, &d, NULL);
+    EXPECT(d.admitted && d.quota[0].remaining == 13,
+           "log: costs 3 + 10 + 4 of 30 leave 13: %" APR_INT64_T_FMT,
+           d.quota[0].remaining);
+    b.cost = 10;
+    sl_table_prepare(pool, t, &b, 1, &ops);
+    sl_table_refund(t, ops, 1, T0 + SEC, T0 + 3 * SEC);
+    b.cost = 1;
+    decide(t, b, T0 + 3 * SEC, &d, NULL);
+    EXPECT(d.admitted && d.quota[0].remaining == 22 &&
+               d.quota[0].reset == 57 * SEC,
+           "log: the 10 given back, the oldest still first (%" APR_INT64_T_FMT
+           " left, reset %" APR_INT64_T_FMT ")",
+           d.quota[0].remaining, d.quota[0].reset);
+    b.cost = 3;
+    sl_table_prepare(pool, t, &b, 1, &ops);
+    sl_table_refund(t, ops, 1, T0, T0 + 3 * SEC);
+    b.cost = 4;
+    sl_table_prepare(pool, t, &b, 1, &ops);
+    sl_table_refund(t, ops, 1, T0 + 2 * SEC, T0 + 3 * SEC);
+    b.cost = 1;
+    sl_table_prepare(pool, t, &b, 1, &ops);
+    sl_table_refund(t, ops, 1, T0 + 3 * SEC, T0 + 3 * SEC);
+    EXPECT(sl_table_free(t) == free0 - 1,
+           "log: every chunk back when all went (the entry stays)");
+
+    for (alg = SL_ALG_COUNTER; alg <= SL_ALG_GCRA; alg++) {
+        sl_budget_t c =
+            budget(alg == SL_ALG_GCRA ? "g" : "c", alg, 10, 3600 * SEC);
+        c.cost = 4;
+        decide(t, c, T0, &d, NULL);
+        sl_table_prepare(pool, t, &c, 1, &ops);
+        sl_table_refund(t, ops, 1, T0, T0 + 1);
+        c.cost = 1;
+        decide(t, c, T0 + 2, &d, NULL);
+        EXPECT(d.admitted && d.quota[0].remaining == 9,
+               "%s: 4 units given back (%" APR_INT64_T_FMT " left)",
+               sl_algorithm_name(alg), d.quota[0].remaining);
+    }
+}
+
 int main(void)
 {
     apr_initialize();
@@ -421,6 +481,7 @@ int main(void)
     test_out_of_order();
     test_corruption();
     test_atomic();
+    test_cost_refund();
     printf("sl_shm_test: %d passed, %d failed\n", passed, failed);
     apr_pool_destroy(pool);
     apr_terminate();

@@ -63,7 +63,7 @@ sub key_of {
 
 # The fixed shape of every store key: prefix, a 16-character hash tag, an
 # 8-character policy id and the algorithm.
-sub shape_ok { return $_[0] =~ m{\Asltest:\{[A-Za-z0-9+/]{16}\}[A-Za-z0-9+/]{8}\.[lcg]\z} }
+sub shape_ok { return $_[0] =~ m{\Asltest:\{[A-Za-z0-9+/]{16}\}[A-Za-z0-9+/]{8}\.[lcg](?:\.b)?\z} }
 
 sub top_dir {
     require Apache::Test;

@@ -1,0 +1,111 @@
+-- Gives back what lua/sl_check.lua consumed for one admitted request whose
+-- final status does not count (SlidingLimit ... count=): the reservation
+-- taken at the decision is undone after the response, so concurrent
+-- requests never see room that a counted one already holds.
+--
+-- KEYS[i]   store key of limit i (only the limits to give back)
+-- ARGV[1]   the request's member, as given to the check
+-- ARGV[2]   the admission's store time in microseconds (the check's reply)
+-- ARGV[2+4(i-1)+1 .. +4]  algorithm ("l", "c" or "g"), requests, window
+--           in microseconds, cost
+--
+-- Returns per limit the units given back (0 when the reservation no longer
+-- weighs anything or is gone).
+--
+-- What each algorithm undoes:
+--   log      removes the request's own entries (member, member/2 ..
+--            member/cost); an entry that needed a collision suffix stays,
+--            which counts too much, never too little.
+--   counter  takes cost from the window the reservation went into: the
+--            current count if that window is still the stored current one,
+--            the previous count if the window has moved on by one, nothing
+--            if it weighs nothing any more.
+--   gcra     moves the TAT back by cost emission intervals, never below
+--            now (an empty bucket).
+-- Every write keeps the key's TTL, which the admission set long enough.
+-- Cheap like the check: no closures, no tables but the reply.
+
+local t = redis.call('TIME')
+local now = t[1] * 1000000 + t[2]
+local member, s_at = ARGV[1], ARGV[2]
+local n = #KEYS
+if n == 0 or #ARGV ~= 2 + 4 * n or #member == 0 or not s_at
+    or not string.find(s_at, '^%d+$') then
+    return redis.error_reply('ERR slidinglimit: bad arguments')
+end
+local at = s_at + 0
+local floor, find, match, format = math.floor, string.find, string.match,
+    string.format
+local out = {}
+
+for i = 1, n do
+    local b = 4 * i - 1
+    local key, alg, s_limit, s_win, s_cost = KEYS[i], ARGV[b], ARGV[b + 1],
+        ARGV[b + 2], ARGV[b + 3]
+    local limit = find(s_limit, '^%d+$') and s_limit + 0
+    local win = find(s_win, '^%d+$') and s_win + 0
+    local cost = find(s_cost, '^%d+$') and s_cost + 0
+    if not limit or limit < 1 or not win or win < 1000 or not cost
+        or cost < 1 or cost > limit and alg ~= 'g' then
+        return redis.error_reply('ERR slidinglimit: bad limit ' .. i)
+    end
+    local back = 0
+
+    if alg == 'l' then
+        -- ZREM on a key of another type errs: nothing to give back there.
+        for u = 1, cost do
+            local v = redis.pcall('ZREM', key,
+                u == 1 and member or member .. '/' .. u)
+            if v == 1 then
+                back = back + 1
+            end
+        end
+
+    elseif alg == 'c' then
+        local idx, ridx = floor(now / win), floor(at / win)
+        local v = idx - ridx <= 1 and ridx <= idx and redis.pcall('GET', key)
+        local stp, sc
+        if type(v) == 'string' then
+            stp, sc = match(v, '^([1-8]%d%d%d%d%d%d%d%d%d)(%d%d%d%d%d%d%d%d%d)$')
+        end
+        if stp then
+            local tp = stp + 0
+            local tag = floor(tp / 1000000000)
+            local prev, cur = tp - tag * 1000000000, sc + 0
+            -- The stored current window, read as the check reads it.
+            local sidx = tag == idx % 8 + 1 and idx
+                or tag == (idx - 1) % 8 + 1 and idx - 1
+            if sidx == ridx then
+                back = cur < cost and cur or cost
+                cur = cur - back
+            elseif sidx == ridx + 1 then
+                back = prev < cost and prev or cost
+                prev = prev - back
+            end
+            local pttl = back > 0 and redis.call('PTTL', key)
+            if pttl and pttl > 0 then
+                redis.call('SET', key, format('%d%09d%09d', tag, prev, cur),
+                    'PX', pttl)
+            end
+        end
+
+    elseif alg == 'g' then
+        local tat = tonumber(redis.pcall('GET', key))
+        if tat and tat > now and tat < math.huge then
+            local nt = tat - cost * (win / limit)
+            if nt < now then
+                nt = now
+            end
+            local pttl = redis.call('PTTL', key)
+            if pttl > 0 then
+                redis.call('SET', key, format('%.17g', nt), 'PX', pttl)
+                back = cost
+            end
+        end
+
+    else
+        return redis.error_reply('ERR slidinglimit: bad algorithm ' .. i)
+    end
+    out[i] = back
+end
+return out

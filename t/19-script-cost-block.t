@@ -1,0 +1,167 @@
+# lua/sl_check.lua's cost and block arguments and lua/sl_refund.lua (the
+# give-back of count=), called directly in the suite's Redis: a request of
+# cost N consumes N units and waits until N fit; a refusal with a block
+# keeps the limit refused in the store until the block ends, whatever the
+# algorithm's own state; the give-back undoes exactly the reservation, in
+# the window it went into.
+use strict;
+use warnings;
+
+use Apache::Test qw(-withtestmore);
+use Apache::TestUtil;
+use SL::Test;
+use SL::Algo;
+
+plan tests => 3 * 4 + 4 + 8 + 10 + 5;
+
+sub slurp {
+    my $f = Apache::Test::vars('serverroot') . "/../lua/$_[0]";
+    open my $fh, '<', $f or die "$f: $!";
+    local $/;
+    return <$fh>;
+}
+my $check  = slurp('sl_check.lua');
+my $refund = slurp('sl_refund.lua');
+my $p      = 'sltest:{cost-' . $$ . '}';
+
+END {
+    my $keys = eval { redis('KEYS', "sltest:{cost-$$}*") } || [];
+    eval { redis('DEL', $_) } for @$keys;
+}
+
+sub check  { redis('EVAL', $check,  @_) }
+sub refund { redis('EVAL', $refund, @_) }
+
+sub err_of {
+    my ($script, @a) = @_;
+    my $r = eval { redis('EVAL', $script, @a); '' };
+    return defined $r ? $r : $@;
+}
+
+# cost=3 on a limit of 10: 7, 4, 1 left, the fourth waits until 3 fit.
+for my $alg (qw(l c g)) {
+    my $key = "$p.three.$alg";
+    my @left;
+    for my $m (1 .. 3) {
+        my $r = check(1, $key, "m$m", $alg, 10, 3600e6, 10, 3, 0);
+        push @left, $r->[2] ? $r->[4] : 'refused';
+    }
+    ok t_cmp("@left", '7 4 1', "$alg: cost 3 on 10 leaves 7, 4, 1");
+    my $r = check(1, $key, 'm4', $alg, 10, 3600e6, 10, 3, 0);
+    ok($r->[2] == 0 && $r->[3] == 0 && $r->[4] == 0 && $r->[5] > 0,
+        "$alg: the fourth is refused, 0 left, wait $r->[5] us");
+    $r = check(1, $key, 'm5', $alg, 10, 3600e6, 10, 1, 0);
+    ok($r->[2] == 1 && $r->[4] == 0, "$alg: ... while a request of cost 1 still fits");
+    ok t_cmp(err_of($check, 1, $key, 'm', $alg, 10, 3600e6, 10, 11, 0),
+        qr/ERR slidinglimit: bad cost 1/, "$alg: a cost above the limit is the caller's to refuse");
+}
+{
+    my $key = "$p.members.l";
+    check(1, $key, 'req', 'l', 10, 60e6, 10, 3, 0);
+    my $m = redis('ZRANGE', $key, 0, -1);
+    ok t_cmp(join(',', sort @$m), 'req,req/2,req/3', 'log: one entry per unit, named for the give-back');
+    ok t_cmp(err_of($check, 1, "$p.g", 'm', 'g', 10, 60e6, 2, 3, 0),
+        qr/bad cost 1/, 'gcra: a cost above the burst is refused');
+    ok t_cmp(err_of($check, 1, "$p.g", 'm', 'g', 10, 60e6, 2, 0, 0),
+        qr/bad cost 1/, 'a cost of 0 is refused');
+    ok t_cmp(err_of($check, 1, "$p.g", 'm', 'g', 10, 60e6, 2, 1, '1e6'),
+        qr/bad limit 1/, 'a block in another notation is refused');
+}
+
+# block: 2 per 60 s with a 2 s block. The third request starts the block;
+# once the algorithm's own state is gone (the window freed) the limit still
+# refuses until the block ends, which a refusal during it does not move.
+{
+    my $key = "$p.block.l";
+    check(1, $key, "m$_", 'l', 2, 60e6, 2, 1, 2e6) for 1 .. 2;
+    my $r = check(1, $key, 'm3', 'l', 2, 60e6, 2, 1, 2e6);
+    ok($r->[2] == 0 && $r->[5] > 59e6, "refused by the log itself (wait $r->[5] us, longer than the block)");
+    my $end = redis('GET', "$key.b");
+    my $now = $r->[0] * 1e6 + $r->[1];
+    ok t_cmp($end, $now + 2e6, 'the block is kept in the store: its end');
+    my $pttl = redis('PTTL', "$key.b");
+    ok($pttl > 1000 && $pttl <= 2001, "... for as long as it runs ($pttl ms)");
+    redis('DEL', $key);    # the window freed
+    $r = check(1, $key, 'm4', 'l', 2, 60e6, 2, 1, 2e6);
+    my $now4 = $r->[0] * 1e6 + $r->[1];
+    ok($r->[2] == 0 && $r->[4] == 0 && $r->[5] == $end - $now4,
+        "with room in the window the block still refuses, until its end ($r->[5] us)");
+    ok t_cmp(redis('EXISTS', $key), 0, '... without touching the limit\'s own key');
+    ok t_cmp(redis('GET', "$key.b"), $end, 'a refusal during the block does not extend it');
+    redis('DEL', "$key.b");    # the block ended
+    $r = check(1, $key, 'm5', 'l', 2, 60e6, 2, 1, 2e6);
+    ok t_cmp($r->[2], 1, 'after the block: admitted');
+
+    # A short wait of the algorithm: the block's end is the reset.
+    my $g = "$p.block.g";
+    check(1, $g, 'a', 'g', 1, 1e6, 1, 1, 30e6);
+    $r = check(1, $g, 'b', 'g', 1, 1e6, 1, 1, 30e6);
+    ok($r->[2] == 0 && $r->[5] == 30e6, "gcra refusal of 1 s with a 30 s block: reset is the block ($r->[5] us)");
+}
+{
+    # Foreign data in a block key: a number beyond one block ends one block
+    # from now; anything else is no block.
+    my $key = "$p.bforeign.c";
+    redis('SET', "$key.b", 'inf');
+    my $r = check(1, $key, 'm', 'c', 5, 60e6, 5, 1, 5e6);
+    ok($r->[2] == 0 && $r->[5] == 5e6, "a block key holding 'inf' ends one block from now");
+    redis('SET', "$key.b", 'garbage');
+    $r = check(1, $key, 'm', 'c', 5, 60e6, 5, 1, 5e6);
+    ok t_cmp($r->[2], 1, 'a block key holding garbage is no block');
+}
+
+# The give-back.
+{
+    my $key = "$p.refund.l";
+    check(1, $key, 'keep', 'l', 10, 60e6, 10, 1, 0);
+    my $r = check(1, $key, 'req', 'l', 10, 60e6, 10, 3, 0);
+    my $at = $r->[0] * 1e6 + $r->[1];
+    my $back = refund(1, $key, 'req', $at, 'l', 10, 60e6, 3);
+    ok t_cmp("@$back", '3', 'log: 3 units back');
+    ok t_cmp(join(',', @{ redis('ZRANGE', $key, 0, -1) }), 'keep', '... the request\'s own entries, no other');
+    $back = refund(1, $key, 'req', $at, 'l', 10, 60e6, 3);
+    ok t_cmp("@$back", '0', '... and only once');
+}
+{
+    my $key = "$p.refund.c";
+    my $win = 366 * 86400e6;    # one window for the whole test
+    my $r = check(1, $key, 'm', 'c', 10, $win, 10, 2, 0);
+    check(1, $key, 'm', 'c', 10, $win, 10, 2, 0);
+    my $at = $r->[0] * 1e6 + $r->[1];
+    my $back = refund(1, $key, 'm', $at, 'c', 10, $win, 2);
+    my $now = store_now();
+    my ($idx, $cur, $prev) = counter_decode(redis('GET', $key), $now, $win);
+    ok($back->[0] == 2 && $cur == 2, "counter: 2 units back from the current window (cur $cur)");
+    ok(redis('PTTL', $key) > 0, '... the key keeps its TTL');
+
+    # Window boundaries, with a short window and values written as the
+    # check writes them: the reservation went into window $ri.
+    my $w = 86400e6;
+    $idx = int($now / $w);
+    my $ri = $idx - 1;
+    my $at1 = $ri * $w + 1;
+    redis('SET', $key, sprintf('%d%09d%09d', $ri % 8 + 1, 0, 3), "PX", 60000);
+    refund(1, $key, 'm', $at1, 'c', 10, $w, 1);
+    ok t_cmp(redis('GET', $key), sprintf('%d%09d%09d', $ri % 8 + 1, 0, 2),
+        'counter: window moved on, nothing written since: its count, the current one then');
+    redis('SET', $key, sprintf('%d%09d%09d', $idx % 8 + 1, 3, 1), "PX", 60000);
+    refund(1, $key, 'm', $at1, 'c', 10, $w, 1);
+    ok t_cmp(redis('GET', $key), sprintf('%d%09d%09d', $idx % 8 + 1, 2, 1),
+        'counter: window moved on and written since: the previous count');
+    refund(1, $key, 'm', ($idx - 2) * $w, 'c', 10, $w, 1);
+    ok t_cmp(redis('GET', $key), sprintf('%d%09d%09d', $idx % 8 + 1, 2, 1),
+        'counter: a reservation two windows old weighs nothing: unchanged');
+}
+{
+    my $key = "$p.refund.g";
+    my $r = check(1, $key, 'm', 'g', 10, 10e6, 10, 2, 0);
+    my $at = $r->[0] * 1e6 + $r->[1];
+    ok t_cmp(redis('GET', $key), $at + 2e6, 'gcra: cost 2 moved the TAT by 2 intervals');
+    my $back = refund(1, $key, 'm', $at, 'g', 10, 10e6, 2);
+    my $tat = redis('GET', $key);
+    my $now = store_now();
+    ok($back->[0] == 2 && $tat >= $at && $tat <= $now, "gcra: the TAT back to now, never below ($tat)");
+    ok t_cmp(err_of($refund, 1, $key, 'm', 'x', 'g', 10, 10e6, 2), qr/bad arguments/, 'refund: a bad time is refused');
+    ok t_cmp(err_of($refund, 1, $key, 'm', $at, 'g', 10, 10e6), qr/bad arguments/, 'refund: missing arguments are refused');
+    ok t_cmp(err_of($refund, 1, $key, 'm', $at, 'z', 10, 10e6, 1), qr/bad algorithm 1/, 'refund: unknown algorithm');
+}

@@ -1,0 +1,60 @@
+# cost= and block= through httpd, under the Redis store and the embedded
+# one: cost=3 on a limit of 10 admits three requests (7, 4, 1 left); with
+# block=3s on a 300 ms window, the refusal that starts the block is
+# answered with the block's end, and the limit keeps refusing after its own
+# window freed, until the block ends. Under Redis, the deny cache answers
+# the blocked identity without a store call.
+use strict;
+use warnings;
+
+use Apache::Test qw(-withtestmore);
+use Apache::TestUtil;
+use Time::HiRes qw(sleep time);
+use SL::Test;
+use SL::Fault;
+
+plan tests => 7 + 6;
+
+sub script_calls {
+    my $info = fault_redis('INFO', 'commandstats');
+    my $n    = 0;
+    while ($info =~ /^cmdstat_(?:evalsha|eval):calls=(\d+),.*?rejected_calls=(\d+),failed_calls=(\d+)/mg) {
+        $n += $1 - $2 - $3;
+    }
+    return $n;
+}
+
+for my $vhost (qw(sl_fault sl_shm)) {
+    my $store = $vhost eq 'sl_shm' ? 'shm' : 'redis';
+    my $ip    = fresh_ip();
+    my (@st, @left);
+    for (1 .. 4) {
+        my $r = vhost_get($vhost, '/f/cost/a', 'X-Forwarded-For' => $ip);
+        push @st,   $r->{status};
+        push @left, $r->{headers}{'x-ratelimit-remaining'} // '-';
+    }
+    ok t_cmp("@st", '200 200 200 429', "$store: cost=3 on 10 admits 3");
+    ok t_cmp("@left", '7 4 1 0', "$store: ... leaving 7, 4, 1");
+
+    $ip = fresh_ip();
+    my $r1 = vhost_get($vhost, '/f/block/a', 'X-Forwarded-For' => $ip);
+    my $r2 = vhost_get($vhost, '/f/block/a', 'X-Forwarded-For' => $ip);
+    my $t2 = time;
+    ok t_cmp("$r1->{status} $r2->{status}", '200 429', "$store: block=3s: the second request in 300 ms is refused");
+    ok t_cmp($r2->{headers}{'retry-after'}, 3, "$store: ... with the block's end as Retry-After");
+    # The 300 ms window has passed: only the block refuses now.
+    sleep 0.5;
+    my $calls = $store eq 'redis' ? script_calls() : 0;
+    my @b = map { vhost_get($vhost, '/f/block/a', 'X-Forwarded-For' => $ip) } 1 .. 3;
+    my $in_block = time - $t2 < 2.5;
+    ok($in_block && !grep({ $_->{status} != 429 } @b) && $b[0]{headers}{'retry-after'} =~ /^[123]$/,
+        "$store: after the window freed, still refused (Retry-After $b[0]{headers}{'retry-after'})");
+    if ($store eq 'redis') {
+        ok t_cmp(script_calls() - $calls, 0, 'redis: blocked requests are answered without a store call');
+    }
+    # The block ends 3 s after the refusal that started it.
+    my $wait = $t2 + 3.1 - time;
+    sleep $wait if $wait > 0;
+    my $r = vhost_get($vhost, '/f/block/a', 'X-Forwarded-For' => $ip);
+    ok t_cmp($r->{status}, 200, "$store: after the block: admitted");
+}
