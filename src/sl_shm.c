@@ -265,19 +265,24 @@ static void sl_stripe_log(const sl_stripe_t *st, const sl_table_news_t *news)
     }
 }
 
+/* The stripe of a request's budgets (one identity, one hash tag): the same
+ * for its decision and its give-back. */
+static sl_stripe_t *sl_stripe_of(sl_shm_t *shm, const sl_budget_t *budgets)
+{
+    return shm->stripe[sl_table_stripe(
+        shm->key, budgets[0].key, budgets[0].key_len, (unsigned int) shm->n)];
+}
+
 void sl_shm_refund(sl_shm_t *shm, apr_pool_t *p, const sl_budget_t *budgets,
                    int n, apr_time_t at, apr_time_t now)
 {
     sl_stripe_t *st;
     sl_shm_op_t *ops;
-    const char *key;
-    apr_size_t len;
 
     if (n < 1 || !budgets || !budgets[0].key) {
         return;
     }
-    key = sl_hash_tag(budgets[0].key, budgets[0].key_len, &len);
-    st = shm->stripe[sl_fnv1a(SL_FNV_INIT, key, len) % (unsigned int) shm->n];
+    st = sl_stripe_of(shm, budgets);
     if (sl_table_prepare(p, st->table, budgets, n, &ops) != APR_SUCCESS ||
         apr_global_mutex_lock(st->mutex) != APR_SUCCESS) {
         return;
@@ -298,8 +303,7 @@ apr_status_t sl_shm_decide(sl_shm_t *shm, apr_pool_t *p,
     if (n < 1 || !budgets || !budgets[0].key) {
         return APR_EINVAL;
     }
-    st = shm->stripe[sl_table_stripe(
-        shm->key, budgets[0].key, budgets[0].key_len, (unsigned int) shm->n)];
+    st = sl_stripe_of(shm, budgets);
     rv = sl_table_prepare(p, st->table, budgets, n, &ops);
     if (rv != APR_SUCCESS) {
         return rv;
