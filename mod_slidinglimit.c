@@ -316,7 +316,8 @@ static apr_status_t sl_decide_store(request_rec *r, sl_req_t *q,
         }
         return APR_SUCCESS;
     }
-    if (sl_breaker_failure(breaker, start, apr_time_now())) {
+    if (rv != SL_REDIS_SLOT_DOWN &&
+        sl_breaker_failure(breaker, start, apr_time_now())) {
         ap_log_error(APLOG_MARK, APLOG_ERR, rv, r->server,
                      "mod_slidinglimit: store %s failed (%s); "
                      "applying the fail mode until it answers again",

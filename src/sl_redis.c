@@ -34,6 +34,41 @@ static struct timeval sl_tv(apr_interval_time_t t)
     return tv;
 }
 
+/* Child exit, the workers gone: every node and its idle connections. */
+static apr_status_t sl_redis_cleanup(void *data)
+{
+    sl_redis_t *rs = data;
+
+    sl_topo_clear(&rs->topo);
+    return APR_SUCCESS;
+}
+
+/* The table starts with the seeds (the one server of a store that is not
+ * a cluster); a cluster's first map replaces them with its masters. */
+static apr_status_t sl_redis_seeds(sl_redis_t *rs, apr_pool_t *p)
+{
+    const sl_store_url_t *url = rs->url;
+    int i;
+
+    rs->topo.node_new = sl_node_create;
+    rs->topo.node_free = sl_node_destroy;
+    rs->topo.ctx = rs;
+    apr_pool_cleanup_register(p, rs, sl_redis_cleanup, apr_pool_cleanup_null);
+    if (url->kind == SL_STORE_CLUSTER) {
+        rs->topo.slots = apr_pcalloc(p, 16384 * sizeof(*rs->topo.slots));
+    }
+    if (url->kind == SL_STORE_UNIX) {
+        return sl_topo_node(&rs->topo, NULL, 0, 0) ? APR_SUCCESS : APR_ENOMEM;
+    }
+    for (i = 0; i < url->nodes->nelts; i++) {
+        const sl_hostport_t *hp = &APR_ARRAY_IDX(url->nodes, i, sl_hostport_t);
+        if (!sl_topo_node(&rs->topo, hp->host, strlen(hp->host), hp->port)) {
+            return APR_ENOMEM;
+        }
+    }
+    return APR_SUCCESS;
+}
+
 apr_status_t sl_redis_create(apr_pool_t *p, const sl_store_url_t *url,
                              apr_interval_time_t connect_timeout,
                              apr_interval_time_t command_timeout,
@@ -62,7 +97,7 @@ apr_status_t sl_redis_create(apr_pool_t *p, const sl_store_url_t *url,
     if (rs->pipeline && sl_pipe_init(rs, p) != APR_SUCCESS) {
         rs->pipeline = 0;
     }
-    rv = sl_topology_init(rs);
+    rv = sl_redis_seeds(rs, p);
     if (rv != APR_SUCCESS) {
         return rv;
     }
@@ -154,43 +189,9 @@ const char *sl_resp_format(apr_pool_t *p, int argc, const char **argv,
     return buf;
 }
 
-/* What a round trip's outcome asks of the request: the decision, a
- * second trip (load the script, follow a redirection, or send again on a
- * fresh connection), or a failure. One reading for the pipelined and the
- * direct trip. */
-#define SL_REPLY_OK       0
-#define SL_REPLY_NOSCRIPT 1
-#define SL_REPLY_MOVED    2
-#define SL_REPLY_ASK      3
-#define SL_REPLY_RETRY    4
-#define SL_REPLY_FATAL    5
-
-static int sl_reply_classify(apr_status_t rv, int stale, const redisReply *r)
-{
-    const char *msg;
-
-    if (rv != APR_SUCCESS) {
-        return stale ? SL_REPLY_RETRY : SL_REPLY_FATAL;
-    }
-    if (r->type != REDIS_REPLY_ERROR) {
-        return SL_REPLY_OK;
-    }
-    msg = r->str ? r->str : "";
-    if (!strncmp(msg, "NOSCRIPT", 8)) {
-        return SL_REPLY_NOSCRIPT;
-    }
-    if (!strncmp(msg, "MOVED ", 6)) {
-        return SL_REPLY_MOVED;
-    }
-    if (!strncmp(msg, "ASK ", 4)) {
-        return SL_REPLY_ASK;
-    }
-    return SL_REPLY_FATAL;
-}
-
 #define SL_RESP_ASKING "*1\r\n$6\r\nASKING\r\n"
 
-/* One round trip on a connection of its own: ASKING and SCRIPT LOAD first
+/* One round trip on a connection of its own: SCRIPT LOAD and ASKING first
  * when asked, then the command, all written at once; the last reply is
  * the command's. */
 static apr_status_t sl_direct(sl_redis_t *rs, sl_node_t *node, apr_pool_t *p,
@@ -209,11 +210,12 @@ static apr_status_t sl_direct(sl_redis_t *rs, sl_node_t *node, apr_pool_t *p,
         return rv;
     }
     (*trips)++;
-    if (asking) {
-        rv = sl_conn_send(conn, SL_RESP_ASKING, sizeof(SL_RESP_ASKING) - 1);
-    }
-    if (rv == APR_SUCCESS && reload) {
+    /* ASKING holds for the next command only: the script's. */
+    if (reload) {
         rv = sl_conn_send(conn, rs->load, rs->load_len);
+    }
+    if (rv == APR_SUCCESS && asking) {
+        rv = sl_conn_send(conn, SL_RESP_ASKING, sizeof(SL_RESP_ASKING) - 1);
     }
     if (rv == APR_SUCCESS) {
         rv = sl_conn_send(conn, buf, len);
@@ -286,6 +288,175 @@ static const char *sl_decide_command(sl_redis_t *rs, apr_pool_t *p,
     return sl_resp_format(p, argc, argv, argvlen, len);
 }
 
+static void sl_unref(sl_redis_t *rs, sl_node_t *node)
+{
+    if (node) {
+        apr_thread_mutex_lock(rs->mutex);
+        sl_topo_unref(&rs->topo, node);
+        apr_thread_mutex_unlock(rs->mutex);
+    }
+}
+
+#define SL_RESP_CLUSTER_SLOTS "*2\r\n$7\r\nCLUSTER\r\n$5\r\nSLOTS\r\n"
+
+/* The map from one node's CLUSTER SLOTS: 1 when loaded. */
+static int sl_load_from(sl_redis_t *rs, sl_node_t *node)
+{
+    apr_time_t start = apr_time_now();
+    sl_conn_t *conn;
+    redisReply *r = NULL;
+    char errbuf[128];
+    const char *why = "";
+    apr_status_t rv = sl_conn_acquire(node, &conn);
+
+    if (rv == APR_SUCCESS) {
+        rv = sl_conn_send(conn, SL_RESP_CLUSTER_SLOTS,
+                          sizeof(SL_RESP_CLUSTER_SLOTS) - 1);
+        if (rv == APR_SUCCESS) {
+            rv = sl_conn_read(conn, &r, errbuf, sizeof(errbuf));
+        }
+        if (rv != APR_SUCCESS) {
+            if (sl_conn_discard(node, conn, rv)) {
+                return 0; /* a pooled connection the server closed */
+            }
+        }
+    }
+    if (rv != APR_SUCCESS) {
+        sl_breaker_failure(&node->health, start, apr_time_now());
+        return 0;
+    }
+    sl_breaker_success(&node->health, start, apr_time_now());
+    if (r->type == REDIS_REPLY_ERROR) {
+        sl_conn_destroy(conn);
+        why = "error";
+    }
+    else {
+        sl_conn_release(node, conn);
+        apr_thread_mutex_lock(rs->mutex);
+        why = sl_topo_load(&rs->topo, r, node);
+        apr_thread_mutex_unlock(rs->mutex);
+    }
+    freeReplyObject(r);
+    return !why;
+}
+
+/* Loads the cluster's slot map: asks the nodes of the table that are up
+ * (or due for a probe), then the seeds, in turn, until one answers or
+ * connect + command timeouts have passed. Run by the one thread that
+ * claimed it; the others route with the map they have meanwhile. */
+static void sl_refresh(sl_redis_t *rs, apr_pool_t *p)
+{
+    apr_time_t start = apr_time_now();
+    apr_array_header_t *ask = apr_array_make(p, 8, sizeof(sl_node_t *));
+    const sl_store_url_t *url = rs->url;
+    int loaded = 0, i, j;
+
+    apr_thread_mutex_lock(rs->mutex);
+    for (i = 0; i < rs->topo.nnodes; i++) {
+        sl_node_t *n = rs->topo.nodes[i];
+        if (n && sl_breaker_allow(&n->health, start)) {
+            sl_topo_ref(n);
+            APR_ARRAY_PUSH(ask, sl_node_t *) = n;
+        }
+    }
+    for (i = 0; i < url->nodes->nelts; i++) {
+        const sl_hostport_t *hp = &APR_ARRAY_IDX(url->nodes, i, sl_hostport_t);
+        sl_node_t *n =
+            sl_topo_node(&rs->topo, hp->host, strlen(hp->host), hp->port);
+        for (j = 0; n && j < ask->nelts; j++) {
+            if (APR_ARRAY_IDX(ask, j, sl_node_t *) == n) {
+                n = NULL;
+            }
+        }
+        if (n && sl_breaker_allow(&n->health, start)) {
+            sl_topo_ref(n);
+            APR_ARRAY_PUSH(ask, sl_node_t *) = n;
+        }
+    }
+    apr_thread_mutex_unlock(rs->mutex);
+
+    for (i = 0; i < ask->nelts && !loaded; i++) {
+        if (i > 0 && apr_time_now() - start >= rs->queue_timeout) {
+            break;
+        }
+        loaded = sl_load_from(rs, APR_ARRAY_IDX(ask, i, sl_node_t *));
+    }
+
+    apr_thread_mutex_lock(rs->mutex);
+    sl_topo_refresh_done(&rs->topo, apr_time_now(), loaded);
+    for (i = 0; i < ask->nelts; i++) {
+        sl_topo_unref(&rs->topo, APR_ARRAY_IDX(ask, i, sl_node_t *));
+    }
+    apr_thread_mutex_unlock(rs->mutex);
+}
+
+/* The node for slot, held for this request (sl_unref lets go). A cluster
+ * whose map is due (first use, an error, or the period) is loaded first
+ * by this thread if no other is loading it. stale: an error says the map
+ * is out of date. */
+static sl_node_t *sl_route(sl_redis_t *rs, apr_pool_t *p, unsigned int slot,
+                           int stale)
+{
+    sl_node_t *node;
+    int load;
+
+    apr_thread_mutex_lock(rs->mutex);
+    if (stale) {
+        rs->topo.stale = 1;
+    }
+    load = sl_topo_refresh_claim(&rs->topo, apr_time_now());
+    apr_thread_mutex_unlock(rs->mutex);
+    if (load) {
+        sl_refresh(rs, p);
+    }
+    apr_thread_mutex_lock(rs->mutex);
+    node = sl_topo_route(&rs->topo, slot);
+    if (node) {
+        sl_topo_ref(node);
+    }
+    apr_thread_mutex_unlock(rs->mutex);
+    return node;
+}
+
+/* Follows MOVED or ASK from asked (let go of) to the node it names (held). */
+static sl_node_t *sl_redirect(sl_redis_t *rs, const char *msg, sl_node_t *asked)
+{
+    sl_node_t *node;
+
+    apr_thread_mutex_lock(rs->mutex);
+    node = sl_topo_redirect(&rs->topo, msg, asked);
+    if (node) {
+        sl_topo_ref(node);
+    }
+    if (msg[0] == 'M') {
+        rs->topo.stale = 1;
+    }
+    sl_topo_unref(&rs->topo, asked);
+    apr_thread_mutex_unlock(rs->mutex);
+    return node;
+}
+
+/* A cluster's node did not answer: only its slots take the fail mode,
+ * unless no node of the cluster answers (then the store's breaker opens,
+ * as for a single server). */
+static apr_status_t sl_node_down(sl_redis_t *rs, apr_status_t rv,
+                                 const char **err)
+{
+    int up;
+
+    if (!rs->topo.slots) {
+        return rv;
+    }
+    apr_thread_mutex_lock(rs->mutex);
+    up = sl_topo_any_up(&rs->topo);
+    apr_thread_mutex_unlock(rs->mutex);
+    if (!up) {
+        *err = "no node of the cluster answers";
+        return rv;
+    }
+    return SL_REDIS_SLOT_DOWN;
+}
+
 apr_status_t sl_redis_decide(sl_redis_t *rs, apr_pool_t *p,
                              const sl_budget_t *budgets, int n,
                              const char *member, apr_size_t member_len,
@@ -294,20 +465,40 @@ apr_status_t sl_redis_decide(sl_redis_t *rs, apr_pool_t *p,
     apr_size_t len;
     const char *buf =
         sl_decide_command(rs, p, budgets, n, member, member_len, &len);
-    sl_node_t *node =
-        sl_node_for(rs, sl_key_slot(budgets[0].key, budgets[0].key_len));
-    int asking = 0, reload = 0, reloads = 0, retried = 0, attempt;
+    unsigned int slot = sl_key_slot(budgets[0].key, budgets[0].key_len);
+    int cluster = rs->topo.slots != NULL;
+    sl_node_t *node = sl_route(rs, p, slot, 0);
+    int asking = 0, reload = 0, reloads = 0, retried = 0, waits = 0, attempt;
+    apr_status_t rv = APR_EGENERAL;
 
     *trips = 0;
-    for (attempt = 0; attempt <= SL_MAX_REDIRECTS + 1; attempt++) {
+    for (attempt = 0; attempt < SL_MAX_TRIPS; attempt++) {
         redisReply *reply = NULL;
-        apr_status_t rv = APR_ENOTIMPL;
+        apr_time_t start = apr_time_now();
         int stale = 0, cls;
 
         if (!node) {
-            *err = "cluster redirection to an unusable node";
-            return APR_EGENERAL;
+            *err = cluster ? "no node of the cluster answers"
+                           : "cluster redirection to an unusable node";
+            rv = APR_EGENERAL;
+            break;
         }
+        if (cluster && !sl_breaker_allow(&node->health, start)) {
+            /* Down, and another request probes it: a map loaded since
+             * may name another master for the slot. */
+            sl_node_t *other = sl_route(rs, p, slot, 1);
+            if (other && other != node && !sl_breaker_is_open(&other->health)) {
+                sl_unref(rs, node);
+                node = other;
+                asking = 0;
+                continue;
+            }
+            sl_unref(rs, other);
+            *err = "the slot's master does not answer";
+            rv = sl_node_down(rs, APR_ECONNREFUSED, err);
+            break;
+        }
+        rv = APR_ENOTIMPL;
         /* The first trip shares a batch; a second one (reload, redirect,
          * retry on a fresh connection) goes the direct way. */
         if (attempt == 0 && rs->pipeline) {
@@ -318,46 +509,93 @@ apr_status_t sl_redis_decide(sl_redis_t *rs, apr_pool_t *p,
             rv = sl_direct(rs, node, p, buf, len, asking, reload, &reply,
                            &stale, err, trips);
         }
-        asking = reload = 0;
         cls = sl_reply_classify(rv, stale, reply);
         if (cls == SL_REPLY_NOSCRIPT && reloads++ >= 2) {
             cls = SL_REPLY_FATAL;
         }
-        switch (cls) {
-        case SL_REPLY_OK:
+        if (cluster && cls == SL_REPLY_FAILED) {
+            sl_breaker_failure(&node->health, start, apr_time_now());
+        }
+        else if (cluster && cls != SL_REPLY_RETRY) {
+            sl_breaker_success(&node->health, start, apr_time_now());
+        }
+        /* After ASK, the script's reload goes with ASKING again. */
+        asking = asking && cls == SL_REPLY_NOSCRIPT;
+        reload = 0;
+        if (cls == SL_REPLY_OK) {
             *err = sl_reply_decision(p, reply, n, d);
+            rv = *err ? APR_EGENERAL : APR_SUCCESS;
             freeReplyObject(reply);
-            return *err ? APR_EGENERAL : APR_SUCCESS;
-        case SL_REPLY_NOSCRIPT:
+            break;
+        }
+        if (cls == SL_REPLY_NOSCRIPT) {
             /* Redis restarted or SCRIPT FLUSH: load and run again in one
              * round trip. */
             reload = 1;
-            break;
-        case SL_REPLY_MOVED:
-        case SL_REPLY_ASK:
+        }
+        else if (cls == SL_REPLY_MOVED || cls == SL_REPLY_ASK) {
             asking = cls == SL_REPLY_ASK;
-            node = sl_node_redirect(rs, reply->str, !asking);
-            break;
-        case SL_REPLY_RETRY:
+            node = sl_redirect(rs, reply->str, node);
+        }
+        else if (cls == SL_REPLY_RETRY && !retried) {
             /* A stale pooled connection fails on first use: one retry on
              * a fresh one. */
-            if (retried) {
-                return rv;
-            }
             retried = 1;
-            break;
-        default:
-            if (!reply) {
-                return rv;
+        }
+        else if (cls == SL_REPLY_TRYAGAIN && cluster) {
+            /* A multi-key call while its slot migrates: the keys are
+             * split between the two nodes for a moment. */
+            apr_sleep(apr_time_from_msec(5 << waits++));
+        }
+        else if ((cls == SL_REPLY_REROUTE && cluster) ||
+                 (cls == SL_REPLY_FAILED && cluster)) {
+            /* Not run (READONLY from a demoted master, CLUSTERDOWN, a
+             * refused connection): the master of a map loaded now, if
+             * that is another node. After a timeout or a broken reply
+             * the script may have run: never sent again. */
+            sl_node_t *other = sl_route(rs, p, slot, 1);
+            int again = other && other != node &&
+                        (cls == SL_REPLY_REROUTE || rv == APR_ECONNREFUSED);
+            if (!again) {
+                sl_unref(rs, other);
+                if (cls == SL_REPLY_REROUTE) {
+                    *err = apr_pstrdup(p, reply->str ? reply->str : "");
+                    freeReplyObject(reply);
+                }
+                rv = cls == SL_REPLY_REROUTE
+                         ? SL_REDIS_SLOT_DOWN
+                         : sl_node_down(rs,
+                                        rv == APR_ECONNREFUSED ||
+                                                rv == APR_TIMEUP
+                                            ? rv
+                                            : APR_EGENERAL,
+                                        err);
+                break;
             }
-            *err = apr_pstrdup(p, reply->str ? reply->str : "");
-            freeReplyObject(reply);
-            return APR_EGENERAL;
+            sl_unref(rs, node);
+            node = other;
+            asking = 0;
+        }
+        else {
+            if (reply) {
+                *err = apr_pstrdup(p, reply->str ? reply->str : "");
+                freeReplyObject(reply);
+                rv = APR_EGENERAL;
+            }
+            else if (cls == SL_REPLY_RETRY) {
+                rv = rv == APR_TIMEUP ? APR_TIMEUP : APR_EGENERAL;
+            }
+            break;
         }
         if (reply) {
             freeReplyObject(reply);
         }
+        rv = APR_EGENERAL;
     }
-    *err = "too many redirections";
-    return APR_EGENERAL;
+    if (attempt == SL_MAX_TRIPS) {
+        *err = "too many redirections";
+        rv = APR_EGENERAL;
+    }
+    sl_unref(rs, node);
+    return rv;
 }

@@ -20,6 +20,12 @@ apr_status_t sl_redis_create(apr_pool_t *p, const sl_store_url_t *url,
  * threads of a child that call at the same time share round trips (one
  * write and one read for many EVALSHA); *trips is the number of round trips
  * this call made itself: 0 when another thread carried its command. */
+/* What sl_redis_decide returns when the master of the request's slot in a
+ * Redis Cluster does not answer while other nodes do: the request takes the
+ * fail mode, but the store's breaker must not open (the other slots are
+ * served). */
+#define SL_REDIS_SLOT_DOWN (APR_OS_START_USERERR + 1301)
+
 apr_status_t sl_redis_decide(sl_redis_t *rs, apr_pool_t *p,
                              const sl_budget_t *budgets, int n,
                              const char *member, apr_size_t member_len,
