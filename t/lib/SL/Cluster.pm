@@ -12,10 +12,11 @@ use warnings;
 
 use Exporter qw(import);
 use HTTP::Tiny;
+use IO::Socket::INET;
 use Time::HiRes qw(time sleep);
 use SL::Test qw(redis fresh_ip sl_key);
 
-our @EXPORT = qw(cluster_ports cluster_skip cnode masters owner_of
+our @EXPORT = qw(cluster_ports cluster_skip cnode cnode_asking masters owner_of
   identity_on replica_of kill_node start_node wait_cluster traffic
   node_ok seeds);
 
@@ -36,6 +37,24 @@ sub seeds { join ',', map {"127.0.0.1:$_"} @_ }
 
 # cnode($port, qw(CLUSTER INFO)): one node's reply; dies on error.
 sub cnode { my $port = shift; return redis({ port => $port }, @_) }
+
+# cnode_asking($port, qw(ZCARD key)): the command after ASKING, on one
+# connection (a slot being imported answers only so).
+sub cnode_asking {
+    my ($port, @args) = @_;
+    my $sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port,
+        Timeout => 5) or die "redis: cannot connect to $port: $!";
+    binmode $sock;
+    for my $cmd (['ASKING'], \@args) {
+        my $out = '*' . scalar(@$cmd) . "\r\n";
+        $out .= '$' . length($_) . "\r\n$_\r\n" for @$cmd;
+        print $sock $out;
+    }
+    SL::Test::_read_reply($sock);
+    my $reply = SL::Test::_read_reply($sock);
+    close $sock;
+    return $reply;
+}
 
 sub node_ok {
     my ($port) = @_;
