@@ -340,53 +340,62 @@ static int sl_load_from(sl_redis_t *rs, sl_node_t *node)
     return !why;
 }
 
-/* Loads the cluster's slot map: asks the nodes of the table that are up
- * (or due for a probe), then the seeds, in turn, until one answers or
- * connect + command timeouts have passed. Run by the one thread that
- * claimed it; the others route with the map they have meanwhile. */
-static void sl_refresh(sl_redis_t *rs, apr_pool_t *p)
+/* One pass of a load: the table's nodes, or the seeds (made when not in
+ * the table), each that is up or due for a probe, asked in turn until one
+ * answers or connect + command timeouts since start have passed. */
+static int sl_refresh_pass(sl_redis_t *rs, apr_pool_t *p, int seeds,
+                           apr_time_t start)
 {
-    apr_time_t start = apr_time_now();
-    apr_array_header_t *ask = apr_array_make(p, 8, sizeof(sl_node_t *));
     const sl_store_url_t *url = rs->url;
-    int loaded = 0, i, j;
+    sl_node_t **ask;
+    int n, loaded = 0, i;
 
     apr_thread_mutex_lock(rs->mutex);
-    for (i = 0; i < rs->topo.nnodes; i++) {
-        sl_node_t *n = rs->topo.nodes[i];
-        if (n && sl_breaker_allow(&n->health, start)) {
-            sl_topo_ref(n);
-            APR_ARRAY_PUSH(ask, sl_node_t *) = n;
+    n = seeds ? url->nodes->nelts : rs->topo.nnodes;
+    ask = apr_pcalloc(p, sizeof(*ask) * (n ? n : 1));
+    for (i = 0; i < n; i++) {
+        sl_node_t *node;
+        if (seeds) {
+            const sl_hostport_t *hp =
+                &APR_ARRAY_IDX(url->nodes, i, sl_hostport_t);
+            node =
+                sl_topo_node(&rs->topo, hp->host, strlen(hp->host), hp->port);
         }
-    }
-    for (i = 0; i < url->nodes->nelts; i++) {
-        const sl_hostport_t *hp = &APR_ARRAY_IDX(url->nodes, i, sl_hostport_t);
-        sl_node_t *n =
-            sl_topo_node(&rs->topo, hp->host, strlen(hp->host), hp->port);
-        for (j = 0; n && j < ask->nelts; j++) {
-            if (APR_ARRAY_IDX(ask, j, sl_node_t *) == n) {
-                n = NULL;
-            }
+        else {
+            node = rs->topo.nodes[i];
         }
-        if (n && sl_breaker_allow(&n->health, start)) {
-            sl_topo_ref(n);
-            APR_ARRAY_PUSH(ask, sl_node_t *) = n;
+        if (node && sl_breaker_allow(&node->health, start)) {
+            sl_topo_ref(node);
+            ask[i] = node;
         }
     }
     apr_thread_mutex_unlock(rs->mutex);
-
-    for (i = 0; i < ask->nelts && !loaded; i++) {
-        if (i > 0 && apr_time_now() - start >= rs->queue_timeout) {
-            break;
+    for (i = 0; i < n && !loaded; i++) {
+        if (ask[i] && apr_time_now() - start < rs->queue_timeout) {
+            loaded = sl_load_from(rs, ask[i]);
         }
-        loaded = sl_load_from(rs, APR_ARRAY_IDX(ask, i, sl_node_t *));
     }
+    apr_thread_mutex_lock(rs->mutex);
+    for (i = 0; i < n; i++) {
+        if (ask[i]) {
+            sl_topo_unref(&rs->topo, ask[i]);
+        }
+    }
+    apr_thread_mutex_unlock(rs->mutex);
+    return loaded;
+}
+
+/* Loads the cluster's slot map from the nodes it knows, else from the
+ * seeds. Run by the one thread that claimed it; the others route with the
+ * map they have meanwhile. */
+static void sl_refresh(sl_redis_t *rs, apr_pool_t *p)
+{
+    apr_time_t start = apr_time_now();
+    int loaded =
+        sl_refresh_pass(rs, p, 0, start) || sl_refresh_pass(rs, p, 1, start);
 
     apr_thread_mutex_lock(rs->mutex);
     sl_topo_refresh_done(&rs->topo, apr_time_now(), loaded);
-    for (i = 0; i < ask->nelts; i++) {
-        sl_topo_unref(&rs->topo, APR_ARRAY_IDX(ask, i, sl_node_t *));
-    }
     apr_thread_mutex_unlock(rs->mutex);
 }
 
@@ -398,18 +407,16 @@ static sl_node_t *sl_route(sl_redis_t *rs, apr_pool_t *p, unsigned int slot,
                            int stale)
 {
     sl_node_t *node;
-    int load;
 
     apr_thread_mutex_lock(rs->mutex);
     if (stale) {
         rs->topo.stale = 1;
     }
-    load = sl_topo_refresh_claim(&rs->topo, apr_time_now());
-    apr_thread_mutex_unlock(rs->mutex);
-    if (load) {
+    if (sl_topo_refresh_claim(&rs->topo, apr_time_now())) {
+        apr_thread_mutex_unlock(rs->mutex);
         sl_refresh(rs, p);
+        apr_thread_mutex_lock(rs->mutex);
     }
-    apr_thread_mutex_lock(rs->mutex);
     node = sl_topo_route(&rs->topo, slot);
     if (node) {
         sl_topo_ref(node);
@@ -457,145 +464,195 @@ static apr_status_t sl_node_down(sl_redis_t *rs, apr_status_t rv,
     return SL_REDIS_SLOT_DOWN;
 }
 
+/* One decision's way through the store: the node it asks, what its next
+ * trip sends before the script, and how often it reloaded, retried and
+ * waited. */
+typedef struct sl_way {
+    sl_redis_t *rs;
+    apr_pool_t *p;
+    unsigned int slot;
+    int cluster;
+    const char *buf; /* the script's call, in RESP */
+    apr_size_t len;
+    sl_node_t *node; /* held */
+    int asking, reload, reloads, retried, waits;
+} sl_way_t;
+
+/* The slot's master in a map loaded now (if due: the caller's error says
+ * the map is out of date); 1 when that is another node that is up, which
+ * the way asks from now on. */
+static int sl_way_reroute(sl_way_t *w)
+{
+    sl_node_t *other = sl_route(w->rs, w->p, w->slot, 1);
+
+    if (other && other != w->node && !sl_breaker_is_open(&other->health)) {
+        sl_unref(w->rs, w->node);
+        w->node = other;
+        w->asking = 0;
+        return 1;
+    }
+    sl_unref(w->rs, other);
+    return 0;
+}
+
+/* One trip to the way's node (the first shares a batch; a second one,
+ * after a reload, a redirection or a stale connection, goes the direct
+ * way) and what its outcome is (SL_REPLY_*), with *reply, or *rv and
+ * *err. A cluster node's health follows. */
+static int sl_way_trip(sl_way_t *w, int attempt, redisReply **reply,
+                       apr_status_t *rv, const char **err, int *trips)
+{
+    apr_time_t start = apr_time_now();
+    int stale = 0, cls;
+
+    *rv = APR_ENOTIMPL;
+    if (attempt == 0 && w->rs->pipeline) {
+        *rv = sl_pipe_exec(w->rs, w->node, w->p, w->buf, w->len, reply, &stale,
+                           err, trips);
+    }
+    if (*rv == APR_ENOTIMPL) {
+        *rv = sl_direct(w->rs, w->node, w->p, w->buf, w->len, w->asking,
+                        w->reload, reply, &stale, err, trips);
+    }
+    cls = sl_reply_classify(*rv, stale, *reply);
+    if (cls == SL_REPLY_NOSCRIPT && w->reloads++ >= 2) {
+        cls = SL_REPLY_FATAL;
+    }
+    if (w->cluster && cls == SL_REPLY_FAILED) {
+        sl_breaker_failure(&w->node->health, start, apr_time_now());
+    }
+    else if (w->cluster && cls != SL_REPLY_RETRY) {
+        sl_breaker_success(&w->node->health, start, apr_time_now());
+    }
+    /* Redis restarted or SCRIPT FLUSH: load and run again in one round
+     * trip, after ASK with ASKING again. */
+    w->asking = w->asking && cls == SL_REPLY_NOSCRIPT;
+    w->reload = cls == SL_REPLY_NOSCRIPT;
+    return cls;
+}
+
+/* What a trip's outcome other than the script's answer asks: 1 for
+ * another trip, 0 when *rv (and *err) is the decision's failure. */
+static int sl_way_next(sl_way_t *w, int cls, const redisReply *reply,
+                       apr_status_t *rv, const char **err)
+{
+    switch (cls) {
+    case SL_REPLY_NOSCRIPT:
+        return 1;
+    case SL_REPLY_MOVED:
+    case SL_REPLY_ASK:
+        w->asking = cls == SL_REPLY_ASK;
+        w->node = sl_redirect(w->rs, reply->str, w->node);
+        return 1;
+    case SL_REPLY_RETRY:
+        /* A stale pooled connection fails on first use: one retry on a
+         * fresh one. */
+        if (!w->retried) {
+            w->retried = 1;
+            return 1;
+        }
+        *rv = *rv == APR_TIMEUP ? APR_TIMEUP : APR_EGENERAL;
+        return 0;
+    case SL_REPLY_TRYAGAIN:
+        if (!w->cluster) {
+            break;
+        }
+        /* A multi-key call while its slot migrates: the keys are split
+         * between the two nodes for a moment. */
+        apr_thread_mutex_lock(w->rs->mutex);
+        w->rs->topo.stale = 1;
+        apr_thread_mutex_unlock(w->rs->mutex);
+        apr_sleep(apr_time_from_msec(5 << w->waits++));
+        return 1;
+    case SL_REPLY_REROUTE:
+        /* Not run (READONLY from a demoted master, CLUSTERDOWN): the
+         * master of a map loaded now, if that is another node. */
+        if (!w->cluster) {
+            break;
+        }
+        if (sl_way_reroute(w)) {
+            return 1;
+        }
+        *err = apr_pstrdup(w->p, reply->str ? reply->str : "");
+        *rv = SL_REDIS_SLOT_DOWN;
+        return 0;
+    case SL_REPLY_FAILED:
+        if (!w->cluster) {
+            return 0;
+        }
+        /* A refused connection ran nothing: another master if the map
+         * names one now. After a timeout or a broken reply the script may
+         * have run: never sent again. */
+        if (sl_way_reroute(w) && *rv == APR_ECONNREFUSED) {
+            return 1;
+        }
+        *rv = sl_node_down(
+            w->rs,
+            *rv == APR_ECONNREFUSED || *rv == APR_TIMEUP ? *rv : APR_EGENERAL,
+            err);
+        return 0;
+    }
+    if (reply) {
+        *err = apr_pstrdup(w->p, reply->str ? reply->str : "");
+        *rv = APR_EGENERAL;
+    }
+    return 0;
+}
+
 apr_status_t sl_redis_decide(sl_redis_t *rs, apr_pool_t *p,
                              const sl_budget_t *budgets, int n,
                              const char *member, apr_size_t member_len,
                              sl_decision_t *d, const char **err, int *trips)
 {
-    apr_size_t len;
-    const char *buf =
-        sl_decide_command(rs, p, budgets, n, member, member_len, &len);
-    unsigned int slot = sl_key_slot(budgets[0].key, budgets[0].key_len);
-    int cluster = rs->topo.slots != NULL;
-    sl_node_t *node = sl_route(rs, p, slot, 0);
-    int asking = 0, reload = 0, reloads = 0, retried = 0, waits = 0, attempt;
+    sl_way_t w = {.rs = rs,
+                  .p = p,
+                  .slot = sl_key_slot(budgets[0].key, budgets[0].key_len),
+                  .cluster = rs->topo.slots != NULL};
     apr_status_t rv = APR_EGENERAL;
+    int attempt;
 
+    w.buf = sl_decide_command(rs, p, budgets, n, member, member_len, &w.len);
+    w.node = sl_route(rs, p, w.slot, 0);
     *trips = 0;
     for (attempt = 0; attempt < SL_MAX_TRIPS; attempt++) {
         redisReply *reply = NULL;
-        apr_time_t start = apr_time_now();
-        int stale = 0, cls;
+        int cls, more;
 
-        if (!node) {
-            *err = cluster ? "no node of the cluster answers"
-                           : "cluster redirection to an unusable node";
+        if (!w.node) {
+            *err = w.cluster ? "no node of the cluster answers"
+                             : "cluster redirection to an unusable node";
             rv = APR_EGENERAL;
             break;
         }
-        if (cluster && !sl_breaker_allow(&node->health, start)) {
+        if (w.cluster && !sl_breaker_allow(&w.node->health, apr_time_now())) {
             /* Down, and another request probes it: a map loaded since
              * may name another master for the slot. */
-            sl_node_t *other = sl_route(rs, p, slot, 1);
-            if (other && other != node && !sl_breaker_is_open(&other->health)) {
-                sl_unref(rs, node);
-                node = other;
-                asking = 0;
+            if (sl_way_reroute(&w)) {
                 continue;
             }
-            sl_unref(rs, other);
             *err = "the slot's master does not answer";
             rv = sl_node_down(rs, APR_ECONNREFUSED, err);
             break;
         }
-        rv = APR_ENOTIMPL;
-        /* The first trip shares a batch; a second one (reload, redirect,
-         * retry on a fresh connection) goes the direct way. */
-        if (attempt == 0 && rs->pipeline) {
-            rv =
-                sl_pipe_exec(rs, node, p, buf, len, &reply, &stale, err, trips);
-        }
-        if (rv == APR_ENOTIMPL) {
-            rv = sl_direct(rs, node, p, buf, len, asking, reload, &reply,
-                           &stale, err, trips);
-        }
-        cls = sl_reply_classify(rv, stale, reply);
-        if (cls == SL_REPLY_NOSCRIPT && reloads++ >= 2) {
-            cls = SL_REPLY_FATAL;
-        }
-        if (cluster && cls == SL_REPLY_FAILED) {
-            sl_breaker_failure(&node->health, start, apr_time_now());
-        }
-        else if (cluster && cls != SL_REPLY_RETRY) {
-            sl_breaker_success(&node->health, start, apr_time_now());
-        }
-        /* After ASK, the script's reload goes with ASKING again. */
-        asking = asking && cls == SL_REPLY_NOSCRIPT;
-        reload = 0;
+        cls = sl_way_trip(&w, attempt, &reply, &rv, err, trips);
         if (cls == SL_REPLY_OK) {
             *err = sl_reply_decision(p, reply, n, d);
             rv = *err ? APR_EGENERAL : APR_SUCCESS;
             freeReplyObject(reply);
             break;
         }
-        if (cls == SL_REPLY_NOSCRIPT) {
-            /* Redis restarted or SCRIPT FLUSH: load and run again in one
-             * round trip. */
-            reload = 1;
-        }
-        else if (cls == SL_REPLY_MOVED || cls == SL_REPLY_ASK) {
-            asking = cls == SL_REPLY_ASK;
-            node = sl_redirect(rs, reply->str, node);
-        }
-        else if (cls == SL_REPLY_RETRY && !retried) {
-            /* A stale pooled connection fails on first use: one retry on
-             * a fresh one. */
-            retried = 1;
-        }
-        else if (cls == SL_REPLY_TRYAGAIN && cluster) {
-            /* A multi-key call while its slot migrates: the keys are
-             * split between the two nodes for a moment. */
-            apr_sleep(apr_time_from_msec(5 << waits++));
-        }
-        else if ((cls == SL_REPLY_REROUTE && cluster) ||
-                 (cls == SL_REPLY_FAILED && cluster)) {
-            /* Not run (READONLY from a demoted master, CLUSTERDOWN, a
-             * refused connection): the master of a map loaded now, if
-             * that is another node. After a timeout or a broken reply
-             * the script may have run: never sent again. */
-            sl_node_t *other = sl_route(rs, p, slot, 1);
-            int again = other && other != node &&
-                        (cls == SL_REPLY_REROUTE || rv == APR_ECONNREFUSED);
-            if (!again) {
-                sl_unref(rs, other);
-                if (cls == SL_REPLY_REROUTE) {
-                    *err = apr_pstrdup(p, reply->str ? reply->str : "");
-                    freeReplyObject(reply);
-                }
-                rv = cls == SL_REPLY_REROUTE
-                         ? SL_REDIS_SLOT_DOWN
-                         : sl_node_down(rs,
-                                        rv == APR_ECONNREFUSED ||
-                                                rv == APR_TIMEUP
-                                            ? rv
-                                            : APR_EGENERAL,
-                                        err);
-                break;
-            }
-            sl_unref(rs, node);
-            node = other;
-            asking = 0;
-        }
-        else {
-            if (reply) {
-                *err = apr_pstrdup(p, reply->str ? reply->str : "");
-                freeReplyObject(reply);
-                rv = APR_EGENERAL;
-            }
-            else if (cls == SL_REPLY_RETRY) {
-                rv = rv == APR_TIMEUP ? APR_TIMEUP : APR_EGENERAL;
-            }
-            break;
-        }
+        more = sl_way_next(&w, cls, reply, &rv, err);
         if (reply) {
             freeReplyObject(reply);
         }
-        rv = APR_EGENERAL;
+        if (!more) {
+            break;
+        }
     }
     if (attempt == SL_MAX_TRIPS) {
         *err = "too many redirections";
         rv = APR_EGENERAL;
     }
-    sl_unref(rs, node);
+    sl_unref(rs, w.node);
     return rv;
 }
