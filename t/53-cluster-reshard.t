@@ -58,7 +58,7 @@ for (1 .. 3000) {
 }
 my @ips = (@movers, @stay);
 my @warm = map { get('/cl-ha/', $_) } @ips;
-my $collect = traffic($h->url . '/cl-ha/', \@ips, workers => 4, seconds => 12);
+my $collect = traffic($h->url . '/cl-ha/', \@ips, workers => 4, seconds => 20);
 sleep 1.5;
 my $t0 = time;
 my $out = `timeout 60 redis-cli --cluster reshard 127.0.0.1:$src --cluster-from $id{$src} --cluster-to $id{$dst} --cluster-slots 500 --cluster-yes 2>&1`;
