@@ -64,6 +64,7 @@ cleanup() {
     for run in "$STAGE"/run/*/; do
         [ -d "$run" ] && stop_httpd "${run%/}"
     done
+    declare -F stop_cluster >/dev/null && stop_cluster
     if [ -n "$REDIS_PID" ]; then
         kill "$REDIS_PID" 2>/dev/null
         wait "$REDIS_PID" 2>/dev/null
@@ -91,6 +92,54 @@ for _ in $(seq 1 50); do
     sleep 0.1
 done
 rcli ping >/dev/null || { echo "bench: redis-server did not start"; exit 1; }
+
+# A three-master Redis Cluster (no replicas: the row measures the client's
+# routing, not replication) for the counter-cluster row, only when that
+# row runs. Its nodes daemonize; cleanup stops them by pid file.
+CLUSTER=
+CLUSTER_DIR=$STAGE/cluster
+start_cluster() {
+    local ports=() p n
+    while [ "${#ports[@]}" -lt 3 ]; do
+        p=$(free_port 6000 4000) || return 1
+        (exec 3<>"/dev/tcp/127.0.0.1/$((p + 10000))") 2>/dev/null && continue
+        [[ " ${ports[*]} " == *" $p "* ]] && continue
+        ports+=("$p")
+    done
+    for p in "${ports[@]}"; do
+        mkdir -p "$CLUSTER_DIR/$p"
+        redis-server --port "$p" --bind 127.0.0.1 --cluster-enabled yes \
+            --cluster-config-file nodes.conf --save '' --appendonly no \
+            --daemonize yes --dir "$CLUSTER_DIR/$p" \
+            --pidfile "$CLUSTER_DIR/$p/redis.pid" \
+            --logfile "$CLUSTER_DIR/$p/redis.log" || return 1
+    done
+    for p in "${ports[@]}"; do
+        for _ in $(seq 1 50); do
+            redis-cli -p "$p" ping >/dev/null 2>&1 && break
+            sleep 0.1
+        done
+    done
+    redis-cli --cluster create $(printf '127.0.0.1:%s ' "${ports[@]}") \
+        --cluster-replicas 0 --cluster-yes >"$CLUSTER_DIR/create.log" 2>&1 || return 1
+    for _ in $(seq 1 100); do
+        n=0
+        for p in "${ports[@]}"; do
+            redis-cli -p "$p" cluster info | grep -q '^cluster_state:ok' && n=$((n + 1))
+        done
+        [ "$n" -eq 3 ] && break
+        sleep 0.1
+    done
+    [ "$n" -eq 3 ] || return 1
+    CLUSTER=cluster://$(printf '127.0.0.1:%s,' "${ports[@]}")
+    CLUSTER=${CLUSTER%,}
+}
+stop_cluster() {
+    local f
+    for f in "$CLUSTER_DIR"/*/redis.pid; do
+        [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null
+    done
+}
 
 # libpcre.so.3 for Debian's mod_qos, which needs its symbols loaded first.
 PCRE3=$(dpkg -L libpcre3 2>/dev/null | grep -E '/libpcre\.so\.3$' | head -1)
@@ -426,6 +475,14 @@ run_case log-redis event $CONNS $POOL \
 run_case counter-redis event $CONNS $POOL \
     "SlidingLimit $HIGH 1m algorithm=counter, Redis" \
     "$(sl_conf "$REDIS" counter $HIGH 1m)"
+if [ -z "$ONLY" ] || [[ " $ONLY " == *" counter-cluster "* ]]; then
+    start_cluster || echo "bench: the cluster did not start"
+fi
+# The Redis columns of this row (EVALSHA/req, Redis CPU) are the single
+# Redis's: they read 0 here.
+[ -n "$CLUSTER" ] && run_case counter-cluster event $CONNS $POOL \
+    "SlidingLimit $HIGH 1m algorithm=counter, Redis Cluster of 3 masters" \
+    "$(sl_conf "$CLUSTER" counter $HIGH 1m)"
 run_case counter-redis-unix event $CONNS $POOL \
     "SlidingLimit $HIGH 1m algorithm=counter, Redis on a unix socket" \
     "$(sl_conf "$REDIS_UNIX" counter $HIGH 1m)"

@@ -1,7 +1,8 @@
-/* Connections to one Redis node: made once (connect and command timeouts,
- * AUTH, SELECT) so that the request path sends nothing but the script, kept
- * in a per-node idle stack, and dropped by generation when the server
- * closed them. The transport (hiredis' redisContext) is used here only. */
+/* Redis nodes and the connections to them: made once (connect and command
+ * timeouts, AUTH, SELECT) so that the request path sends nothing but the
+ * script, kept in a per-node idle stack, and dropped by generation when the
+ * server closed them. The transport (hiredis' redisContext) is used here only.
+ */
 #include "sl_redis_private.h"
 
 #include <apr_strings.h>
@@ -115,33 +116,48 @@ void sl_conn_destroy(sl_conn_t *conn)
     free(conn);
 }
 
-/* Child exit: the idle connections (the workers are gone by then). */
-static apr_status_t sl_node_cleanup(void *data)
+sl_node_t *sl_node_create(void *ctx, const char *host, apr_size_t hostlen,
+                          int port)
 {
-    sl_node_t *node = data;
+    sl_redis_t *rs = ctx;
+    sl_node_t *node = calloc(1, sizeof(*node));
 
+    if (!node) {
+        return NULL;
+    }
+    node->rs = rs;
+    node->port = port;
+    node->index = -1;
+    sl_breaker_init(&node->health);
+    if (apr_pool_create_unmanaged_ex(&node->pool, NULL, NULL) != APR_SUCCESS) {
+        free(node);
+        return NULL;
+    }
+    node->host = host ? apr_pstrmemdup(node->pool, host, hostlen) : NULL;
+    node->idle =
+        apr_pcalloc(node->pool, sizeof(*node->idle) * rs->max_connections);
+    if (apr_thread_mutex_create(&node->lock, APR_THREAD_MUTEX_DEFAULT,
+                                node->pool) != APR_SUCCESS ||
+        (rs->pipeline &&
+         apr_thread_mutex_create(&node->qlock, APR_THREAD_MUTEX_DEFAULT,
+                                 node->pool) != APR_SUCCESS)) {
+        apr_pool_destroy(node->pool);
+        free(node);
+        return NULL;
+    }
+    return node;
+}
+
+/* When no request uses the node any more (or at child exit, when the
+ * workers are gone): its idle connections, then the node. */
+void sl_node_destroy(sl_node_t *node)
+{
     while (node->nidle > 0) {
         sl_conn_destroy(node->idle[--node->nidle]);
         node->idle[node->nidle] = NULL;
     }
-    return APR_SUCCESS;
-}
-
-apr_status_t sl_node_pool_init(sl_node_t *node, apr_pool_t *p)
-{
-    apr_status_t rv;
-
-    node->idle =
-        apr_pcalloc(p, sizeof(*node->idle) * node->rs->max_connections);
-    rv = apr_thread_mutex_create(&node->lock, APR_THREAD_MUTEX_DEFAULT, p);
-    if (rv == APR_SUCCESS && node->rs->pipeline) {
-        rv = apr_thread_mutex_create(&node->qlock, APR_THREAD_MUTEX_DEFAULT, p);
-    }
-    if (rv == APR_SUCCESS) {
-        apr_pool_cleanup_register(p, node, sl_node_cleanup,
-                                  apr_pool_cleanup_null);
-    }
-    return rv;
+    apr_pool_destroy(node->pool);
+    free(node);
 }
 
 /* The most recently used idle connection of the node's current

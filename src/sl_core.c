@@ -645,6 +645,26 @@ static const char *sl_parse_hostport(apr_pool_t *p, const char *s,
     return NULL;
 }
 
+/* "[user:]password@" from rest up to at (NULL: none): the text after it. */
+static const char *sl_parse_userinfo(apr_pool_t *p, const char *rest,
+                                     const char *at, sl_store_url_t *out)
+{
+    const char *colon;
+
+    if (!at) {
+        return rest;
+    }
+    colon = memchr(rest, ':', at - rest);
+    if (colon) {
+        out->user = colon > rest ? apr_pstrmemdup(p, rest, colon - rest) : NULL;
+        out->password = apr_pstrmemdup(p, colon + 1, at - colon - 1);
+    }
+    else {
+        out->password = apr_pstrmemdup(p, rest, at - rest);
+    }
+    return at + 1;
+}
+
 static const char *sl_parse_store_url_only(apr_pool_t *p, const char *url,
                                            sl_store_url_t *out)
 {
@@ -659,13 +679,19 @@ static const char *sl_parse_store_url_only(apr_pool_t *p, const char *url,
         return NULL;
     }
     if (!strncasecmp(url, "unix:", 5)) {
-        const char *q = strchr(url + 5, '?');
+        const char *rest = url + 5, *q;
         out->kind = SL_STORE_UNIX;
-        out->path = q ? apr_pstrmemdup(p, url + 5, q - url - 5)
-                      : apr_pstrdup(p, url + 5);
-        if (!strncmp(out->path, "//", 2)) {
-            out->path += 2;
+        if (!strncmp(rest, "//", 2)) {
+            rest += 2;
         }
+        /* unix://[user:]password@/path: the path is absolute. */
+        if (*rest != '/') {
+            const char *at = strstr(rest, "@/");
+            rest = sl_parse_userinfo(p, rest, at, out);
+        }
+        q = strchr(rest, '?');
+        out->path =
+            q ? apr_pstrmemdup(p, rest, q - rest) : apr_pstrdup(p, rest);
         if (*out->path != '/') {
             return apr_psprintf(p, "'%s': a unix socket path must be absolute",
                                 url);
@@ -679,29 +705,18 @@ static const char *sl_parse_store_url_only(apr_pool_t *p, const char *url,
             }
         }
         out->db = (int) db;
-        out->display = apr_pstrcat(p, "unix:", out->path, NULL);
+        out->display = apr_pstrcat(p, "unix:", out->password ? "//***@" : "",
+                                   out->path, NULL);
         return NULL;
     }
     if (!strncasecmp(url, "redis://", 8)) {
-        const char *rest = url + 8, *at, *slash;
+        const char *rest = url + 8, *slash;
         char *hostpart;
         sl_hostport_t *hp = apr_array_push(out->nodes);
 
         out->kind = SL_STORE_TCP;
         /* The credentials end at the last '@', so a password may hold '@'. */
-        at = strrchr(rest, '@');
-        if (at) {
-            const char *colon = memchr(rest, ':', at - rest);
-            if (colon) {
-                out->user =
-                    colon > rest ? apr_pstrmemdup(p, rest, colon - rest) : NULL;
-                out->password = apr_pstrmemdup(p, colon + 1, at - colon - 1);
-            }
-            else {
-                out->password = apr_pstrmemdup(p, rest, at - rest);
-            }
-            rest = at + 1;
-        }
+        rest = sl_parse_userinfo(p, rest, strrchr(rest, '@'), out);
         slash = strchr(rest, '/');
         hostpart = slash ? apr_pstrmemdup(p, rest, slash - rest)
                          : apr_pstrdup(p, rest);
@@ -719,7 +734,9 @@ static const char *sl_parse_store_url_only(apr_pool_t *p, const char *url,
         return NULL;
     }
     if (!strncasecmp(url, "cluster://", 10)) {
-        char *list = apr_pstrdup(p, url + 10), *tok, *state;
+        const char *seeds =
+            sl_parse_userinfo(p, url + 10, strrchr(url + 10, '@'), out);
+        char *list = apr_pstrdup(p, seeds), *tok, *state;
         out->kind = SL_STORE_CLUSTER;
         for (tok = apr_strtok(list, ",", &state); tok;
              tok = apr_strtok(NULL, ",", &state)) {
@@ -731,7 +748,8 @@ static const char *sl_parse_store_url_only(apr_pool_t *p, const char *url,
         if (!out->nodes->nelts) {
             return apr_psprintf(p, "'%s': no seed node", url);
         }
-        out->display = apr_pstrcat(p, "cluster://", url + 10, NULL);
+        out->display = apr_pstrcat(p, "cluster://", out->password ? "***@" : "",
+                                   seeds, NULL);
         return NULL;
     }
     return apr_psprintf(p,

@@ -34,6 +34,41 @@ static struct timeval sl_tv(apr_interval_time_t t)
     return tv;
 }
 
+/* Child exit, the workers gone: every node and its idle connections. */
+static apr_status_t sl_redis_cleanup(void *data)
+{
+    sl_redis_t *rs = data;
+
+    sl_topo_clear(&rs->topo);
+    return APR_SUCCESS;
+}
+
+/* The table starts with the seeds (the one server of a store that is not
+ * a cluster); a cluster's first map replaces them with its masters. */
+static apr_status_t sl_redis_seeds(sl_redis_t *rs, apr_pool_t *p)
+{
+    const sl_store_url_t *url = rs->url;
+    int i;
+
+    rs->topo.node_new = sl_node_create;
+    rs->topo.node_free = sl_node_destroy;
+    rs->topo.ctx = rs;
+    apr_pool_cleanup_register(p, rs, sl_redis_cleanup, apr_pool_cleanup_null);
+    if (url->kind == SL_STORE_CLUSTER) {
+        rs->topo.slots = apr_pcalloc(p, 16384 * sizeof(*rs->topo.slots));
+    }
+    if (url->kind == SL_STORE_UNIX) {
+        return sl_topo_node(&rs->topo, NULL, 0, 0) ? APR_SUCCESS : APR_ENOMEM;
+    }
+    for (i = 0; i < url->nodes->nelts; i++) {
+        const sl_hostport_t *hp = &APR_ARRAY_IDX(url->nodes, i, sl_hostport_t);
+        if (!sl_topo_node(&rs->topo, hp->host, strlen(hp->host), hp->port)) {
+            return APR_ENOMEM;
+        }
+    }
+    return APR_SUCCESS;
+}
+
 apr_status_t sl_redis_create(apr_pool_t *p, const sl_store_url_t *url,
                              apr_interval_time_t connect_timeout,
                              apr_interval_time_t command_timeout,
@@ -62,7 +97,7 @@ apr_status_t sl_redis_create(apr_pool_t *p, const sl_store_url_t *url,
     if (rs->pipeline && sl_pipe_init(rs, p) != APR_SUCCESS) {
         rs->pipeline = 0;
     }
-    rv = sl_topology_init(rs);
+    rv = sl_redis_seeds(rs, p);
     if (rv != APR_SUCCESS) {
         return rv;
     }
@@ -154,43 +189,9 @@ const char *sl_resp_format(apr_pool_t *p, int argc, const char **argv,
     return buf;
 }
 
-/* What a round trip's outcome asks of the request: the decision, a
- * second trip (load the script, follow a redirection, or send again on a
- * fresh connection), or a failure. One reading for the pipelined and the
- * direct trip. */
-#define SL_REPLY_OK       0
-#define SL_REPLY_NOSCRIPT 1
-#define SL_REPLY_MOVED    2
-#define SL_REPLY_ASK      3
-#define SL_REPLY_RETRY    4
-#define SL_REPLY_FATAL    5
-
-static int sl_reply_classify(apr_status_t rv, int stale, const redisReply *r)
-{
-    const char *msg;
-
-    if (rv != APR_SUCCESS) {
-        return stale ? SL_REPLY_RETRY : SL_REPLY_FATAL;
-    }
-    if (r->type != REDIS_REPLY_ERROR) {
-        return SL_REPLY_OK;
-    }
-    msg = r->str ? r->str : "";
-    if (!strncmp(msg, "NOSCRIPT", 8)) {
-        return SL_REPLY_NOSCRIPT;
-    }
-    if (!strncmp(msg, "MOVED ", 6)) {
-        return SL_REPLY_MOVED;
-    }
-    if (!strncmp(msg, "ASK ", 4)) {
-        return SL_REPLY_ASK;
-    }
-    return SL_REPLY_FATAL;
-}
-
 #define SL_RESP_ASKING "*1\r\n$6\r\nASKING\r\n"
 
-/* One round trip on a connection of its own: ASKING and SCRIPT LOAD first
+/* One round trip on a connection of its own: SCRIPT LOAD and ASKING first
  * when asked, then the command, all written at once; the last reply is
  * the command's. */
 static apr_status_t sl_direct(sl_redis_t *rs, sl_node_t *node, apr_pool_t *p,
@@ -209,11 +210,12 @@ static apr_status_t sl_direct(sl_redis_t *rs, sl_node_t *node, apr_pool_t *p,
         return rv;
     }
     (*trips)++;
-    if (asking) {
-        rv = sl_conn_send(conn, SL_RESP_ASKING, sizeof(SL_RESP_ASKING) - 1);
-    }
-    if (rv == APR_SUCCESS && reload) {
+    /* ASKING holds for the next command only: the script's. */
+    if (reload) {
         rv = sl_conn_send(conn, rs->load, rs->load_len);
+    }
+    if (rv == APR_SUCCESS && asking) {
+        rv = sl_conn_send(conn, SL_RESP_ASKING, sizeof(SL_RESP_ASKING) - 1);
     }
     if (rv == APR_SUCCESS) {
         rv = sl_conn_send(conn, buf, len);
@@ -268,8 +270,23 @@ static int sl_script_head(apr_pool_t *p, const char **argv, size_t *argvlen,
     return 4 + n;
 }
 
-/* The script's arguments, binary-safe: no key or value can be read as a
- * command. */
+/* The lengths of the text arguments (all but the keys and the member),
+ * then the call in RESP. */
+static const char *sl_script_call(apr_pool_t *p, int argc, const char **argv,
+                                  size_t *argvlen, int n, apr_size_t *len)
+{
+    int i;
+
+    for (i = 0; i < argc; i++) {
+        if (i < 3 || i > 3 + n) {
+            argvlen[i] = strlen(argv[i]);
+        }
+    }
+    return sl_resp_format(p, argc, argv, argvlen, len);
+}
+
+/* lua/sl_check.lua's arguments: per budget its algorithm, requests,
+ * window, burst, cost and block. */
 static const char *sl_decide_command(sl_redis_t *rs, apr_pool_t *p,
                                      const sl_budget_t *budgets, int n,
                                      const char *member, apr_size_t member_len,
@@ -285,7 +302,7 @@ static const char *sl_decide_command(sl_redis_t *rs, apr_pool_t *p,
         char code[2] = {sl_algorithm_code(budgets[i].algorithm), '\0'};
         argv[k++] = apr_pstrdup(p, code);
         /* apr_off_t_toa, not apr_psprintf: a fifth of the request path's
-         * instructions went to formatting these three numbers. */
+         * instructions went to formatting these numbers. */
         argv[k++] = apr_off_t_toa(p, (apr_off_t) budgets[i].requests);
         argv[k++] = apr_off_t_toa(p, (apr_off_t) budgets[i].window);
         argv[k++] = apr_off_t_toa(p, (apr_off_t) (budgets[i].burst
@@ -298,30 +315,22 @@ static const char *sl_decide_command(sl_redis_t *rs, apr_pool_t *p,
                         ? apr_off_t_toa(p, (apr_off_t) budgets[i].block)
                         : "0";
     }
-    for (i = 0; i < argc; i++) {
-        if (i < 3 || i > 3 + n) {
-            argvlen[i] = strlen(argv[i]);
-        }
-    }
-    return sl_resp_format(p, argc, argv, argvlen, len);
+    return sl_script_call(p, argc, argv, argvlen, n, len);
 }
 
-apr_status_t sl_redis_refund(sl_redis_t *rs, apr_pool_t *p,
-                             const sl_budget_t *budgets, int n,
-                             const char *member, apr_size_t member_len,
-                             apr_time_t at, const char **err)
+/* lua/sl_refund.lua's arguments: the admission's store time, then per
+ * budget its algorithm, requests, window and cost. EVAL, not EVALSHA: a
+ * give-back is rarer than a decision, and Redis keeps the compiled script
+ * by its hash either way. */
+static const char *sl_refund_command(apr_pool_t *p, const sl_budget_t *budgets,
+                                     int n, const char *member,
+                                     apr_size_t member_len, apr_time_t at,
+                                     apr_size_t *len)
 {
-    int argc = 5 + n + 4 * n, i, k, attempt, trips = 0;
+    int argc = 5 + n + 4 * n, i, k;
     const char **argv = apr_palloc(p, sizeof(*argv) * argc);
     size_t *argvlen = apr_palloc(p, sizeof(*argvlen) * argc);
-    sl_node_t *node =
-        sl_node_for(rs, sl_key_slot(budgets[0].key, budgets[0].key_len));
-    apr_size_t len;
-    const char *buf;
-    int asking = 0;
 
-    /* EVAL, not EVALSHA: a give-back is rarer than a decision, and Redis
-     * keeps the compiled script by its hash either way. */
     k = sl_script_head(p, argv, argvlen, "EVAL", sl_script_refund, budgets, n,
                        member, member_len);
     argv[k++] = apr_off_t_toa(p, (apr_off_t) at);
@@ -333,46 +342,371 @@ apr_status_t sl_redis_refund(sl_redis_t *rs, apr_pool_t *p,
         argv[k++] = apr_off_t_toa(
             p, (apr_off_t) (budgets[i].cost > 1 ? budgets[i].cost : 1));
     }
-    for (i = 0; i < argc; i++) {
-        if (i < 3 || i > 3 + n) {
-            argvlen[i] = strlen(argv[i]);
-        }
-    }
-    buf = sl_resp_format(p, argc, argv, argvlen, &len);
-    for (attempt = 0; attempt <= SL_MAX_REDIRECTS + 1; attempt++) {
-        redisReply *reply = NULL;
-        int stale = 0, cls;
-        apr_status_t rv;
+    return sl_script_call(p, argc, argv, argvlen, n, len);
+}
 
-        if (!node) {
-            *err = "cluster redirection to an unusable node";
-            return APR_EGENERAL;
+static void sl_unref(sl_redis_t *rs, sl_node_t *node)
+{
+    if (node) {
+        apr_thread_mutex_lock(rs->mutex);
+        sl_topo_unref(&rs->topo, node);
+        apr_thread_mutex_unlock(rs->mutex);
+    }
+}
+
+#define SL_RESP_CLUSTER_SLOTS "*2\r\n$7\r\nCLUSTER\r\n$5\r\nSLOTS\r\n"
+
+/* The map from one node's CLUSTER SLOTS: 1 when loaded. */
+static int sl_load_from(sl_redis_t *rs, sl_node_t *node)
+{
+    apr_time_t start = apr_time_now();
+    sl_conn_t *conn;
+    redisReply *r = NULL;
+    char errbuf[128];
+    const char *why = "";
+    apr_status_t rv = sl_conn_acquire(node, &conn);
+
+    if (rv == APR_SUCCESS) {
+        rv = sl_conn_send(conn, SL_RESP_CLUSTER_SLOTS,
+                          sizeof(SL_RESP_CLUSTER_SLOTS) - 1);
+        if (rv == APR_SUCCESS) {
+            rv = sl_conn_read(conn, &r, errbuf, sizeof(errbuf));
         }
-        rv = sl_direct(rs, node, p, buf, len, asking, 0, &reply, &stale, err,
-                       &trips);
-        asking = 0;
-        cls = sl_reply_classify(rv, stale, reply);
-        if (cls == SL_REPLY_OK) {
-            freeReplyObject(reply);
-            return APR_SUCCESS;
-        }
-        if (cls == SL_REPLY_MOVED || cls == SL_REPLY_ASK) {
-            asking = cls == SL_REPLY_ASK;
-            node = sl_node_redirect(rs, reply->str, !asking);
-        }
-        else if (cls != SL_REPLY_RETRY) {
-            if (reply) {
-                *err = apr_pstrdup(p, reply->str ? reply->str : "");
-                freeReplyObject(reply);
+        if (rv != APR_SUCCESS) {
+            if (sl_conn_discard(node, conn, rv)) {
+                return 0; /* a pooled connection the server closed */
             }
-            return APR_EGENERAL;
-        }
-        if (reply) {
-            freeReplyObject(reply);
         }
     }
-    *err = "too many redirections";
-    return APR_EGENERAL;
+    if (rv != APR_SUCCESS) {
+        sl_breaker_failure(&node->health, start, apr_time_now());
+        return 0;
+    }
+    sl_breaker_success(&node->health, start, apr_time_now());
+    if (r->type == REDIS_REPLY_ERROR) {
+        sl_conn_destroy(conn);
+        why = "error";
+    }
+    else {
+        sl_conn_release(node, conn);
+        apr_thread_mutex_lock(rs->mutex);
+        why = sl_topo_load(&rs->topo, r, node);
+        apr_thread_mutex_unlock(rs->mutex);
+    }
+    freeReplyObject(r);
+    return !why;
+}
+
+/* One pass of a load: the table's nodes, or the seeds (made when not in
+ * the table), each that is up or due for a probe, asked in turn until one
+ * answers or connect + command timeouts since start have passed. */
+static int sl_refresh_pass(sl_redis_t *rs, apr_pool_t *p, int seeds,
+                           apr_time_t start)
+{
+    const sl_store_url_t *url = rs->url;
+    sl_node_t **ask;
+    int n, loaded = 0, i;
+
+    apr_thread_mutex_lock(rs->mutex);
+    n = seeds ? url->nodes->nelts : rs->topo.nnodes;
+    ask = apr_pcalloc(p, sizeof(*ask) * (n ? n : 1));
+    for (i = 0; i < n; i++) {
+        sl_node_t *node;
+        if (seeds) {
+            const sl_hostport_t *hp =
+                &APR_ARRAY_IDX(url->nodes, i, sl_hostport_t);
+            node =
+                sl_topo_node(&rs->topo, hp->host, strlen(hp->host), hp->port);
+        }
+        else {
+            node = rs->topo.nodes[i];
+        }
+        if (node && sl_breaker_allow(&node->health, start)) {
+            sl_topo_ref(node);
+            ask[i] = node;
+        }
+    }
+    apr_thread_mutex_unlock(rs->mutex);
+    for (i = 0; i < n && !loaded; i++) {
+        if (ask[i] && apr_time_now() - start < rs->queue_timeout) {
+            loaded = sl_load_from(rs, ask[i]);
+        }
+    }
+    apr_thread_mutex_lock(rs->mutex);
+    for (i = 0; i < n; i++) {
+        if (ask[i]) {
+            sl_topo_unref(&rs->topo, ask[i]);
+        }
+    }
+    apr_thread_mutex_unlock(rs->mutex);
+    return loaded;
+}
+
+/* Loads the cluster's slot map from the nodes it knows, else from the
+ * seeds. Run by the one thread that claimed it; the others route with the
+ * map they have meanwhile. */
+static void sl_refresh(sl_redis_t *rs, apr_pool_t *p)
+{
+    apr_time_t start = apr_time_now();
+    int loaded =
+        sl_refresh_pass(rs, p, 0, start) || sl_refresh_pass(rs, p, 1, start);
+
+    apr_thread_mutex_lock(rs->mutex);
+    sl_topo_refresh_done(&rs->topo, apr_time_now(), loaded);
+    apr_thread_mutex_unlock(rs->mutex);
+}
+
+/* The node for slot, held for this request (sl_unref lets go). A cluster
+ * whose map is due (first use, an error, or the period) is loaded first
+ * by this thread if no other is loading it. stale: an error says the map
+ * is out of date. */
+static sl_node_t *sl_route(sl_redis_t *rs, apr_pool_t *p, unsigned int slot,
+                           int stale)
+{
+    sl_node_t *node;
+
+    apr_thread_mutex_lock(rs->mutex);
+    if (stale) {
+        rs->topo.stale = 1;
+    }
+    if (sl_topo_refresh_claim(&rs->topo, apr_time_now())) {
+        apr_thread_mutex_unlock(rs->mutex);
+        sl_refresh(rs, p);
+        apr_thread_mutex_lock(rs->mutex);
+    }
+    node = sl_topo_route(&rs->topo, slot);
+    if (node) {
+        sl_topo_ref(node);
+    }
+    apr_thread_mutex_unlock(rs->mutex);
+    return node;
+}
+
+/* Follows MOVED or ASK from asked (let go of) to the node it names (held). */
+static sl_node_t *sl_redirect(sl_redis_t *rs, const char *msg, sl_node_t *asked)
+{
+    sl_node_t *node;
+
+    apr_thread_mutex_lock(rs->mutex);
+    node = sl_topo_redirect(&rs->topo, msg, asked);
+    if (node) {
+        sl_topo_ref(node);
+    }
+    if (msg[0] == 'M') {
+        rs->topo.stale = 1;
+    }
+    sl_topo_unref(&rs->topo, asked);
+    apr_thread_mutex_unlock(rs->mutex);
+    return node;
+}
+
+/* A cluster's node did not answer: only its slots take the fail mode,
+ * unless no node of the cluster answers (then the store's breaker opens,
+ * as for a single server). */
+static apr_status_t sl_node_down(sl_redis_t *rs, apr_status_t rv,
+                                 const char **err)
+{
+    int up;
+
+    if (!rs->topo.slots) {
+        return rv;
+    }
+    apr_thread_mutex_lock(rs->mutex);
+    up = sl_topo_any_up(&rs->topo);
+    apr_thread_mutex_unlock(rs->mutex);
+    if (!up) {
+        *err = "no node of the cluster answers";
+        return rv;
+    }
+    return SL_REDIS_SLOT_DOWN;
+}
+
+/* One decision's way through the store: the node it asks, what its next
+ * trip sends before the script, and how often it reloaded, retried and
+ * waited. */
+typedef struct sl_way {
+    sl_redis_t *rs;
+    apr_pool_t *p;
+    unsigned int slot;
+    int cluster;
+    const char *buf; /* the script's call, in RESP */
+    apr_size_t len;
+    sl_node_t *node; /* held */
+    int asking, reload, reloads, retried, waits;
+} sl_way_t;
+
+/* The slot's master in a map loaded now (if due: the caller's error says
+ * the map is out of date); 1 when that is another node that is up, which
+ * the way asks from now on. */
+static int sl_way_reroute(sl_way_t *w)
+{
+    sl_node_t *other = sl_route(w->rs, w->p, w->slot, 1);
+
+    if (other && other != w->node && !sl_breaker_is_open(&other->health)) {
+        sl_unref(w->rs, w->node);
+        w->node = other;
+        w->asking = 0;
+        return 1;
+    }
+    sl_unref(w->rs, other);
+    return 0;
+}
+
+/* One trip to the way's node (the first shares a batch; a second one,
+ * after a reload, a redirection or a stale connection, goes the direct
+ * way) and what its outcome is (SL_REPLY_*), with *reply, or *rv and
+ * *err. A cluster node's health follows. */
+static int sl_way_trip(sl_way_t *w, int attempt, redisReply **reply,
+                       apr_status_t *rv, const char **err, int *trips)
+{
+    apr_time_t start = apr_time_now();
+    int stale = 0, cls;
+
+    *rv = APR_ENOTIMPL;
+    if (attempt == 0 && w->rs->pipeline) {
+        *rv = sl_pipe_exec(w->rs, w->node, w->p, w->buf, w->len, reply, &stale,
+                           err, trips);
+    }
+    if (*rv == APR_ENOTIMPL) {
+        *rv = sl_direct(w->rs, w->node, w->p, w->buf, w->len, w->asking,
+                        w->reload, reply, &stale, err, trips);
+    }
+    cls = sl_reply_classify(*rv, stale, *reply);
+    if (cls == SL_REPLY_NOSCRIPT && w->reloads++ >= 2) {
+        cls = SL_REPLY_FATAL;
+    }
+    if (w->cluster && cls == SL_REPLY_FAILED) {
+        sl_breaker_failure(&w->node->health, start, apr_time_now());
+    }
+    else if (w->cluster && cls != SL_REPLY_RETRY) {
+        sl_breaker_success(&w->node->health, start, apr_time_now());
+    }
+    /* Redis restarted or SCRIPT FLUSH: load and run again in one round
+     * trip, after ASK with ASKING again. */
+    w->asking = w->asking && cls == SL_REPLY_NOSCRIPT;
+    w->reload = cls == SL_REPLY_NOSCRIPT;
+    return cls;
+}
+
+/* What a trip's outcome other than the script's answer asks: 1 for
+ * another trip, 0 when *rv (and *err) is the decision's failure. */
+static int sl_way_next(sl_way_t *w, int cls, const redisReply *reply,
+                       apr_status_t *rv, const char **err)
+{
+    switch (cls) {
+    case SL_REPLY_NOSCRIPT:
+        return 1;
+    case SL_REPLY_MOVED:
+    case SL_REPLY_ASK:
+        w->asking = cls == SL_REPLY_ASK;
+        w->node = sl_redirect(w->rs, reply->str, w->node);
+        return 1;
+    case SL_REPLY_RETRY:
+        /* A stale pooled connection fails on first use: one retry on a
+         * fresh one. */
+        if (!w->retried) {
+            w->retried = 1;
+            return 1;
+        }
+        *rv = *rv == APR_TIMEUP ? APR_TIMEUP : APR_EGENERAL;
+        return 0;
+    case SL_REPLY_TRYAGAIN:
+        if (!w->cluster) {
+            break;
+        }
+        /* A multi-key call while its slot migrates: the keys are split
+         * between the two nodes for a moment. */
+        apr_thread_mutex_lock(w->rs->mutex);
+        w->rs->topo.stale = 1;
+        apr_thread_mutex_unlock(w->rs->mutex);
+        apr_sleep(apr_time_from_msec(5 << w->waits++));
+        return 1;
+    case SL_REPLY_REROUTE:
+        /* Not run (READONLY from a demoted master, CLUSTERDOWN): the
+         * master of a map loaded now, if that is another node. */
+        if (!w->cluster) {
+            break;
+        }
+        if (sl_way_reroute(w)) {
+            return 1;
+        }
+        *err = apr_pstrdup(w->p, reply->str ? reply->str : "");
+        *rv = SL_REDIS_SLOT_DOWN;
+        return 0;
+    case SL_REPLY_FAILED:
+        if (!w->cluster) {
+            return 0;
+        }
+        /* A refused connection ran nothing: another master if the map
+         * names one now. After a timeout or a broken reply the script may
+         * have run: never sent again. */
+        if (sl_way_reroute(w) && *rv == APR_ECONNREFUSED) {
+            return 1;
+        }
+        *rv = sl_node_down(
+            w->rs,
+            *rv == APR_ECONNREFUSED || *rv == APR_TIMEUP ? *rv : APR_EGENERAL,
+            err);
+        return 0;
+    }
+    if (reply) {
+        *err = apr_pstrdup(w->p, reply->str ? reply->str : "");
+        *rv = APR_EGENERAL;
+    }
+    return 0;
+}
+
+/* The way's call through the store, rerouted, redirected and retried as
+ * its replies ask: APR_SUCCESS with the script's *reply, else the failure
+ * with *err. */
+static apr_status_t sl_way_run(sl_way_t *w, redisReply **reply,
+                               const char **err, int *trips)
+{
+    apr_status_t rv = APR_EGENERAL;
+    int attempt;
+
+    w->node = sl_route(w->rs, w->p, w->slot, 0);
+    *trips = 0;
+    for (attempt = 0; attempt < SL_MAX_TRIPS; attempt++) {
+        int cls, more;
+
+        *reply = NULL;
+        if (!w->node) {
+            *err = w->cluster ? "no node of the cluster answers"
+                              : "cluster redirection to an unusable node";
+            rv = APR_EGENERAL;
+            break;
+        }
+        if (w->cluster && !sl_breaker_allow(&w->node->health, apr_time_now())) {
+            /* Down, and another request probes it: a map loaded since
+             * may name another master for the slot. */
+            if (sl_way_reroute(w)) {
+                continue;
+            }
+            *err = "the slot's master does not answer";
+            rv = sl_node_down(w->rs, APR_ECONNREFUSED, err);
+            break;
+        }
+        cls = sl_way_trip(w, attempt, reply, &rv, err, trips);
+        if (cls == SL_REPLY_OK) {
+            rv = APR_SUCCESS;
+            break;
+        }
+        more = sl_way_next(w, cls, *reply, &rv, err);
+        if (*reply) {
+            freeReplyObject(*reply);
+            *reply = NULL;
+        }
+        if (!more) {
+            break;
+        }
+    }
+    if (attempt == SL_MAX_TRIPS) {
+        *err = "too many redirections";
+        rv = APR_EGENERAL;
+    }
+    sl_unref(w->rs, w->node);
+    return rv;
 }
 
 apr_status_t sl_redis_decide(sl_redis_t *rs, apr_pool_t *p,
@@ -380,73 +714,40 @@ apr_status_t sl_redis_decide(sl_redis_t *rs, apr_pool_t *p,
                              const char *member, apr_size_t member_len,
                              sl_decision_t *d, const char **err, int *trips)
 {
-    apr_size_t len;
-    const char *buf =
-        sl_decide_command(rs, p, budgets, n, member, member_len, &len);
-    sl_node_t *node =
-        sl_node_for(rs, sl_key_slot(budgets[0].key, budgets[0].key_len));
-    int asking = 0, reload = 0, reloads = 0, retried = 0, attempt;
+    sl_way_t w = {.rs = rs,
+                  .p = p,
+                  .slot = sl_key_slot(budgets[0].key, budgets[0].key_len),
+                  .cluster = rs->topo.slots != NULL};
+    redisReply *reply = NULL;
+    apr_status_t rv;
 
-    *trips = 0;
-    for (attempt = 0; attempt <= SL_MAX_REDIRECTS + 1; attempt++) {
-        redisReply *reply = NULL;
-        apr_status_t rv = APR_ENOTIMPL;
-        int stale = 0, cls;
-
-        if (!node) {
-            *err = "cluster redirection to an unusable node";
-            return APR_EGENERAL;
-        }
-        /* The first trip shares a batch; a second one (reload, redirect,
-         * retry on a fresh connection) goes the direct way. */
-        if (attempt == 0 && rs->pipeline) {
-            rv =
-                sl_pipe_exec(rs, node, p, buf, len, &reply, &stale, err, trips);
-        }
-        if (rv == APR_ENOTIMPL) {
-            rv = sl_direct(rs, node, p, buf, len, asking, reload, &reply,
-                           &stale, err, trips);
-        }
-        asking = reload = 0;
-        cls = sl_reply_classify(rv, stale, reply);
-        if (cls == SL_REPLY_NOSCRIPT && reloads++ >= 2) {
-            cls = SL_REPLY_FATAL;
-        }
-        switch (cls) {
-        case SL_REPLY_OK:
-            *err = sl_reply_decision(p, reply, n, d);
-            freeReplyObject(reply);
-            return *err ? APR_EGENERAL : APR_SUCCESS;
-        case SL_REPLY_NOSCRIPT:
-            /* Redis restarted or SCRIPT FLUSH: load and run again in one
-             * round trip. */
-            reload = 1;
-            break;
-        case SL_REPLY_MOVED:
-        case SL_REPLY_ASK:
-            asking = cls == SL_REPLY_ASK;
-            node = sl_node_redirect(rs, reply->str, !asking);
-            break;
-        case SL_REPLY_RETRY:
-            /* A stale pooled connection fails on first use: one retry on
-             * a fresh one. */
-            if (retried) {
-                return rv;
-            }
-            retried = 1;
-            break;
-        default:
-            if (!reply) {
-                return rv;
-            }
-            *err = apr_pstrdup(p, reply->str ? reply->str : "");
-            freeReplyObject(reply);
-            return APR_EGENERAL;
-        }
-        if (reply) {
-            freeReplyObject(reply);
-        }
+    w.buf = sl_decide_command(rs, p, budgets, n, member, member_len, &w.len);
+    rv = sl_way_run(&w, &reply, err, trips);
+    if (rv == APR_SUCCESS) {
+        *err = sl_reply_decision(p, reply, n, d);
+        rv = *err ? APR_EGENERAL : APR_SUCCESS;
+        freeReplyObject(reply);
     }
-    *err = "too many redirections";
-    return APR_EGENERAL;
+    return rv;
+}
+
+apr_status_t sl_redis_refund(sl_redis_t *rs, apr_pool_t *p,
+                             const sl_budget_t *budgets, int n,
+                             const char *member, apr_size_t member_len,
+                             apr_time_t at, const char **err)
+{
+    sl_way_t w = {.rs = rs,
+                  .p = p,
+                  .slot = sl_key_slot(budgets[0].key, budgets[0].key_len),
+                  .cluster = rs->topo.slots != NULL};
+    redisReply *reply = NULL;
+    apr_status_t rv;
+    int trips;
+
+    w.buf = sl_refund_command(p, budgets, n, member, member_len, at, &w.len);
+    rv = sl_way_run(&w, &reply, err, &trips);
+    if (reply) {
+        freeReplyObject(reply);
+    }
+    return rv;
 }

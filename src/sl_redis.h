@@ -1,5 +1,6 @@
-/* The Redis store: a per-child pool of hiredis connections per node, the
- * decision script run with EVALSHA, and Redis Cluster redirections. */
+/* The Redis store: a per-child pool of connections per node, the decision
+ * script run with EVALSHA, the give-back script, and Redis Cluster
+ * topology (src/sl_redis_private.h has the parts). */
 #ifndef SL_REDIS_H
 #define SL_REDIS_H
 
@@ -13,6 +14,12 @@ apr_status_t sl_redis_create(apr_pool_t *p, const sl_store_url_t *url,
                              apr_interval_time_t connect_timeout,
                              apr_interval_time_t command_timeout,
                              int max_connections, sl_redis_t **out);
+
+/* What sl_redis_decide returns when the master of the request's slot in a
+ * Redis Cluster does not answer while other nodes do: the request takes the
+ * fail mode, but the store's breaker must not open (the other slots are
+ * served). */
+#define SL_REDIS_SLOT_DOWN (APR_OS_START_USERERR + 1301)
 
 /* One decision for every limit in budgets, in one round trip (two after a
  * SCRIPT FLUSH or a cluster redirection). APR_TIMEUP when the store did not

@@ -5,6 +5,7 @@
 #ifndef SL_REDIS_PRIVATE_H
 #define SL_REDIS_PRIVATE_H
 
+#include "sl_breaker.h"
 #include "sl_redis.h"
 
 #include <apr_atomic.h>
@@ -16,7 +17,16 @@
 #include <semaphore.h>
 #include <sys/time.h>
 
-#define SL_MAX_REDIRECTS 3
+/* Trips one decision may take: redirections, a script load, a retry on a
+ * fresh connection, a TRYAGAIN while a slot migrates. */
+#define SL_MAX_TRIPS 6
+
+/* The slot map is loaded again at most this often after an error (MOVED,
+ * a node that failed, READONLY, CLUSTERDOWN), and at least this often
+ * anyway, so that a child that saw no error still learns a failover's
+ * new master before it needs it. */
+#define SL_TOPO_RETRY  apr_time_from_msec(100)
+#define SL_TOPO_PERIOD apr_time_from_sec(5)
 
 /* Auto-pipelining (threaded MPMs): at most this many commands share one
  * write and one read, and at most SL_PIPE_INFLIGHT batches per node are in
@@ -41,10 +51,24 @@ typedef struct sl_conn {
     apr_uint32_t gen; /* the node's generation when it was made */
 } sl_conn_t;
 
+/* Nodes are allocated with malloc and own an unmanaged pool (their
+ * mutexes), not the child's pool: a cluster whose nodes come and go would
+ * grow that for the life of the child. A node leaves the table when it
+ * leaves the slot map, and is freed when the last request that routed to
+ * it lets go (refs, under the client's mutex). */
 typedef struct sl_node {
     sl_redis_t *rs;
+    apr_pool_t *pool;
     const char *host; /* NULL for a unix socket */
     int port;
+    int refs;
+    int index;  /* in the table, -1 once out of it */
+    int mapped; /* serves slots in the map being loaded */
+    /* Cluster nodes only: whether this node answers, per child (each child
+     * finds out on its own, as it does for its connections). Only the
+     * slots of a node that fails take the fail mode; the store's breaker
+     * in shared memory stays for a cluster of which no node answers. */
+    sl_breaker_t health;
     /* Idle connections, at most one per thread of the child. Not an
      * apr_reslist: apr-util 1.6 makes a new resource with the list's lock
      * held, so while one thread waits out a connect timeout every other
@@ -81,6 +105,23 @@ typedef struct sl_waiter {
     struct sl_waiter *next; /* in rs->spare */
 } sl_waiter_t;
 
+/* The nodes a client knows and, for a cluster, which serves each slot.
+ * Pure data: sl_topology.c reads and changes it, under the client's mutex,
+ * and makes and frees nodes only through node_new and node_free. */
+typedef struct sl_topology {
+    sl_node_t **nodes; /* the table; NULL where a node left */
+    int nnodes, cap;
+    apr_uint16_t *slots;  /* cluster: table index + 1, 0 unknown */
+    apr_time_t loaded_at; /* the map's last load */
+    apr_time_t tried_at;  /* the last try to load it */
+    int refreshing;       /* a thread is loading it */
+    int stale;            /* an error said it is out of date */
+    sl_node_t *(*node_new)(void *ctx, const char *host, apr_size_t hostlen,
+                           int port);
+    void (*node_free)(sl_node_t *node);
+    void *ctx;
+} sl_topology_t;
+
 struct sl_redis {
     apr_pool_t *pool;
     const sl_store_url_t *url;
@@ -97,16 +138,18 @@ struct sl_redis {
     const char *load; /* SCRIPT LOAD of the script, in RESP */
     apr_size_t load_len;
     sl_breaker_t *breaker;
-    /* Guards nodes, slots and allocations from pool: threads of one child
-     * share this structure, never a connection. */
+    /* Guards topo, the nodes' refs and allocations from pool: threads of
+     * one child share this structure, never a connection. */
     apr_thread_mutex_t *mutex;
-    apr_array_header_t *nodes; /* sl_node_t * */
-    apr_uint16_t *slots;       /* cluster: node index + 1, 0 unknown */
+    sl_topology_t topo;
 };
 
-/* sl_conn.c: the transport, behind connect / send / read / close. A failed
- * read leaves the connection unusable: it goes to sl_conn_discard. */
-apr_status_t sl_node_pool_init(sl_node_t *node, apr_pool_t *p);
+/* sl_conn.c: nodes and the transport, behind connect / send / read /
+ * close. A failed read leaves the connection unusable: it goes to
+ * sl_conn_discard. */
+sl_node_t *sl_node_create(void *rs, const char *host, apr_size_t hostlen,
+                          int port);
+void sl_node_destroy(sl_node_t *node);
 apr_status_t sl_conn_acquire(sl_node_t *node, sl_conn_t **out);
 void sl_conn_release(sl_node_t *node, sl_conn_t *conn);
 void sl_conn_destroy(sl_conn_t *conn);
@@ -128,10 +171,42 @@ apr_status_t sl_pipe_exec(sl_redis_t *rs, sl_node_t *node, apr_pool_t *p,
                           const char *buf, apr_size_t len, redisReply **reply,
                           int *stale, const char **err, int *trips);
 
-/* sl_topology.c */
-apr_status_t sl_topology_init(sl_redis_t *rs);
-sl_node_t *sl_node_for(sl_redis_t *rs, unsigned int slot);
-sl_node_t *sl_node_redirect(sl_redis_t *rs, const char *msg, int moved);
+/* sl_topology.c, called with the client's mutex held */
+void sl_topo_ref(sl_node_t *node);
+void sl_topo_unref(sl_topology_t *t, sl_node_t *node);
+/* The table's node at host:port, made when new; NULL when out of memory. */
+sl_node_t *sl_topo_node(sl_topology_t *t, const char *host, apr_size_t hostlen,
+                        int port);
+/* Empties the table (child exit). */
+void sl_topo_clear(sl_topology_t *t);
+/* The master of slot; for a slot not mapped yet a node that is up; the
+ * one node of a store that is not a cluster. NULL: none. */
+sl_node_t *sl_topo_route(sl_topology_t *t, unsigned int slot);
+int sl_topo_any_up(sl_topology_t *t);
+sl_node_t *sl_topo_redirect(sl_topology_t *t, const char *msg,
+                            const sl_node_t *asked);
+/* A CLUSTER SLOTS reply, from asked, becomes the map; nodes that serve no
+ * slot leave the table. NULL, or why the reply was refused (the map is
+ * then unchanged). */
+const char *sl_topo_load(sl_topology_t *t, const redisReply *r,
+                         const sl_node_t *asked);
+/* 1 when the caller is to load the map now (and is the only one to). */
+int sl_topo_refresh_claim(sl_topology_t *t, apr_time_t now);
+void sl_topo_refresh_done(sl_topology_t *t, apr_time_t now, int loaded);
+
+/* What a round trip's outcome asks of the request. One reading for the
+ * pipelined and the direct trip. rv: the trip's status; stale: it failed
+ * on a pooled connection the server had closed. */
+#define SL_REPLY_OK       0 /* the script's answer */
+#define SL_REPLY_NOSCRIPT 1 /* load the script, run again */
+#define SL_REPLY_MOVED    2 /* the slot lives elsewhere now */
+#define SL_REPLY_ASK      3 /* this once elsewhere, with ASKING */
+#define SL_REPLY_RETRY    4 /* again on a fresh connection */
+#define SL_REPLY_TRYAGAIN 5 /* the slot is migrating: again shortly */
+#define SL_REPLY_REROUTE  6 /* not run: load the map, try its master */
+#define SL_REPLY_FAILED   7 /* the node did not answer */
+#define SL_REPLY_FATAL    8 /* an error reply */
+int sl_reply_classify(apr_status_t rv, int stale, const redisReply *r);
 
 /* sl_redis.c */
 int sl_error_usable(const char *msg);

@@ -185,7 +185,10 @@ apr_status_t sl_store_decide(sl_store_t *st, request_rec *r, sl_proc_t *proc,
         }
         return APR_SUCCESS;
     }
-    if (sl_breaker_failure(st->breaker, start, apr_time_now())) {
+    /* A cluster slot whose master is down while other nodes answer takes
+     * the fail mode alone: the store's breaker stays as it is. */
+    if (rv != SL_REDIS_SLOT_DOWN &&
+        sl_breaker_failure(st->breaker, start, apr_time_now())) {
         ap_log_error(APLOG_MARK, APLOG_ERR, rv, r->server,
                      "mod_slidinglimit: store %s failed (%s); "
                      "applying the fail mode until it answers again",

@@ -1,111 +1,309 @@
-/* Redis Cluster routing: the nodes a child knows and the slot map. */
+/* Redis Cluster routing, without I/O: the node table, the slot map read
+ * from CLUSTER SLOTS, MOVED and ASK, when to load the map again, and what
+ * a reply asks of the request. Every function but sl_reply_classify is
+ * called with the client's mutex held; nodes are made and freed through
+ * the table's callbacks, so that tests/unit/sl_topology_test.c drives all
+ * of it without a server. */
 #include "sl_redis_private.h"
-
-#include <apr_strings.h>
 
 #include <stdlib.h>
 #include <string.h>
 
-/* A misbehaving cluster cannot make a child open sockets without bound. */
-#define SL_MAX_NODES 64
-
-/* Called with rs->mutex held. */
-static sl_node_t *sl_node_add(sl_redis_t *rs, const char *host, int port)
+void sl_topo_ref(sl_node_t *node)
 {
-    sl_node_t *node;
-
-    if (rs->nodes->nelts >= SL_MAX_NODES) {
-        return NULL;
-    }
-    node = apr_pcalloc(rs->pool, sizeof(*node));
-    node->rs = rs;
-    node->host = host ? apr_pstrdup(rs->pool, host) : NULL;
-    node->port = port;
-    if (sl_node_pool_init(node, rs->pool) != APR_SUCCESS) {
-        return NULL;
-    }
-    APR_ARRAY_PUSH(rs->nodes, sl_node_t *) = node;
-    return node;
+    node->refs++;
 }
 
-apr_status_t sl_topology_init(sl_redis_t *rs)
+void sl_topo_unref(sl_topology_t *t, sl_node_t *node)
 {
-    const sl_store_url_t *url = rs->url;
+    if (--node->refs == 0) {
+        t->node_free(node);
+    }
+}
+
+/* A node of the table by address (host of hostlen bytes), or NULL. */
+static sl_node_t *sl_topo_find(sl_topology_t *t, const char *host,
+                               apr_size_t hostlen, int port)
+{
     int i;
 
-    rs->nodes = apr_array_make(rs->pool, 4, sizeof(sl_node_t *));
-    if (url->kind == SL_STORE_UNIX) {
-        return sl_node_add(rs, NULL, 0) ? APR_SUCCESS : APR_EGENERAL;
-    }
-    for (i = 0; i < url->nodes->nelts; i++) {
-        const sl_hostport_t *hp = &APR_ARRAY_IDX(url->nodes, i, sl_hostport_t);
-        if (!sl_node_add(rs, hp->host, hp->port)) {
-            return APR_EGENERAL;
+    for (i = 0; i < t->nnodes; i++) {
+        sl_node_t *n = t->nodes[i];
+        if (n && n->port == port && n->host && strlen(n->host) == hostlen &&
+            !memcmp(n->host, host, hostlen)) {
+            return n;
         }
     }
-    if (url->kind == SL_STORE_CLUSTER) {
-        rs->slots = apr_pcalloc(rs->pool, 16384 * sizeof(*rs->slots));
-    }
-    return APR_SUCCESS;
+    return NULL;
 }
 
-sl_node_t *sl_node_for(sl_redis_t *rs, unsigned int slot)
+sl_node_t *sl_topo_node(sl_topology_t *t, const char *host, apr_size_t hostlen,
+                        int port)
 {
+    sl_node_t *node = sl_topo_find(t, host, hostlen, port);
+    int i;
+
+    if (node) {
+        return node;
+    }
+    for (i = 0; i < t->nnodes && t->nodes[i]; i++) {
+    }
+    if (i == t->nnodes) {
+        if (t->nnodes == t->cap) {
+            int cap = t->cap ? 2 * t->cap : 8;
+            sl_node_t **nodes;
+            if (cap > 65535 ||
+                !(nodes = realloc(t->nodes, cap * sizeof(*nodes)))) {
+                return NULL;
+            }
+            t->nodes = nodes;
+            t->cap = cap;
+        }
+        t->nnodes++;
+    }
+    node = t->node_new(t->ctx, host, hostlen, port);
+    if (!node) {
+        return NULL;
+    }
+    node->refs = 1; /* the table's */
+    node->index = i;
+    t->nodes[i] = node;
+    return node;
+}
+
+/* Out of the table: freed when the last request using it lets go. */
+static void sl_topo_drop(sl_topology_t *t, sl_node_t *node)
+{
+    t->nodes[node->index] = NULL;
+    node->index = -1;
+    while (t->nnodes > 0 && !t->nodes[t->nnodes - 1]) {
+        t->nnodes--;
+    }
+    sl_topo_unref(t, node);
+}
+
+void sl_topo_clear(sl_topology_t *t)
+{
+    int i;
+
+    for (i = t->nnodes - 1; i >= 0; i--) {
+        if (t->nodes[i]) {
+            sl_topo_drop(t, t->nodes[i]);
+        }
+    }
+    free(t->nodes);
+    t->nodes = NULL;
+    t->cap = 0;
+}
+
+sl_node_t *sl_topo_route(sl_topology_t *t, unsigned int slot)
+{
+    int i;
+
+    if (!t->slots) {
+        return t->nnodes ? t->nodes[0] : NULL;
+    }
+    if (t->slots[slot]) {
+        return t->nodes[t->slots[slot] - 1];
+    }
+    /* A slot the map does not cover yet: any node that is up answers
+     * with MOVED. */
+    for (i = 0; i < t->nnodes; i++) {
+        if (t->nodes[i] && !sl_breaker_is_open(&t->nodes[i]->health)) {
+            return t->nodes[i];
+        }
+    }
+    return NULL;
+}
+
+int sl_topo_any_up(sl_topology_t *t)
+{
+    int i;
+
+    for (i = 0; i < t->nnodes; i++) {
+        if (t->nodes[i] && !sl_breaker_is_open(&t->nodes[i]->health)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* "MOVED 3999 127.0.0.1:6381" or "ASK 3999 :6381" (Redis leaves the host
+ * out when it is the one asked). A known node costs nothing; MOVED also
+ * moves the slot in the map. NULL for a message that names no node. */
+sl_node_t *sl_topo_redirect(sl_topology_t *t, const char *msg,
+                            const sl_node_t *asked)
+{
+    const char *sp = strchr(msg, ' '), *addr, *colon;
+    char *end;
+    long slot, port;
     sl_node_t *node;
 
-    apr_thread_mutex_lock(rs->mutex);
-    node = APR_ARRAY_IDX(rs->nodes, 0, sl_node_t *);
-    if (rs->slots && rs->slots[slot]) {
-        node = APR_ARRAY_IDX(rs->nodes, rs->slots[slot] - 1, sl_node_t *);
+    if (!sp || !(addr = strchr(sp + 1, ' '))) {
+        return NULL;
     }
-    apr_thread_mutex_unlock(rs->mutex);
+    slot = strtol(sp + 1, &end, 10);
+    addr++;
+    colon = strrchr(addr, ':');
+    if (end != addr - 1 || !colon || slot < 0 || slot >= 16384) {
+        return NULL;
+    }
+    port = strtol(colon + 1, &end, 10);
+    if (*end || end == colon + 1 || port <= 0 || port > 65535) {
+        return NULL;
+    }
+    if (colon == addr) {
+        if (!asked || !asked->host) {
+            return NULL;
+        }
+        addr = asked->host;
+        colon = addr + strlen(addr);
+    }
+    node = sl_topo_node(t, addr, (apr_size_t) (colon - addr), (int) port);
+    if (node && msg[0] == 'M' && t->slots) {
+        t->slots[slot] = (apr_uint16_t) (node->index + 1);
+    }
     return node;
 }
 
-/* "MOVED 3999 127.0.0.1:6381": the node that owns the slot now. */
-sl_node_t *sl_node_redirect(sl_redis_t *rs, const char *msg, int moved)
+/* One master of a CLUSTER SLOTS entry: [from, to, [host, port, ...], ...]. */
+static int sl_topo_entry(const redisReply *e, long long *from, long long *to,
+                         const char **host, apr_size_t *hostlen, int *port)
 {
-    const char *addr = strchr(msg, ' ');
-    const char *colon;
-    char *host;
-    sl_node_t *node = NULL;
-    int i, port;
-    long slot;
+    const redisReply *m;
 
-    if (!addr || !(addr = strchr(addr + 1, ' '))) {
-        return NULL;
+    if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 ||
+        e->element[0]->type != REDIS_REPLY_INTEGER ||
+        e->element[1]->type != REDIS_REPLY_INTEGER) {
+        return 0;
     }
-    slot = strtol(strchr(msg, ' ') + 1, NULL, 10);
-    addr++;
-    colon = strrchr(addr, ':');
-    if (!colon || slot < 0 || slot >= 16384) {
-        return NULL;
+    *from = e->element[0]->integer;
+    *to = e->element[1]->integer;
+    m = e->element[2];
+    if (*from < 0 || *to >= 16384 || *from > *to ||
+        m->type != REDIS_REPLY_ARRAY || m->elements < 2 ||
+        m->element[0]->type != REDIS_REPLY_STRING ||
+        m->element[1]->type != REDIS_REPLY_INTEGER ||
+        m->element[1]->integer <= 0 || m->element[1]->integer > 65535) {
+        return 0;
     }
-    port = atoi(colon + 1);
-    if (port <= 0 || port > 65535) {
-        return NULL;
+    *host = m->element[0]->str;
+    *hostlen = m->element[0]->len;
+    *port = (int) m->element[1]->integer;
+    return 1;
+}
+
+const char *sl_topo_load(sl_topology_t *t, const redisReply *r,
+                         const sl_node_t *asked)
+{
+    long long from, to;
+    const char *host;
+    apr_size_t hostlen;
+    int port, i;
+    size_t k;
+
+    if (r->type != REDIS_REPLY_ARRAY) {
+        return "CLUSTER SLOTS: not an array";
     }
-    apr_thread_mutex_lock(rs->mutex);
-    host = apr_pstrmemdup(rs->pool, addr, colon - addr);
-    if (!*host) {
-        /* Redis leaves the host out when it is the one we asked. */
-        host = apr_pstrdup(
-            rs->pool, APR_ARRAY_IDX(rs->url->nodes, 0, sl_hostport_t).host);
+    if (!r->elements) {
+        return "CLUSTER SLOTS: no slot is served";
     }
-    for (i = 0; i < rs->nodes->nelts; i++) {
-        sl_node_t *n = APR_ARRAY_IDX(rs->nodes, i, sl_node_t *);
-        if (n->port == port && n->host && !strcmp(n->host, host)) {
-            node = n;
-            break;
+    for (k = 0; k < r->elements; k++) {
+        if (!sl_topo_entry(r->element[k], &from, &to, &host, &hostlen, &port)) {
+            return "CLUSTER SLOTS: malformed entry";
         }
     }
-    if (!node) {
-        node = sl_node_add(rs, host, port);
-        i = rs->nodes->nelts - 1;
+    memset(t->slots, 0, 16384 * sizeof(*t->slots));
+    for (i = 0; i < t->nnodes; i++) {
+        if (t->nodes[i]) {
+            t->nodes[i]->mapped = 0;
+        }
     }
-    if (node && moved && rs->slots) {
-        rs->slots[slot] = (apr_uint16_t) (i + 1);
+    for (k = 0; k < r->elements; k++) {
+        sl_node_t *node;
+        sl_topo_entry(r->element[k], &from, &to, &host, &hostlen, &port);
+        if (!hostlen && asked && asked->host) {
+            /* An empty endpoint: the node that answered. */
+            host = asked->host;
+            hostlen = strlen(host);
+        }
+        if (!hostlen || (hostlen == 1 && *host == '?')) {
+            continue; /* endpoint unknown: the slots stay unmapped */
+        }
+        node = sl_topo_node(t, host, hostlen, port);
+        if (!node) {
+            continue;
+        }
+        node->mapped = 1;
+        for (; from <= to; from++) {
+            t->slots[from] = (apr_uint16_t) (node->index + 1);
+        }
     }
-    apr_thread_mutex_unlock(rs->mutex);
-    return node;
+    for (i = t->nnodes - 1; i >= 0; i--) {
+        if (t->nodes[i] && !t->nodes[i]->mapped) {
+            sl_topo_drop(t, t->nodes[i]);
+        }
+    }
+    return NULL;
+}
+
+int sl_topo_refresh_claim(sl_topology_t *t, apr_time_t now)
+{
+    if (!t->slots || t->refreshing || now - t->tried_at < SL_TOPO_RETRY) {
+        return 0;
+    }
+    if (t->loaded_at && !t->stale && now - t->loaded_at < SL_TOPO_PERIOD) {
+        return 0;
+    }
+    t->refreshing = 1;
+    t->tried_at = now;
+    return 1;
+}
+
+void sl_topo_refresh_done(sl_topology_t *t, apr_time_t now, int loaded)
+{
+    t->refreshing = 0;
+    if (loaded) {
+        t->loaded_at = now;
+        t->stale = 0;
+    }
+}
+
+static int sl_prefix(const char *msg, const char *word)
+{
+    size_t n = strlen(word);
+
+    return !strncmp(msg, word, n) && (msg[n] == ' ' || !msg[n]);
+}
+
+int sl_reply_classify(apr_status_t rv, int stale, const redisReply *r)
+{
+    const char *msg;
+
+    if (rv != APR_SUCCESS) {
+        return stale ? SL_REPLY_RETRY : SL_REPLY_FAILED;
+    }
+    if (r->type != REDIS_REPLY_ERROR) {
+        return SL_REPLY_OK;
+    }
+    msg = r->str ? r->str : "";
+    if (sl_prefix(msg, "NOSCRIPT")) {
+        return SL_REPLY_NOSCRIPT;
+    }
+    if (sl_prefix(msg, "MOVED")) {
+        return SL_REPLY_MOVED;
+    }
+    if (sl_prefix(msg, "ASK")) {
+        return SL_REPLY_ASK;
+    }
+    if (sl_prefix(msg, "TRYAGAIN")) {
+        return SL_REPLY_TRYAGAIN;
+    }
+    /* Not run: the map is out of date (a demoted master says READONLY) or
+     * the cluster is between states. */
+    if (sl_prefix(msg, "READONLY") || sl_prefix(msg, "CLUSTERDOWN") ||
+        sl_prefix(msg, "MASTERDOWN") || sl_prefix(msg, "LOADING")) {
+        return SL_REPLY_REROUTE;
+    }
+    return SL_REPLY_FATAL;
 }

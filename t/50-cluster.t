@@ -1,115 +1,117 @@
-# SlidingLimitStore cluster://: a real three-node Redis Cluster on loopback.
-# Keys of one identity share a hash tag, so both limits of a request are one
-# script call on the node that owns the slot, reached by following MOVED
-# from a seed that does not own it; the budget is exact across servers.
+# SlidingLimitStore cluster:// against the suite's six-node Redis Cluster:
+# the slot map, the budget exact across servers and across the three
+# masters under a concurrent burst, and an ACL user authenticated on every
+# node whose password never reaches a log.
 use strict;
 use warnings;
 
 use Apache::Test qw(-withtestmore);
 use Apache::TestUtil;
-use File::Path qw(make_path);
-use IO::Socket::INET;
-use POSIX ();
 use HTTP::Tiny;
 use SL::Test;
 use SL::Httpd;
-use Time::HiRes qw(sleep);
+use SL::Cluster;
 
-my @ports;
-for (1 .. 3) {
-    for (1 .. 100) {
-        my $p = 10000 + int(rand(10000));
-        next if grep { $_ == $p || $_ + 10000 == $p } @ports;
-        my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1',
-            LocalPort => $p, Listen => 1, ReuseAddr => 1) or next;
-        # The cluster bus listens on port + 10000 too.
-        my $b = IO::Socket::INET->new(LocalAddr => '127.0.0.1',
-            LocalPort => $p + 10000, Listen => 1, ReuseAddr => 1) or next;
-        push @ports, $p;
-        last;
-    }
-}
-plan skip_all => 'no free ports for a cluster' unless @ports == 3;
-plan tests => 12;
+if (my $why = cluster_skip()) { plan skip_all => $why }
+plan tests => 17;
 
-my $base = Apache::Test::vars('t_dir') . "/tmp/cluster-$$";
-my @pids;
-END {
-    kill 'TERM', @pids if @pids;
-    waitpid($_, 0) for @pids;
-}
-for my $p (@ports) {
-    make_path("$base/$p");
-    my $pid = fork() // die "fork: $!";
-    if (!$pid) {
-        chdir "$base/$p";
-        open STDOUT, '>', "$base/$p/out";
-        open STDERR, '>&', \*STDOUT;
-        exec('redis-server', '--port', $p, '--bind', '127.0.0.1',
-            '--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf',
-            '--save', '', '--appendonly', 'no', '--dir', "$base/$p")
-          or POSIX::_exit(127);
-    }
-    push @pids, $pid;
-}
-for my $p (@ports) {
-    for (1 .. 50) { last if eval { redis({ port => $p }, 'PING') }; sleep 0.1 }
-}
-my $out = `redis-cli --cluster create @{[ map { "127.0.0.1:$_" } @ports ]} --cluster-replicas 0 --cluster-yes 2>&1`;
-my $ok = 0;
-for (1 .. 100) {
-    $ok = !grep { (eval { redis({ port => $_ }, 'CLUSTER', 'INFO') } // '') !~ /cluster_state:ok/ } @ports;
-    last if $ok;
-    sleep 0.1;
-}
-ok($ok, 'three-node cluster is up') or diag $out;
+ok(wait_cluster(30), 'cluster up: three masters, every node ok');
+my @m = masters();
+is(scalar @m, 3, "three masters (@m)");
 
-# An identity whose slot the first seed does not own: the module must
-# follow MOVED.
-my ($ip, $key_log, $owner);
-for (1 .. 200) {
-    $ip = fresh_ip();
-    $key_log = sl_key(ip => $ip, policy => 'cl-log');
-    my $slot = redis({ port => $ports[0] }, 'CLUSTER', 'KEYSLOT', $key_log);
-    my $slots = redis({ port => $ports[0] }, 'CLUSTER', 'SLOTS');
-    for my $range (@$slots) {
-        $owner = $range->[2][1] if $slot >= $range->[0] && $slot <= $range->[1];
-    }
-    last if $owner != $ports[0];
-}
-isnt($owner, $ports[0], "identity's slot lives on node $owner, not the seed");
-
+# An identity whose slot no seed serves: the module learns the map.
+my $ip = identity_on($m[2], 'cl-log');
+my $key_log = sl_key(ip => $ip, policy => 'cl-log');
 my @h = map { SL::Httpd->start(conf => ['cluster.conf'],
-        store => "cluster://127.0.0.1:$ports[0],127.0.0.1:$ports[1]") } 1 .. 2;
-my @st;
-for my $i (0 .. 5) {
-    my $res = http_get_url($h[$i % 2]->url . '/cluster/', $ip);
-    push @st, $res->{status};
-}
+        store => 'cluster://' . seeds(@m[0, 1])) } 1 .. 2;
+my @st = map { get($h[$_ % 2], '/cluster/', $ip)->{status} } 0 .. 5;
 is("@st", '200 200 200 200 429 429', 'limit of 4 exact across two servers on the cluster');
 my $key_counter = sl_key(ip => $ip, policy => 'cl-counter', alg => 'c');
-is(redis({ port => $owner }, 'ZCARD', $key_log), 4, 'the log lives on the owning node');
-ok(defined redis({ port => $owner }, 'GET', $key_counter), '... with the counter (same hash tag)');
-is(redis({ port => $ports[0] }, "DBSIZE"), 0, "nothing written to the seed");
-ok(redis({ port => $owner }, 'PTTL', $key_log) > 0, 'keys carry a TTL');
-
-my $res = http_get_url($h[0]->url . '/cluster/', $ip);
+is(cnode($m[2], 'ZCARD', $key_log), 4, 'the log lives on the owning master');
+ok(defined cnode($m[2], 'GET', $key_counter), '... with the counter (same hash tag)');
+ok(cnode($m[2], 'PTTL', $key_log) > 0, 'keys carry a TTL');
+my $res = get($h[0], '/cluster/', $ip);
 is($res->{status}, 429, 'still refused');
 like($res->{headers}{'ratelimit-policy'} // '', qr/"cl-log";q=4;w=600, "cl-counter";q=6;w=600/,
     'both policies reported');
-like($res->{headers}{'retry-after'} // '', qr/^\d+$/, 'Retry-After set');
+is(get($h[1], '/cluster/', fresh_ip())->{status}, 200, 'another client has its own budget');
 
-# Another identity: its own budget, wherever its slot is.
-my $ip2 = fresh_ip();
-is(http_get_url($h[1]->url . '/cluster/', $ip2)->{status}, 200, 'another client has its own budget');
+# Exactness on every master: 30 concurrent requests per identity, limit 10,
+# from two servers (four workers each: the threads of a child share the
+# client, and its pipeline, per node).
+for my $i (0 .. 2) {
+    my $who = identity_on($m[$i], 'cl-burst');
+    my %count;
+    my @collect = map {
+        my $h = $_;
+        SL::Test::workers(4, sub {
+            my $ua = HTTP::Tiny->new(timeout => 10, keep_alive => 1);
+            my %c;
+            $c{ $ua->get($h->url . '/cl-burst/', { headers => { 'X-Forwarded-For' => $who } })->{status} }++
+              for 1 .. 4;
+            return \%c;
+        });
+    } @h[0, 1];
+    for my $c (@collect) {
+        my $t = $c->();
+        $count{$_} += $t->{$_} for keys %$t;
+    }
+    my $sum = join ' ', map {"$_=$count{$_}"} sort keys %count;
+    t_debug("burst on master $m[$i]: $sum");
+    is($sum, '200=10 429=22', "master $m[$i]: exactly 10 of 32 concurrent requests admitted");
+}
 my $errs = 0;
 for my $h (@h) {
     open my $fh, '<', "$h->{dir}/logs/error_log" or next;
     $errs += grep { /slidinglimit.*(failed|error)/i } <$fh>;
 }
-is($errs, 0, 'no store errors logged while following redirections');
+is($errs, 0, 'no store errors logged while learning the map');
+$_->stop for @h;
 
-sub http_get_url {
-    my ($url, $ip) = @_;
-    return HTTP::Tiny->new(timeout => 10)->get($url, { headers => { 'X-Forwarded-For' => $ip } });
+# An ACL user on every node (ACLs are per node); the default user may no
+# longer run the script, so only a client that authenticated as the user
+# on the node it asks gets decisions.
+my $pw = 'clpw' . int(rand(1e9)) . 'x';
+my @acl = ('on', ">$pw", 'resetkeys', '~*', '-@all',
+    map {"+$_"} qw(evalsha script|load cluster|slots asking ping del pexpire
+      set time zadd zcard zrange get zremrangebyscore));
+my @ports = cluster_ports();
+END {
+    for my $p (cluster_ports()) {
+        eval { cnode($p, 'ACL', 'SETUSER', 'default', '+@all') };
+        eval { cnode($p, 'ACL', 'DELUSER', 'slapp') };
+    }
+}
+cnode($_, 'ACL', 'SETUSER', 'slapp', @acl) for @ports;
+cnode($_, 'ACL', 'SETUSER', 'default', '-evalsha') for @ports;
+
+my $debug = "LogLevel slidinglimit:debug\n";
+my $good = SL::Httpd->start(conf => ['cluster.conf'], extra => $debug,
+    store => "cluster://slapp:$pw\@" . seeds(@m));
+my $bad = SL::Httpd->start(conf => ['cluster.conf'], extra => $debug,
+    store => "cluster://slapp:wrong$pw\@" . seeds(@m));
+my $none = SL::Httpd->start(conf => ['cluster.conf'], extra => $debug,
+    store => 'cluster://' . seeds(@m));
+my @ok = map { get($good, '/cl-ha/', identity_on($_, 'cl-ha'))->{headers}{'x-sl-result'} // '' } @m;
+is("@ok", 'allowed allowed allowed', 'AUTH as the ACL user on every master');
+my @refused = map { get($bad, '/cl-ha/', identity_on($_, 'cl-ha'))->{status} } @m;
+is("@refused", '503 503 503', 'a wrong password: the fail mode');
+my @noauth = map { get($none, '/cl-ha/', identity_on($_, 'cl-ha'))->{status} } @m;
+is("@noauth", '503 503 503', 'no credentials: the default user may not run the script');
+$_->stop for $good, $bad, $none;
+my $seen = 0;
+for my $h ($good, $bad, $none) {
+    for my $f (glob "$h->{dir}/logs/*") {
+        open my $fh, '<', $f or next;
+        local $/;
+        my $text = <$fh> // '';
+        $seen++ if index($text, $pw) >= 0;
+    }
+}
+is($seen, 0, 'the password appears in no log (error_log, access_log, stdout)');
+
+sub get {
+    my ($h, $path, $ip) = @_;
+    return HTTP::Tiny->new(timeout => 10)->get($h->url . $path,
+        { headers => { 'X-Forwarded-For' => $ip } });
 }

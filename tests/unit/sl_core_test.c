@@ -260,6 +260,22 @@ static void test_store_urls(apr_pool_t *p)
     EXPECT(!err && u.nodes->nelts == 3 &&
                !strcmp(APR_ARRAY_IDX(u.nodes, 2, sl_hostport_t).host, "::1"),
            "cluster url");
+    err = sl_parse_store_url(p, "cluster://app:pa@ss@a:7000,b:7001", &u);
+    EXPECT(!err && u.nodes->nelts == 2 && !strcmp(u.user, "app") &&
+               !strcmp(u.password, "pa@ss") &&
+               !strcmp(APR_ARRAY_IDX(u.nodes, 0, sl_hostport_t).host, "a"),
+           "cluster url with an ACL user: %s", err ? err : "");
+    EXPECT(!strstr(u.display, "pa@ss") && !strstr(u.display, "app"),
+           "cluster: credentials never displayed: %s", u.display);
+    err = sl_parse_store_url(p, "cluster://s3cret@a:7000", &u);
+    EXPECT(!err && !u.user && !strcmp(u.password, "s3cret"),
+           "cluster url with a password: %s", err ? err : "");
+    err = sl_parse_store_url(p, "unix://u:s3cr@t@/run/redis.sock?db=2", &u);
+    EXPECT(!err && !strcmp(u.path, "/run/redis.sock") && u.db == 2 &&
+               !strcmp(u.user, "u") && !strcmp(u.password, "s3cr@t") &&
+               !strstr(u.display, "s3cr"),
+           "unix url with credentials: %s %s", err ? err : "",
+           err ? "" : u.display);
     {
         sl_store_url_t a, b;
         sl_parse_store_url(p, "redis://10.0.0.1:6379/0", &a);

@@ -84,7 +84,8 @@ EOT
 }
 
 # start(conf => [files in t/conf/sl.d], faketime => '+37m', name => 'x',
-#       store => 'cluster://127.0.0.1:7000' (default: the suite's Redis))
+#       store => 'cluster://127.0.0.1:7000' (default: the suite's Redis),
+#       extra => "more configuration\n")
 sub start {
     my ($class, %a) = @_;
     my $t    = _tdir();
@@ -139,7 +140,7 @@ SlidingLimitStore ${\ ($a{store} || "redis://127.0.0.1:$redis")}
 # answer into a failed-open one.
 SlidingLimitStoreTimeout 2s 2s
 SlidingLimitKeyPrefix sltest
-$includes
+$includes${\ ($a{extra} // '')}
 EOT
     close $fh;
 
