@@ -9,8 +9,9 @@ use Apache::Test qw(-withtestmore);
 use HTTP::Tiny;
 use SL::Test;
 use SL::Keys;
+use File::Temp qw(tempdir);
 
-plan tests => 10;
+plan tests => 14;
 
 my $conf = top_dir() . '/t/conf';
 
@@ -40,3 +41,21 @@ is_deeply([ map { get('sl_secret_a', $ip) } 1 .. 3 ], [ 200, 200, 429 ],
     'secret a: its own budget of 3 is spent, b\'s request did not count');
 is(get(undef, $ip), 200, 'no secret: admitted');
 is(redis('ZCARD', $plain), 1, 'no secret: counted under the unkeyed identity, as before');
+
+# A secret file others can read is accepted with a warning; one readable by
+# its owner only passes quietly.
+{
+    my $dir = tempdir(CLEANUP => 1, TMPDIR => 1);
+    open my $f, '>', "$dir/secret" or die "$dir/secret: $!";
+    print $f 'x' x 32;
+    close $f;
+    chmod 0644, "$dir/secret";
+    my ($rc, $out) = httpd_check("SlidingLimitKeySecret $dir/secret");
+    is($rc, 0, 'a world-readable secret is accepted') or diag($out);
+    like($out, qr/SlidingLimitKeySecret: '\Q$dir\E\/secret' is readable by others/,
+        '... with a warning naming the directive and the file');
+    chmod 0600, "$dir/secret";
+    ($rc, $out) = httpd_check("SlidingLimitKeySecret $dir/secret");
+    is($rc, 0, 'a secret readable by its owner only is accepted') or diag($out);
+    unlike($out, qr/readable by others/, '... without a warning');
+}
