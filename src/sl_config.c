@@ -655,7 +655,7 @@ static const char *sl_cmd_shm_size(cmd_parms *cmd, void *dconf, const char *arg)
 #define SL_SECRET_MAX 4096
 
 /* The identities' secret: every server that shares a store must read the
- * same bytes, or each counts its own budgets. A trailing line end is not
+ * same bytes, or each counts its own budgets. CR and LF at the end are not
  * part of it, so a file written by an editor or by echo gives the same
  * secret as one written without it. */
 static const char *sl_cmd_secret(cmd_parms *cmd, void *dconf, const char *arg)

@@ -55,8 +55,8 @@ sub policy_unnamed {
 }
 
 # The identity under SlidingLimitKeySecret $file: HMAC-SHA1 of the source
-# tag, a NUL and the value, keyed with the file's content less its trailing
-# line end; the first 12 bytes in base64, as sl_identity (SL::Test) unkeyed.
+# tag, a NUL and the value, keyed with the file's content less the CR and LF
+# at its end; the first 12 bytes in base64, as sl_identity (SL::Test) unkeyed.
 sub keyed_identity {
     my ($file, $source, $value) = @_;
     open my $in, '<:raw', $file or die "$file: $!";
