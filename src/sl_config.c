@@ -66,6 +66,14 @@ void *sl_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
                                                     : base->command_timeout;
     c->prefix = add->prefix ? add->prefix : base->prefix;
     c->shm_size = base->shm_size;
+    if (add->secret) {
+        c->secret = add->secret;
+        c->secret_len = add->secret_len;
+    }
+    else {
+        c->secret = base->secret;
+        c->secret_len = base->secret_len;
+    }
     return c;
 }
 
@@ -657,6 +665,82 @@ static const char *sl_cmd_shm_size(cmd_parms *cmd, void *dconf, const char *arg)
     return NULL;
 }
 
+#define SL_SECRET_MIN 16
+#define SL_SECRET_MAX 4096
+
+/* The identities' secret: every server that shares a store must read the
+ * same bytes, or each counts its own budgets. CR and LF at the end are not
+ * part of it, so a file written by an editor or by echo gives the same
+ * secret as one written without it. */
+static const char *sl_cmd_secret(cmd_parms *cmd, void *dconf, const char *arg)
+{
+    sl_server_conf_t *sc =
+        ap_get_module_config(cmd->server->module_config, &slidinglimit_module);
+    const char *path = ap_server_root_relative(cmd->temp_pool, arg);
+    unsigned char *buf;
+    apr_file_t *f;
+    apr_finfo_t fi;
+    apr_size_t len = 0;
+    apr_status_t rv;
+    char errbuf[128];
+    (void) dconf;
+
+    if (!path) {
+        return sl_err(cmd, apr_psprintf(cmd->pool, "'%s': bad path", arg));
+    }
+    rv = apr_file_open(&f, path, APR_FOPEN_READ | APR_FOPEN_BINARY,
+                       APR_FPROT_OS_DEFAULT, cmd->temp_pool);
+    if (rv == APR_SUCCESS) {
+        rv = apr_file_info_get(
+            &fi, APR_FINFO_TYPE | APR_FINFO_SIZE | APR_FINFO_PROT, f);
+        if (rv == APR_SUCCESS && fi.filetype != APR_REG) {
+            apr_file_close(f);
+            return sl_err(
+                cmd,
+                apr_psprintf(cmd->pool, "'%s' is not a regular file", path));
+        }
+        if (rv == APR_SUCCESS && fi.size > SL_SECRET_MAX) {
+            apr_file_close(f);
+            return sl_err(cmd, apr_psprintf(cmd->pool,
+                                            "'%s' is longer than %d bytes",
+                                            path, SL_SECRET_MAX));
+        }
+        buf = apr_palloc(cmd->pool, SL_SECRET_MAX + 1);
+        if (rv == APR_SUCCESS) {
+            rv = apr_file_read_full(f, buf, SL_SECRET_MAX + 1, &len);
+            rv = rv == APR_EOF ? APR_SUCCESS : rv;
+        }
+        apr_file_close(f);
+    }
+    if (rv != APR_SUCCESS) {
+        return sl_err(cmd,
+                      apr_psprintf(cmd->pool, "cannot read '%s': %s", path,
+                                   apr_strerror(rv, errbuf, sizeof(errbuf))));
+    }
+    while (len && (buf[len - 1] == '\n' || buf[len - 1] == '\r')) {
+        len--;
+    }
+    if (len < SL_SECRET_MIN || len > SL_SECRET_MAX) {
+        return sl_err(cmd, apr_psprintf(cmd->pool,
+                                        "'%s' holds %lu bytes; a secret needs "
+                                        "%d to %d (e.g. 32 random bytes)",
+                                        path, (unsigned long) len,
+                                        SL_SECRET_MIN, SL_SECRET_MAX));
+    }
+    /* httpd reads its configuration as root: a secret others can read is
+     * no secret, but refusing it would stop a server over a mode bit. */
+    if (fi.protection & (APR_FPROT_GREAD | APR_FPROT_WREAD)) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, cmd->server,
+                     "mod_slidinglimit: SlidingLimitKeySecret: '%s' is "
+                     "readable by others than its owner; make it readable "
+                     "by root only (chmod 0400)",
+                     path);
+    }
+    sc->secret = buf;
+    sc->secret_len = len;
+    return NULL;
+}
+
 /* The per-directory directives are also allowed in .htaccess under
  * AllowOverride Limit: they control access, like Require and Allow/Deny
  * (which that class has always covered). The store and server-wide ones
@@ -671,6 +755,9 @@ const command_rec sl_cmds[] = {
                    "connect and command timeouts, e.g. 100ms 50ms"),
     AP_INIT_TAKE1("SlidingLimitKeyPrefix", sl_cmd_prefix, NULL, RSRC_CONF,
                   "prefix of every store key (default sl)"),
+    AP_INIT_TAKE1("SlidingLimitKeySecret", sl_cmd_secret, NULL, RSRC_CONF,
+                  "file whose content keys the hash of every identity; the "
+                  "same on every server that shares the store"),
     AP_INIT_TAKE1("SlidingLimitShmSize", sl_cmd_shm_size, NULL, RSRC_CONF,
                   "size of the shared memory store, e.g. 8M (default 8M)"),
     AP_INIT_TAKE_ARGV("SlidingLimit", sl_cmd_limit, NULL, SL_DIR_CONF,

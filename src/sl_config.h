@@ -43,6 +43,9 @@ typedef struct sl_server_conf {
     apr_interval_time_t command_timeout; /* -1: unset */
     const char *prefix;                  /* NULL: unset */
     apr_int64_t shm_size;                /* -1: unset */
+    /* SlidingLimitKeySecret's content; NULL: unset (unkeyed identities) */
+    const unsigned char *secret;
+    apr_size_t secret_len;
     /* Until the merge: this record's server, and the unnamed limits
      * written in its sections (a virtual host's, see sl_merge_server_conf). */
     server_rec *server;

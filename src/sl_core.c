@@ -426,7 +426,50 @@ const char *sl_ip_key(apr_pool_t *p, const char *ip, int v6bits)
     return apr_psprintf(p, "%s/%d", buf, v6bits);
 }
 
-const char *sl_identity(apr_pool_t *p, const char *source, const char *value,
+/* HMAC-SHA1 (RFC 2104) rather than SipHash: the secret is a file of any
+ * length, which HMAC takes as it is, and its 160 bits leave the 96 that
+ * the key keeps (SipHash gives 64 per key); it is also what any language's
+ * standard library computes, for tools and tests that must find a key. */
+static void sl_identity_hmac(const unsigned char *secret, apr_size_t slen,
+                             const char *source, const char *value,
+                             apr_size_t len,
+                             unsigned char digest[APR_SHA1_DIGESTSIZE])
+{
+    unsigned char k[64] = {0}, pad[64];
+    apr_sha1_ctx_t ctx;
+    int i;
+
+    if (slen > sizeof(k)) {
+        apr_sha1_init(&ctx);
+        apr_sha1_update_binary(&ctx, secret, (unsigned int) slen);
+        apr_sha1_final(k, &ctx);
+    }
+    else {
+        memcpy(k, secret, slen);
+    }
+    for (i = 0; i < 64; i++) {
+        pad[i] = k[i] ^ 0x36;
+    }
+    apr_sha1_init(&ctx);
+    apr_sha1_update_binary(&ctx, pad, sizeof(pad));
+    apr_sha1_update_binary(&ctx, (const unsigned char *) source,
+                           strlen(source) + 1);
+    apr_sha1_update_binary(&ctx, (const unsigned char *) value,
+                           (unsigned int) len);
+    apr_sha1_final(digest, &ctx);
+    for (i = 0; i < 64; i++) {
+        pad[i] = k[i] ^ 0x5c;
+    }
+    apr_sha1_init(&ctx);
+    apr_sha1_update_binary(&ctx, pad, sizeof(pad));
+    apr_sha1_update_binary(&ctx, digest, APR_SHA1_DIGESTSIZE);
+    apr_sha1_final(digest, &ctx);
+    memset(k, 0, sizeof(k));
+    memset(pad, 0, sizeof(pad));
+}
+
+const char *sl_identity(apr_pool_t *p, const unsigned char *secret,
+                        apr_size_t slen, const char *source, const char *value,
                         apr_size_t len)
 {
     unsigned char digest[APR_SHA1_DIGESTSIZE];
@@ -437,11 +480,16 @@ const char *sl_identity(apr_pool_t *p, const char *source, const char *value,
      * after some cut would share a budget. Its length is already bounded by
      * httpd (LimitRequestFieldSize, LimitRequestFields). The source tag and
      * a NUL keep "user bob" and "header bob" apart. */
-    apr_sha1_init(&ctx);
-    apr_sha1_update_binary(&ctx, (const unsigned char *) source,
-                           strlen(source) + 1);
-    apr_sha1_update_binary(&ctx, (const unsigned char *) value, len);
-    apr_sha1_final(digest, &ctx);
+    if (secret) {
+        sl_identity_hmac(secret, slen, source, value, len, digest);
+    }
+    else {
+        apr_sha1_init(&ctx);
+        apr_sha1_update_binary(&ctx, (const unsigned char *) source,
+                               strlen(source) + 1);
+        apr_sha1_update_binary(&ctx, (const unsigned char *) value, len);
+        apr_sha1_final(digest, &ctx);
+    }
     apr_base64_encode_binary(out, digest, 12);
     return out;
 }

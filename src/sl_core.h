@@ -97,8 +97,10 @@ const char *sl_ip_key(apr_pool_t *p, const char *ip, int v6bits);
 
 /* Hash of a key value (source tag + the whole value): no raw value reaches
  * the store, and no byte of the value can change the key's shape or hash
- * slot. 16 characters of base64 (96 bits of SHA-1). */
-const char *sl_identity(apr_pool_t *p, const char *source, const char *value,
+ * slot. 16 characters of base64: 96 bits of HMAC-SHA1 keyed with secret
+ * (SlidingLimitKeySecret), or of plain SHA-1 when secret is NULL. */
+const char *sl_identity(apr_pool_t *p, const unsigned char *secret,
+                        apr_size_t slen, const char *source, const char *value,
                         apr_size_t len);
 
 /* PREFIX:{identity}POLICY.A -- the braces make every key of one identity

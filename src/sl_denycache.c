@@ -7,6 +7,7 @@
  * claimed, so a writer that dies mid-write costs a store call, never a
  * wait. */
 #include "sl_denycache.h"
+#include "sl_siphash.h"
 
 #include <apr_shm.h>
 #include <apr_thread_cond.h>
@@ -63,6 +64,10 @@ typedef struct sl_dc_slot {
 
 typedef struct sl_dc_table {
     apr_uint32_t tokens; /* the last asker's number, server-wide */
+    /* Places keys in slots, drawn for each generation: keys are hashes of
+     * client-chosen values, and a client that knew the placement could
+     * make its keys evict another client's refusal at will. */
+    unsigned char seed[SL_SIPHASH_KEY];
     sl_dc_slot_t slots[SL_DC_SLOTS];
 } sl_dc_table_t;
 
@@ -104,6 +109,12 @@ apr_status_t sl_denycache_shm_create(apr_pool_t *p, sl_denycache_shm_t **out)
     }
     t->table = apr_shm_baseaddr_get(t->shm);
     memset(t->table, 0, size);
+    rv = sl_siphash_key(t->table->seed);
+    if (rv != APR_SUCCESS) {
+        apr_shm_destroy(t->shm);
+        *out = NULL;
+        return rv;
+    }
     *out = t;
     return APR_SUCCESS;
 }
@@ -134,10 +145,15 @@ sl_denycache_t *sl_denycache_create(apr_pool_t *p, sl_denycache_shm_t *shm,
     return dc;
 }
 
-static unsigned int sl_dc_slot(const sl_budget_t *c)
+static unsigned int sl_dc_slot(const sl_denycache_t *dc, const sl_budget_t *c)
 {
-    /* The keys are already hashes, any spread will do. */
-    return sl_fnv1a(SL_FNV_INIT, c->key, c->key_len) % SL_DC_SLOTS;
+    return (unsigned int) (sl_siphash(dc->table->seed, c->key, c->key_len) %
+                           SL_DC_SLOTS);
+}
+
+unsigned int sl_denycache_slot(const sl_denycache_t *dc, const sl_budget_t *c)
+{
+    return sl_dc_slot(dc, c);
 }
 
 /* A consistent copy of a slot into *out; 0 when writers kept it busy. The
@@ -216,7 +232,8 @@ static apr_time_t sl_dc_hit(const sl_denycache_t *dc, const sl_budget_t *c,
     if (recent) {
         *recent = 0;
     }
-    if (c->key_len >= SL_DC_KEY || !sl_dc_read(&dc->slots[sl_dc_slot(c)], &e)) {
+    if (c->key_len >= SL_DC_KEY ||
+        !sl_dc_read(&dc->slots[sl_dc_slot(dc, c)], &e)) {
         return 0;
     }
     match = sl_dc_match(&e, c);
@@ -282,7 +299,7 @@ static void sl_dc_release(sl_denycache_t *dc, const sl_budget_t *budgets, int n,
         apr_thread_mutex_lock(dc->mutex);
     }
     for (i = 0; i < n; i++) {
-        unsigned int s = sl_dc_slot(&budgets[i]);
+        unsigned int s = sl_dc_slot(dc, &budgets[i]);
         sl_dc_flight_t *fl = &dc->flights[s];
         apr_uint32_t seq;
         sl_dc_entry_t *e;
@@ -325,7 +342,7 @@ static int sl_dc_follow(sl_denycache_t *dc, const sl_budget_t *budgets, int n,
     for (;;) {
         others = 0;
         for (i = 0; i < n; i++) {
-            sl_dc_slot_t *sl = &dc->slots[sl_dc_slot(&budgets[i])];
+            sl_dc_slot_t *sl = &dc->slots[sl_dc_slot(dc, &budgets[i])];
             sl_dc_entry_t seen, *e;
             apr_uint32_t seq;
 
@@ -422,7 +439,7 @@ int sl_denycache_find(sl_denycache_t *dc, const sl_budget_t *budgets, int n,
 
         for (i = 0; i < n && !fl; i++) {
             c = &budgets[i];
-            s = sl_dc_slot(c);
+            s = sl_dc_slot(dc, c);
             fl = &dc->flights[s];
             if (!sl_dc_in_flight(fl, *now) || !sl_dc_recent(dc, c, *now)) {
                 fl = NULL;
@@ -454,7 +471,7 @@ int sl_denycache_find(sl_denycache_t *dc, const sl_budget_t *budgets, int n,
      * that come next. An asker that never settles is ignored after
      * flight_end. */
     for (i = 0; i < n; i++) {
-        sl_dc_flight_t *fl = &dc->flights[sl_dc_slot(&budgets[i])];
+        sl_dc_flight_t *fl = &dc->flights[sl_dc_slot(dc, &budgets[i])];
         if (!sl_dc_in_flight(fl, *now) && sl_dc_recent(dc, &budgets[i], *now)) {
             fl->token = flights[i] = sl_dc_token(dc);
             fl->flight_end = *now + wait;
@@ -569,7 +586,7 @@ void sl_denycache_settle(sl_denycache_t *dc, const sl_budget_t *budgets, int n,
     }
     for (i = 0; i < n; i++) {
         const sl_budget_t *c = &budgets[i];
-        unsigned int s = sl_dc_slot(c);
+        unsigned int s = sl_dc_slot(dc, c);
         sl_dc_flight_t *fl = &dc->flights[s];
         int waited_on = fl->token != 0;
         int mine = flights[i] && fl->token == flights[i];

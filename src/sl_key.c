@@ -41,6 +41,8 @@ const char *sl_key_identity(request_rec *r, const sl_dir_conf_t *dc)
     static const sl_key_source_t ip = {SL_KEY_IP, NULL, NULL};
     const sl_key_source_t *src =
         dc->keys ? (sl_key_source_t *) dc->keys->elts : &ip;
+    const sl_server_conf_t *sc =
+        ap_get_module_config(r->server->module_config, &slidinglimit_module);
     int n = dc->keys ? dc->keys->nelts : 1, i;
 
     for (i = 0; i < n; i++) {
@@ -83,8 +85,9 @@ const char *sl_key_identity(request_rec *r, const sl_dir_conf_t *dc)
         if (v && *v) {
             char *t = apr_pstrdup(r->pool, tag);
             ap_str_tolower(t);
-            return sl_identity(r->pool, t, v, strlen(v));
+            return sl_identity(r->pool, sc->secret, sc->secret_len, t, v,
+                               strlen(v));
         }
     }
-    return sl_identity(r->pool, "none", "-", 1);
+    return sl_identity(r->pool, sc->secret, sc->secret_len, "none", "-", 1);
 }

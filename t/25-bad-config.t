@@ -5,6 +5,18 @@ use warnings;
 
 use Apache::Test qw(-withtestmore);
 use SL::Keys;
+use File::Temp qw(tempdir);
+
+# Secret files: 15 bytes (with a line end that is not counted), empty, a
+# directory, and 16 bytes that pass.
+my $dir = tempdir(CLEANUP => 1, TMPDIR => 1);
+my ($short, $empty, $good16) = map {"$dir/$_"} qw(short empty good16);
+for ([ $short, "0123456789abcde\n" ], [ $empty, '' ], [ $good16, "0123456789abcdef\n" ]) {
+    open my $f, '>', $_->[0] or die "$_->[0]: $!";
+    print $f $_->[1];
+    close $f;
+    chmod 0600, $_->[0];
+}
 
 # [ configuration, directive named, token named (undef: none to name) ]
 my @bad = (
@@ -145,6 +157,13 @@ my @bad = (
     [ 'SlidingLimitKeyPrefix ""',                 'SlidingLimitKeyPrefix', undef ],
     [ 'SlidingLimitKeyPrefix ' . ('p' x 65),      'SlidingLimitKeyPrefix', "'" . ('p' x 65) . "'" ],
 
+    # SlidingLimitKeySecret
+    [ 'SlidingLimitKeySecret /nonexistent/sl.secret', 'SlidingLimitKeySecret', "'/nonexistent/sl.secret'" ],
+    [ "SlidingLimitKeySecret $short",             'SlidingLimitKeySecret', "'$short' holds 15 bytes" ],
+    [ "SlidingLimitKeySecret $empty",             'SlidingLimitKeySecret', "'$empty' holds 0 bytes" ],
+    [ "SlidingLimitKeySecret $dir",               'SlidingLimitKeySecret', "'$dir' is not a regular file" ],
+    [ "<Location /x>\nSlidingLimitKeySecret $good16\n</Location>", 'SlidingLimitKeySecret', undef ],
+
     # SlidingLimitShmSize
     [ 'SlidingLimitShmSize 10K',                  'SlidingLimitShmSize', "'10K'" ],
     [ 'SlidingLimitShmSize lots',                 'SlidingLimitShmSize', "'lots'" ],
@@ -167,6 +186,7 @@ SlidingLimitStore redis://user:p%40ss@127.0.0.1:6379/2
 SlidingLimitStoreTimeout 100ms 50ms
 SlidingLimitKeyPrefix sl-prod
 SlidingLimitShmSize 16M
+SlidingLimitKeySecret GOOD16
 SlidingLimitAlgorithm counter
 <Location /api>
     SlidingLimit 100 1m name=api
@@ -194,6 +214,7 @@ SlidingLimitAlgorithm counter
     SlidingLimit 2 30 algorithm=counter
 </Location>
 CONF
+$good =~ s/GOOD16/$good16/;
 
 # One name, one budget: sections that share a name but whose algorithm
 # default differs (set before or after the line, or inherited from the

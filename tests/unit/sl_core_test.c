@@ -208,20 +208,44 @@ static void test_keys(apr_pool_t *p)
            "only the well-known NAT64 prefix: %s",
            sl_ip_key(p, "64:ff9b:1::192.0.2.7", 64));
 
-    k1 = sl_identity(p, "ip", "192.0.2.7", 9);
-    k2 = sl_identity(p, "user", "192.0.2.7", 9);
+    k1 = sl_identity(p, NULL, 0, "ip", "192.0.2.7", 9);
+    k2 = sl_identity(p, NULL, 0, "user", "192.0.2.7", 9);
     EXPECT(strlen(k1) == 16 && strcmp(k1, k2), "identity per source");
-    k2 = sl_identity(p, "header:x", "a}b{c\r\n\"", 8);
+    k2 = sl_identity(p, NULL, 0, "header:x", "a}b{c\r\n\"", 8);
     EXPECT(!strpbrk(k2, "{}\r\n\" "), "no value byte reaches the key");
     {
         char big[20000];
         memset(big, 'a', sizeof(big));
-        EXPECT(strlen(sl_identity(p, "header:x", big, sizeof(big))) == 16,
+        EXPECT(strlen(sl_identity(p, NULL, 0, "header:x", big, sizeof(big))) ==
+                   16,
                "bounded identity");
-        k2 = sl_identity(p, "header:x", big, sizeof(big));
+        k2 = sl_identity(p, NULL, 0, "header:x", big, sizeof(big));
         big[sizeof(big) - 1] = 'b';
-        EXPECT(strcmp(k2, sl_identity(p, "header:x", big, sizeof(big))),
-               "the whole value is hashed, not a prefix");
+        EXPECT(
+            strcmp(k2, sl_identity(p, NULL, 0, "header:x", big, sizeof(big))),
+            "the whole value is hashed, not a prefix");
+        /* A secret longer than SHA-1's block is hashed first (RFC 2104). */
+        k2 = sl_identity(p, (const unsigned char *) big, 100, "ip", "x", 1);
+        EXPECT(strlen(k2) == 16 &&
+                   strcmp(k2, sl_identity(p, (const unsigned char *) big, 99,
+                                          "ip", "x", 1)),
+               "long secrets");
+    }
+    {
+        static const unsigned char s1[] = "0123456789abcdef0123456789abcdef";
+        static const unsigned char s2[] = "0123456789abcdef0123456789abcdeF";
+        const char *u = sl_identity(p, NULL, 0, "ip", "192.0.2.7", 9);
+        const char *a = sl_identity(p, s1, 32, "ip", "192.0.2.7", 9);
+        const char *b = sl_identity(p, s2, 32, "ip", "192.0.2.7", 9);
+        EXPECT(!strcmp(u, k1), "unkeyed stays what it was");
+        EXPECT(strlen(a) == 16 && strcmp(a, u), "keyed differs from unkeyed");
+        EXPECT(strcmp(a, b), "keyed depends on the secret");
+        EXPECT(strcmp(a, sl_identity(p, s1, 32, "user", "192.0.2.7", 9)),
+               "keyed identity per source");
+        /* HMAC-SHA1(s1, "ip\0192.0.2.7"), first 12 bytes in base64, as
+         * perl -MDigest::SHA=hmac_sha1 computes it (t/lib/SL/Keys.pm). */
+        EXPECT(!strcmp(a, "hbAV19dQD7L8GYB9"), "keyed vector: %s", a);
+        EXPECT(!strcmp(u, "UcsUroYSbiHOpmad"), "unkeyed vector: %s", u);
     }
     EXPECT(!strcmp(sl_ip_key(p, "fe80::1:2:3:4%eth0", 64), "fe80::/64"),
            "zone id dropped");

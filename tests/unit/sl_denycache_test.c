@@ -179,24 +179,19 @@ static void sl_join(apr_thread_t *t)
     apr_thread_join(&rv, t);
 }
 
-/* A key name whose slot is c's: the slot function is FNV-1a modulo 4096,
- * as in sl_denycache.c. */
-static const char *sl_collider(apr_pool_t *p, const sl_budget_t *c)
+/* A key name whose slot is c's. The placement is keyed by the table's
+ * secret, so only a handle on the table can find one. */
+static const char *sl_collider(apr_pool_t *p, const sl_denycache_t *dc,
+                               const sl_budget_t *c)
 {
     char *name = NULL;
-    unsigned int i, want, h;
-    apr_size_t j;
+    unsigned int i, want = sl_denycache_slot(dc, c);
 
-    for (h = 2166136261u, j = 0; j < c->key_len; j++) {
-        h = (h ^ (unsigned char) c->key[j]) * 16777619u;
-    }
-    want = h % 4096;
     for (i = 0; i < 10000000; i++) {
+        sl_budget_t k;
         name = apr_psprintf(p, "t:{k%u}x.g", i);
-        for (h = 2166136261u, j = 0; name[j]; j++) {
-            h = (h ^ (unsigned char) name[j]) * 16777619u;
-        }
-        if (h % 4096 == want) {
+        k = sl_mk(name);
+        if (sl_denycache_slot(dc, &k) == want) {
             break;
         }
     }
@@ -316,7 +311,7 @@ static void test_single_flight(apr_pool_t *p)
         sl_budget_t k2;
 
         c = sl_mk("t:{i}x.g");
-        name = sl_collider(p, &c);
+        name = sl_collider(p, dc, &c);
         k2 = sl_mk(name);
         flight = sl_recent_with_asker(p, dc, &c, &sent);
         t = sl_spawn(p, &w, dc, &c, MS(500));
@@ -386,7 +381,7 @@ static void test_processes(apr_pool_t *p)
     /* Torn reads: two writers put two keys, with different limits and
      * resets, into the same slot as fast as they can; a reader must never
      * see one key with the other's limit or the other's reset. */
-    b = sl_mk(sl_collider(p, &a));
+    b = sl_mk(sl_collider(p, dc, &a));
     b.requests = 51;
     a51 = a;
     a51.requests = 51;
@@ -499,6 +494,25 @@ static void test_children_single_flight(apr_pool_t *p)
            "a lost asker holds the other children for its bound only");
 }
 
+/* Slots are placed by a secret drawn for each table: another generation
+ * (another table) places the same keys elsewhere, so a client cannot work
+ * out offline which keys evict another's refusal. */
+static void test_placement(apr_pool_t *p)
+{
+    sl_denycache_t *one = sl_new(p, 0, NULL), *two = sl_new(p, 0, NULL);
+    int i, same = 0, same_in_one = 0;
+
+    for (i = 0; i < 16; i++) {
+        sl_budget_t k = sl_mk(apr_psprintf(p, "t:{place%d}x.g", i));
+        same += sl_denycache_slot(one, &k) == sl_denycache_slot(two, &k);
+        same_in_one += sl_denycache_slot(one, &k) == sl_denycache_slot(one, &k);
+    }
+    EXPECT(same_in_one == 16, "one table places a key in one slot");
+    /* 16 keys in the same slots by chance: about 2^-190 */
+    EXPECT(same < 16, "two tables place keys differently (%d of 16 alike)",
+           same);
+}
+
 int main(void)
 {
     apr_pool_t *p;
@@ -509,6 +523,7 @@ int main(void)
     test_single_flight(p);
     test_processes(p);
     test_children_single_flight(p);
+    test_placement(p);
     printf("sl_denycache_test: %d passed, %d failed\n", passed, failed);
     apr_terminate();
     return failed ? 1 : 0;

@@ -7,7 +7,7 @@ package SL::Keys;
 use strict;
 use warnings;
 
-use Digest::SHA qw(sha1);
+use Digest::SHA qw(sha1 hmac_sha1);
 use Exporter qw(import);
 use File::Temp qw(tempdir);
 use HTTP::Tiny;
@@ -15,7 +15,7 @@ use IO::Socket::INET;
 use MIME::Base64 qw(encode_base64);
 use SL::Test;
 
-our @EXPORT = qw(basic tag req raw_request policy_unnamed key_of
+our @EXPORT = qw(basic tag req raw_request policy_unnamed key_of keyed_identity
   httpd_bin httpd_check top_dir shape_ok);
 
 my $tags = 0;
@@ -52,6 +52,18 @@ sub policy_unnamed {
     my ($section, $requests, $window_us, $burst) = @_;
     my $basis = "s\n$section\n$requests\n$window_us\n" . ($burst // 0);
     return encode_base64(substr(sha1($basis), 0, 6), '');
+}
+
+# The identity under SlidingLimitKeySecret $file: HMAC-SHA1 of the source
+# tag, a NUL and the value, keyed with the file's content less the CR and LF
+# at its end; the first 12 bytes in base64, as sl_identity (SL::Test) unkeyed.
+sub keyed_identity {
+    my ($file, $source, $value) = @_;
+    open my $in, '<:raw', $file or die "$file: $!";
+    my $secret = do { local $/; <$in> };
+    close $in;
+    $secret =~ s/[\r\n]+\z//;
+    return encode_base64(substr(hmac_sha1("$source\0$value", $secret), 0, 12), '');
 }
 
 # key_of(identity => ..., policy_id => ... | policy => NAME, alg => 'l')
