@@ -115,7 +115,21 @@ static int sl_post_config(apr_pool_t *pconf, apr_pool_t *plog,
     for (vs = s; vs; vs = vs->next) {
         sl_server_conf_t *sc =
             ap_get_module_config(vs->module_config, &slidinglimit_module);
+        const char *err;
         sc->proc = proc;
+        /* A virtual host that inherits the main server's store says
+         * nothing new about it. */
+        if (vs != s && sc->store == msc->store &&
+            sc->tls_verify == msc->tls_verify && sc->tls_ca == msc->tls_ca &&
+            sc->tls_cert == msc->tls_cert &&
+            sc->sentinel_password == msc->sentinel_password) {
+            continue;
+        }
+        if ((err = sl_config_store_check(ptemp, vs, sc))) {
+            ap_log_error(APLOG_MARK, APLOG_CRIT, 0, vs, "mod_slidinglimit: %s",
+                         err);
+            return HTTP_INTERNAL_SERVER_ERROR;
+        }
     }
     return OK;
 }

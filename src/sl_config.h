@@ -42,6 +42,14 @@ typedef struct sl_server_conf {
     apr_interval_time_t command_timeout; /* -1: unset */
     const char *prefix;                  /* NULL: unset */
     apr_int64_t shm_size;                /* -1: unset */
+    /* SlidingLimitSentinelAuth: both NULL unset; user NULL with a
+     * password: the default user */
+    const char *sentinel_user;
+    const char *sentinel_password;
+    const char *tls_ca;   /* NULL: unset (the system's CAs) */
+    const char *tls_cert; /* NULL: unset (no client certificate) */
+    const char *tls_key;
+    int tls_verify; /* -1: unset (on) */
     /* made in post_config (shared by all records) and child_init */
     struct sl_proc *proc;
     struct sl_redis *redis;
@@ -68,6 +76,12 @@ void *sl_create_server_conf(apr_pool_t *p, server_rec *s);
 void *sl_merge_server_conf(apr_pool_t *p, void *basev, void *addv);
 void *sl_create_dir_conf(apr_pool_t *p, char *dir);
 void *sl_merge_dir_conf(apr_pool_t *p, void *basev, void *addv);
+
+/* Start-up checks of a server's store settings, after the merge: logs
+ * what an operator should know (verification off, TLS settings without a
+ * TLS store) and returns an error for a store this build cannot serve. */
+const char *sl_config_store_check(apr_pool_t *p, server_rec *s,
+                                  const sl_server_conf_t *sc);
 
 /* Effective values, defaults applied. */
 #define SL_OR(v, d) ((v) == -1 ? (d) : (v))

@@ -1,0 +1,59 @@
+#!/bin/bash
+# Builds tests/transport/sl_transport_test and runs it against redis-servers
+# started here: plain (TCP and a unix socket) and TLS with the suite's
+# certificates (t/servers-tls.sh); then the bounded name resolution, in a
+# user and network namespace whose resolver never answers, when this
+# machine allows one. Everything started here stops on exit.
+set -uo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+. "$ROOT/tools/free-port.sh"
+. "$ROOT/t/servers-tls.sh"
+
+APR_INC="$(apr-1-config --cppflags --includes)"
+APR_LIBS="$(apr-1-config --link-ld --libs)"
+# shellcheck disable=SC2086
+cc -std=gnu99 -g -O2 -Wall -Wextra -I"$ROOT/src" $APR_INC \
+    -o "$HERE/sl_transport_test" "$HERE/sl_transport_test.c" \
+    "$ROOT/src/sl_transport.c" $APR_LIBS -lhiredis -lssl -lcrypto -pthread ||
+    exit 1
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/sl-transport.XXXXXX")
+cleanup() {
+    sl_servers_tls_stop
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+export SL_T_CERTS=$WORK/certs
+sl_tls_certs "$SL_T_CERTS" || { echo "cannot make the test certificates"; exit 1; }
+
+mkdir -p "$WORK/plain"
+SL_T_PLAIN_PORT=$(free_port 10000 10000) || exit 1
+export SL_T_PLAIN_PORT SL_T_UNIX=$WORK/plain/redis.sock
+redis-server --port "$SL_T_PLAIN_PORT" --bind 127.0.0.1 \
+    --unixsocket "$SL_T_UNIX" --save '' --appendonly no --daemonize yes \
+    --dir "$WORK/plain" --pidfile "$WORK/plain/redis.pid" \
+    --logfile "$WORK/plain/redis.log" || exit 1
+SL_TLS_PIDFILES+=("$WORK/plain/redis.pid")
+sl_wait_redis -p "$SL_T_PLAIN_PORT" >/dev/null || exit 1
+SL_T_CLOSED_PORT=$(free_port 10000 10000) || exit 1
+export SL_T_CLOSED_PORT
+
+sl_tls_redis_start SL_T_TLS_PORT "$SL_T_CERTS" server optional &&
+    sl_tls_redis_start SL_T_TLS_EXPIRED_PORT "$SL_T_CERTS" expired no &&
+    sl_tls_redis_start SL_T_TLS_WRONGHOST_PORT "$SL_T_CERTS" wronghost no &&
+    sl_tls_redis_start SL_T_TLS_CLIENT_PORT "$SL_T_CERTS" server yes || exit 1
+export SL_T_TLS_PORT SL_T_TLS_EXPIRED_PORT SL_T_TLS_WRONGHOST_PORT \
+    SL_T_TLS_CLIENT_PORT
+
+"$HERE/sl_transport_test" || exit 1
+
+printf 'nameserver 127.0.0.1\noptions timeout:1 attempts:1\n' >"$WORK/resolv.conf"
+if unshare -rnm true 2>/dev/null; then
+    unshare -rnm sh -c "ip link set lo up && mount --bind '$WORK/resolv.conf' \
+        /etc/resolv.conf && exec '$HERE/sl_transport_test' dns" || exit 1
+else
+    echo "sl_transport (dns): skipped, no user namespace on this machine"
+fi
