@@ -10,9 +10,12 @@
 #                             a TLS-only redis-server in DIR/redis-CERT-AUTH
 #                             (tls-auth-clients AUTH: no, optional, yes),
 #                             serving DIR/CERT.pem; its port in VAR
-#   sl_sentinel_start DIR     master, replicas, Sentinels; sets
-#                             SL_SENTINEL_MASTER_PORT, SL_SENTINEL_PORTS
-#                             (comma separated), SL_SENTINEL_REPLICA_PORTS
+#   sl_sentinel_start DIR [DATA_PASSWORD [SENTINEL_PASSWORD]]
+#                             master, replicas, Sentinels (master name
+#                             slmaster); sets SL_SENTINEL_MASTER_PORT,
+#                             SL_SENTINEL_PORTS (comma separated),
+#                             SL_SENTINEL_REPLICA_PORTS, SL_SENTINEL_DIR
+#                             ($DIR/master/redis.conf restarts the master)
 #   sl_servers_tls_stop       stops everything the functions above started
 #
 # Needs free_port (tools/free-port.sh) in the caller.
@@ -85,9 +88,11 @@ sl_tls_redis_start() {
     printf -v "$var" '%s' "$port"
 }
 
-# A replica or master for the Sentinel set-up: DIR NAME PORT [replicaof].
+# A replica or master for the Sentinel set-up: DIR NAME PORT PASSWORD
+# [replicaof]. Every node has the password, as masterauth too: after a
+# failover any of them may be the master.
 sl_sentinel_node() {
-    local dir=$1/$2 port=$3
+    local dir=$1/$2 port=$3 pw=$4
     mkdir -p "$dir"
     cat >"$dir/redis.conf" <<CONF
 port $port
@@ -98,21 +103,23 @@ daemonize yes
 dir $dir
 pidfile $dir/redis.pid
 logfile $dir/redis.log
-${4:+replicaof 127.0.0.1 $4}
+${pw:+requirepass $pw}
+${pw:+masterauth $pw}
+${5:+replicaof 127.0.0.1 $5}
 CONF
     redis-server "$dir/redis.conf" || return 1
     SL_TLS_PIDFILES+=("$dir/redis.pid")
-    sl_wait_redis -p "$port"
+    REDISCLI_AUTH=$pw sl_wait_redis -p "$port"
 }
 
 sl_sentinel_start() {
-    local dir=$1 mp r1 r2 sp i ports=
+    local dir=$1 dpw=${2:-} spw=${3:-} mp r1 r2 sp i ports=
     mkdir -p "$dir"
     mp=$(free_port 10000 10000) && r1=$(free_port 10000 10000) &&
         r2=$(free_port 10000 10000) || return 1
-    sl_sentinel_node "$dir" master "$mp" &&
-        sl_sentinel_node "$dir" replica1 "$r1" "$mp" &&
-        sl_sentinel_node "$dir" replica2 "$r2" "$mp" || return 1
+    sl_sentinel_node "$dir" master "$mp" "$dpw" &&
+        sl_sentinel_node "$dir" replica1 "$r1" "$dpw" "$mp" &&
+        sl_sentinel_node "$dir" replica2 "$r2" "$dpw" "$mp" || return 1
     for i in 1 2 3; do
         sp=$(free_port 10000 10000) || return 1
         mkdir -p "$dir/sentinel$i"
@@ -128,10 +135,13 @@ sentinel monitor slmaster 127.0.0.1 $mp 2
 sentinel down-after-milliseconds slmaster 1000
 sentinel failover-timeout slmaster 3000
 sentinel parallel-syncs slmaster 2
+${dpw:+sentinel auth-pass slmaster $dpw}
+${spw:+requirepass $spw}
+${spw:+sentinel sentinel-pass $spw}
 CONF
         redis-server "$dir/sentinel$i/sentinel.conf" --sentinel || return 1
         SL_TLS_PIDFILES+=("$dir/sentinel$i/sentinel.pid")
-        sl_wait_redis -p "$sp" || return 1
+        REDISCLI_AUTH=$spw sl_wait_redis -p "$sp" || return 1
         ports=${ports:+$ports,}$sp
     done
     export SL_SENTINEL_MASTER_PORT=$mp SL_SENTINEL_PORTS=$ports

@@ -3,7 +3,9 @@
 # started here: plain (TCP and a unix socket) and TLS with the suite's
 # certificates (t/servers-tls.sh); then the bounded name resolution, in a
 # user and network namespace whose resolver never answers, when this
-# machine allows one. Everything started here stops on exit.
+# machine allows one; then Sentinel discovery and a failover against a
+# master, two replicas and three Sentinels. Everything started here stops
+# on exit.
 set -uo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -16,7 +18,8 @@ APR_LIBS="$(apr-1-config --link-ld --libs)"
 # shellcheck disable=SC2086
 cc -std=gnu99 -g -O2 -Wall -Wextra -I"$ROOT/src" $APR_INC \
     -o "$HERE/sl_transport_test" "$HERE/sl_transport_test.c" \
-    "$ROOT/src/sl_transport.c" $APR_LIBS -lhiredis -lssl -lcrypto -pthread ||
+    "$ROOT/src/sl_transport.c" "$ROOT/src/sl_sentinel.c" \
+    "$ROOT/src/sl_core.c" $APR_LIBS $(apu-1-config --link-ld --libs) -lhiredis -lssl -lcrypto -lm -pthread ||
     exit 1
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/sl-transport.XXXXXX")
@@ -57,3 +60,10 @@ if unshare -rnm true 2>/dev/null; then
 else
     echo "sl_transport (dns): skipped, no user namespace on this machine"
 fi
+
+# A master, two replicas and three Sentinels, all with passwords; the test
+# kills the master and follows the failover.
+export SL_T_DATA_PASSWORD=data$RANDOM$RANDOM SL_T_SENTINEL_PASSWORD=snt$RANDOM$RANDOM
+sl_sentinel_start "$WORK/sentinel" "$SL_T_DATA_PASSWORD" "$SL_T_SENTINEL_PASSWORD" ||
+    { echo "cannot start the Sentinel set-up"; exit 1; }
+"$HERE/sl_transport_test" sentinel || exit 1

@@ -4,7 +4,10 @@
  *
  *   sl_transport_test            every case run.sh set up (environment)
  *   sl_transport_test dns        a name whose resolver never answers
- *                                (run.sh runs it in a namespace of its own) */
+ *                                (run.sh runs it in a namespace of its own)
+ *   sl_transport_test sentinel   master discovery and a failover against
+ *                                run.sh's master, replicas and Sentinels */
+#include "sl_sentinel.h"
 #include "sl_transport.h"
 #include "../unit/sl_expect.h"
 
@@ -14,6 +17,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -318,6 +322,136 @@ static void test_dns(apr_pool_t *p)
     (void) p;
 }
 
+/* The run's Sentinels as a URL: first (a list ending in ',') before them;
+ * only: just that one of them, -1 all. */
+static sl_store_url_t *sentinel_url(apr_pool_t *p, const char *first,
+                                    const char *master, int only)
+{
+    sl_store_url_t *u = apr_pcalloc(p, sizeof(*u));
+    char *ports = apr_pstrdup(p, getenv("SL_SENTINEL_PORTS")), *tok, *st;
+    const char *url, *err, *sep = "";
+    int n = 0;
+
+    url = apr_pstrcat(p, "sentinel://", getenv("SL_T_DATA_PASSWORD"), "@",
+                      first ? first : "", NULL);
+    for (tok = apr_strtok(ports, ",", &st); tok;
+         tok = apr_strtok(NULL, ",", &st), n++) {
+        if (only < 0 || only == n) {
+            url = apr_pstrcat(p, url, sep, "127.0.0.1:", tok, NULL);
+            sep = ",";
+        }
+    }
+    url = apr_pstrcat(p, url, "/", master, NULL);
+    err = sl_parse_store_url(p, url, u);
+    EXPECT(!err, "sentinel url: %s", err ? err : "");
+    return u;
+}
+
+static apr_status_t find_master(sl_sentinel_t *s, int *port, char *err,
+                                apr_size_t errlen)
+{
+    char host[64];
+
+    return sl_sentinel_master(s, apr_time_now() + apr_time_from_sec(2), host,
+                              sizeof(host), port, err, errlen);
+}
+
+static void test_sentinel(apr_pool_t *p)
+{
+    sl_sentinel_t s;
+    char err[600], cmd[512];
+    int port = 0, master = env_port("SL_SENTINEL_MASTER_PORT"), i, k;
+    apr_status_t rv;
+    double t0;
+    FILE *f;
+    long pid = 0;
+
+    memset(&s, 0, sizeof(s));
+    s.password = getenv("SL_T_SENTINEL_PASSWORD");
+    s.connect_timeout = MS(200);
+    s.command_timeout = MS(200);
+
+    /* The first Sentinel listed is down: the next one answers. */
+    s.url = sentinel_url(
+        p, apr_psprintf(p, "127.0.0.1:%d,", env_port("SL_T_CLOSED_PORT")),
+        "slmaster", -1);
+    rv = find_master(&s, &port, err, sizeof(err));
+    EXPECT(rv == APR_SUCCESS && port == master,
+           "master found past a dead Sentinel: %d (%s)", port, err);
+    EXPECT(s.first == 1, "the Sentinel that answered is asked first next");
+
+    s.url = sentinel_url(p, NULL, "nosuchmaster", -1);
+    rv = find_master(&s, &port, err, sizeof(err));
+    EXPECT(rv != APR_SUCCESS && strstr(err, "does not know the master"),
+           "unknown master name: %s", err);
+
+    s.url = sentinel_url(p, NULL, "slmaster", -1);
+    s.password = "wrong";
+    rv = find_master(&s, &port, err, sizeof(err));
+    EXPECT(rv != APR_SUCCESS && strstr(err, "AUTH: refused") &&
+               !strstr(err, "wrong"),
+           "wrong Sentinel password, not shown: %s", err);
+    s.password = getenv("SL_T_SENTINEL_PASSWORD");
+
+    /* A failover: SIGKILL the master, follow the Sentinels. */
+    f = fopen(
+        apr_pstrcat(p, getenv("SL_SENTINEL_DIR"), "/master/redis.pid", NULL),
+        "r");
+    EXPECT(f && fscanf(f, "%ld", &pid) == 1 && pid > 1, "master pid");
+    if (f) {
+        fclose(f);
+    }
+    if (pid <= 1) {
+        return;
+    }
+    kill((pid_t) pid, SIGKILL);
+    t0 = sl_secs();
+    for (i = 0; i < 150; i++) {
+        rv = find_master(&s, &port, err, sizeof(err));
+        if (rv == APR_SUCCESS && port != master) {
+            break;
+        }
+        usleep(100 * 1000);
+    }
+    EXPECT(rv == APR_SUCCESS && port != master,
+           "new master %d after the master's SIGKILL, in %.1fs (%s)", port,
+           sl_secs() - t0, err);
+    printf("sl_transport (sentinel): failover followed in %.1fs\n",
+           sl_secs() - t0);
+    /* Every Sentinel knows the new master before the old one is back. */
+    for (k = 0; k < 3; k++) {
+        sl_sentinel_t one = s;
+        int got = 0;
+        one.url = sentinel_url(p, NULL, "slmaster", k);
+        one.first = 0;
+        for (i = 0; i < 100; i++) {
+            if (find_master(&one, &got, err, sizeof(err)) == APR_SUCCESS &&
+                got == port) {
+                break;
+            }
+            usleep(100 * 1000);
+        }
+        EXPECT(got == port, "Sentinel %d names the new master: %d", k, got);
+    }
+    /* The old master comes back as a replica, as an operator brings it
+     * back, and the new master stays the answer. */
+    snprintf(cmd, sizeof(cmd),
+             "redis-server %s/master/redis.conf --replicaof 127.0.0.1 %d",
+             getenv("SL_SENTINEL_DIR"), port);
+    EXPECT(system(cmd) == 0, "old master restarted");
+    for (i = 0; i < 50; i++) {
+        int again = 0;
+        rv = find_master(&s, &again, err, sizeof(err));
+        EXPECT(rv == APR_SUCCESS && again == port,
+               "still the new master %d with the old one %d back: %d (%s)",
+               port, master, again, err);
+        if (rv != APR_SUCCESS || again != port) {
+            break;
+        }
+        usleep(50 * 1000);
+    }
+}
+
 int main(int argc, char **argv)
 {
     apr_pool_t *p;
@@ -328,13 +462,16 @@ int main(int argc, char **argv)
     if (argc > 1 && !strcmp(argv[1], "dns")) {
         test_dns(p);
     }
+    else if (argc > 1 && !strcmp(argv[1], "sentinel")) {
+        test_sentinel(p);
+    }
     else {
         test_plain(p);
         test_tls(p);
     }
     apr_pool_destroy(p);
     apr_terminate();
-    printf("sl_transport%s: %d passed, %d failed\n", argc > 1 ? " (dns)" : "",
-           passed, failed);
+    printf("sl_transport%s%s%s: %d passed, %d failed\n", argc > 1 ? " (" : "",
+           argc > 1 ? argv[1] : "", argc > 1 ? ")" : "", passed, failed);
     return failed ? 1 : 0;
 }
