@@ -123,9 +123,11 @@ static int sl_post_config(apr_pool_t *pconf, apr_pool_t *plog,
             sc->tls_verify == msc->tls_verify && sc->tls_ca == msc->tls_ca &&
             sc->tls_cert == msc->tls_cert &&
             sc->sentinel_password == msc->sentinel_password) {
+            sc->tls = msc->tls;
             continue;
         }
-        if ((err = sl_config_store_check(ptemp, vs, sc))) {
+        if ((err = sl_config_store_check(ptemp, vs, sc)) ||
+            (err = sl_config_tls_setup(pconf, sc))) {
             ap_log_error(APLOG_MARK, APLOG_CRIT, 0, vs, "mod_slidinglimit: %s",
                          err);
             return HTTP_INTERNAL_SERVER_ERROR;

@@ -503,6 +503,20 @@ static const char *sl_cmd_tls_verify(cmd_parms *cmd, void *dconf,
     return sl_onoff(cmd, arg, &sl_server_conf(cmd)->tls_verify);
 }
 
+const char *sl_config_tls_setup(apr_pool_t *p, sl_server_conf_t *sc)
+{
+    const char *err;
+
+    sc->tls = NULL;
+    if (!sc->store || !sc->store->tls) {
+        return NULL;
+    }
+    err = sl_tls_create(p, sc->tls_ca, sc->tls_cert, sc->tls_key,
+                        SL_OR(sc->tls_verify, 1), &sc->tls);
+    return err ? apr_psprintf(p, "store %s: %s", sc->store->display, err)
+               : NULL;
+}
+
 const char *sl_config_store_check(apr_pool_t *p, server_rec *s,
                                   const sl_server_conf_t *sc)
 {

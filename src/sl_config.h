@@ -52,6 +52,7 @@ typedef struct sl_server_conf {
     int tls_verify; /* -1: unset (on) */
     /* made in post_config (shared by all records) and child_init */
     struct sl_proc *proc;
+    struct sl_tls *tls; /* TLS stores: the client context */
     struct sl_redis *redis;
 } sl_server_conf_t;
 
@@ -82,6 +83,11 @@ void *sl_merge_dir_conf(apr_pool_t *p, void *basev, void *addv);
  * TLS store) and returns an error for a store this build cannot serve. */
 const char *sl_config_store_check(apr_pool_t *p, server_rec *s,
                                   const sl_server_conf_t *sc);
+
+/* A TLS store's client context (sc->tls), made in post_config: before
+ * fork, as root, like mod_ssl's, so that a key file readable by root only
+ * works; no connection is opened before fork. */
+const char *sl_config_tls_setup(apr_pool_t *p, sl_server_conf_t *sc);
 
 /* Effective values, defaults applied. */
 #define SL_OR(v, d) ((v) == -1 ? (d) : (v))

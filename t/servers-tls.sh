@@ -16,11 +16,16 @@
 #                             SL_SENTINEL_PORTS (comma separated),
 #                             SL_SENTINEL_REPLICA_PORTS, SL_SENTINEL_DIR
 #                             ($DIR/master/redis.conf restarts the master)
+#   sl_acl_setuser PASSWORD PREFIX REDIS-CLI-ARGS...
+#                             creates the README's least-privilege ACL user
+#                             (ratelimit) on that server, the line taken
+#                             from README.md as written there
 #   sl_servers_tls_stop       stops everything the functions above started
 #
 # Needs free_port (tools/free-port.sh) in the caller.
 
 SL_TLS_PIDFILES=()
+SL_TLS_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 # Waits for a pid file and a PING answer: redis-cli ARGS... ping.
 sl_wait_redis() {
@@ -148,13 +153,34 @@ CONF
     export SL_SENTINEL_REPLICA_PORTS=$r1,$r2 SL_SENTINEL_DIR=$dir
 }
 
+sl_acl_setuser() {
+    local pw=$1 prefix=$2 line words
+    shift 2
+    line=$(sed -n 's/^    \(ACL SETUSER ratelimit .*\)$/\1/p' \
+        "$SL_TLS_ROOT/README.md" | head -1)
+    [ -n "$line" ] || { echo "README.md has no ACL SETUSER line" >&2; return 1; }
+    line=${line//>PASSWORD/>$pw}
+    line=${line//\~sl:\*/\~$prefix:*}
+    read -ra words <<<"$line"
+    redis-cli "$@" "${words[@]}" | grep -q '^OK$'
+}
+
 sl_servers_tls_stop() {
-    local f pid
+    local f pid pids=() i
     for f in "${SL_TLS_PIDFILES[@]}"; do
         [ -f "$f" ] || continue
         pid=$(cat "$f")
         kill -CONT "$pid" 2>/dev/null
-        kill "$pid" 2>/dev/null
+        kill "$pid" 2>/dev/null && pids+=("$pid")
     done
     SL_TLS_PIDFILES=()
+    # They are not our children: wait for them to be gone (5 s at most).
+    for i in $(seq 1 50); do
+        for pid in "${pids[@]}"; do
+            kill -0 "$pid" 2>/dev/null && break
+            pid=
+        done
+        [ -z "$pid" ] && break
+        sleep 0.1
+    done
 }

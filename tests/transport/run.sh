@@ -25,7 +25,11 @@ cc -std=gnu99 -g -O2 -Wall -Wextra -I"$ROOT/src" $APR_INC \
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/sl-transport.XXXXXX")
 cleanup() {
     sl_servers_tls_stop
-    rm -rf "$WORK"
+    if [ -n "${SL_T_KEEP:-}" ]; then
+        echo "kept $WORK"
+    else
+        rm -rf "$WORK"
+    fi
 }
 trap cleanup EXIT
 
@@ -50,6 +54,9 @@ sl_tls_redis_start SL_T_TLS_PORT "$SL_T_CERTS" server optional &&
     sl_tls_redis_start SL_T_TLS_CLIENT_PORT "$SL_T_CERTS" server yes || exit 1
 export SL_T_TLS_PORT SL_T_TLS_EXPIRED_PORT SL_T_TLS_WRONGHOST_PORT \
     SL_T_TLS_CLIENT_PORT
+export SL_T_ACL_PASSWORD=acl$RANDOM$RANDOM
+sl_acl_setuser "$SL_T_ACL_PASSWORD" sl --tls --insecure -p "$SL_T_TLS_PORT" ||
+    { echo "cannot create the ACL user"; exit 1; }
 
 "$HERE/sl_transport_test" || exit 1
 

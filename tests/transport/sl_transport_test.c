@@ -233,6 +233,64 @@ static apr_status_t tls_try(apr_pool_t *p, const char *host, const char *env,
     return rv;
 }
 
+/* The README's least-privilege user (run.sh made it from the README's
+ * line): what the module sends is allowed, nothing else. */
+static void test_acl(apr_pool_t *p)
+{
+    sl_tls_t *tls;
+    sl_transport_t *t;
+    redisReply *r = NULL;
+    char err[200];
+
+    if (sl_tls_create(p, cert(p, "ca.pem"), NULL, NULL, 1, &tls) ||
+        sl_transport_connect("127.0.0.1", env_port("SL_T_TLS_PORT"), NULL, tls,
+                             MS(1000), MS(1000), &t, err,
+                             sizeof(err)) != APR_SUCCESS) {
+        EXPECT(0, "ACL: connect");
+        return;
+    }
+    EXPECT(sl_sentinel_auth(t, "ratelimit", "wrong") == APR_EACCES,
+           "ACL user, wrong password: refused");
+    EXPECT(sl_sentinel_auth(t, "ratelimit", getenv("SL_T_ACL_PASSWORD")) ==
+               APR_SUCCESS,
+           "ACL user: AUTH");
+    EXPECT(sl_transport_command(t, &r, "PING") == APR_SUCCESS &&
+               r->type == REDIS_REPLY_STATUS,
+           "ACL user: PING");
+    freeReplyObject(r);
+    EXPECT(sl_transport_command(t, &r, "EVAL %s 1 sl:{x}acl",
+                                "redis.call('SET', KEYS[1], 1) "
+                                "return redis.call('GET', KEYS[1])") ==
+                   APR_SUCCESS &&
+               r->type == REDIS_REPLY_ERROR && strstr(r->str, "NOPERM"),
+           "ACL user: EVAL refused (only EVALSHA): %s",
+           r && r->str ? r->str : "");
+    freeReplyObject(r);
+    EXPECT(sl_transport_command(t, &r, "SCRIPT LOAD %s",
+                                "return redis.call('TIME')[1]") ==
+                   APR_SUCCESS &&
+               r->type == REDIS_REPLY_STRING,
+           "ACL user: SCRIPT LOAD");
+    if (r->type == REDIS_REPLY_STRING) {
+        char *sha = apr_pstrdup(p, r->str);
+        freeReplyObject(r);
+        EXPECT(sl_transport_command(t, &r, "EVALSHA %s 0", sha) ==
+                       APR_SUCCESS &&
+                   r->type == REDIS_REPLY_STRING,
+               "ACL user: EVALSHA calling TIME");
+    }
+    freeReplyObject(r);
+    EXPECT(sl_transport_command(t, &r, "KEYS *") == APR_SUCCESS &&
+               r->type == REDIS_REPLY_ERROR && strstr(r->str, "NOPERM"),
+           "ACL user: KEYS refused");
+    freeReplyObject(r);
+    EXPECT(sl_transport_command(t, &r, "GET other:key") == APR_SUCCESS &&
+               r->type == REDIS_REPLY_ERROR && strstr(r->str, "NOPERM"),
+           "ACL user: a key outside the prefix refused");
+    freeReplyObject(r);
+    sl_transport_close(t);
+}
+
 static void test_tls(apr_pool_t *p)
 {
     char err[200];
@@ -272,6 +330,8 @@ static void test_tls(apr_pool_t *p)
     rv = tls_try(p, "127.0.0.1", "SL_T_TLS_CLIENT_PORT", "ca.pem", 1, 1, err,
                  sizeof(err), "client-cert");
     EXPECT(rv == APR_SUCCESS, "client certificate: %s", err);
+
+    test_acl(p);
 
     EXPECT(sl_tls_check_ca(p, cert(p, "ca.pem")) == NULL, "CA file check");
     EXPECT(sl_tls_check_ca(p, getenv("SL_T_CERTS")) == NULL,
