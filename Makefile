@@ -14,7 +14,9 @@ APXS      ?= $(shell command -v apxs 2>/dev/null || command -v apxs2 2>/dev/null
 CC_WARN    = -Wc,-std=gnu99 -Wc,-Wall -Wc,-Wextra -Wc,-Wno-unused-parameter
 SRCS       = mod_slidinglimit.c src/sl_core.c src/sl_config.c src/sl_redis.c \
              src/sl_shm.c src/sl_algo.c src/sl_breaker.c src/sl_denycache.c \
-             src/sl_stats.c src/sl_key.c src/sl_transport.c src/sl_sentinel.c
+             src/sl_stats.c src/sl_key.c src/sl_store.c src/sl_decide.c \
+             src/sl_outcome.c src/sl_conn.c src/sl_pipe.c src/sl_topology.c \
+             src/sl_table.c src/sl_claim.c src/sl_transport.c src/sl_sentinel.c
 HDRS       = $(wildcard src/*.h) src/sl_scripts.h
 MODULE     = .libs/mod_slidinglimit.so
 

@@ -1,8 +1,11 @@
+/* The store's circuit breaker (lock-free, so that it can live in shared
+ * memory) and the table of one breaker per store. */
 #include "sl_breaker.h"
+#include "sl_claim.h"
+#include "sl_core.h"
 
 #include <apr_atomic.h>
 #include <apr_sha1.h>
-#include <apr_shm.h>
 
 #include <string.h>
 
@@ -89,42 +92,40 @@ apr_interval_time_t sl_breaker_wait(const sl_breaker_t *b, apr_time_t now)
 }
 
 typedef struct sl_breaker_slot {
-    volatile apr_uint32_t state; /* 0 free, 1 being claimed, 2 ready */
+    volatile apr_uint32_t state; /* SL_CLAIM_* */
     unsigned char id[APR_SHA1_DIGESTSIZE];
     sl_breaker_t breaker;
 } sl_breaker_slot_t;
 
 struct sl_breakers {
-    apr_shm_t *shm;
     sl_breaker_slot_t *slots;
 };
 
-/* The process pool outlives every generation of pconf, so keeping the table
- * there (found again through the userdata of that pool) makes graceful
- * restarts reuse it instead of mapping a new segment each time. */
-#define SL_BREAKERS_KEY "mod_slidinglimit-breakers"
-
-apr_status_t sl_breakers_create(apr_pool_t *process_pool, sl_breakers_t **out)
+apr_size_t sl_breakers_size(void)
 {
-    sl_breakers_t *t = NULL;
-    apr_status_t rv;
+    return sizeof(sl_breaker_slot_t) * SL_BREAKER_SLOTS;
+}
 
-    apr_pool_userdata_get((void **) &t, SL_BREAKERS_KEY, process_pool);
-    if (t) {
-        *out = t;
-        return APR_SUCCESS;
-    }
-    t = apr_pcalloc(process_pool, sizeof(*t));
-    rv = apr_shm_create(&t->shm, sizeof(sl_breaker_slot_t) * SL_BREAKER_SLOTS,
-                        NULL, process_pool);
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    t->slots = apr_shm_baseaddr_get(t->shm);
-    memset(t->slots, 0, sizeof(sl_breaker_slot_t) * SL_BREAKER_SLOTS);
-    apr_pool_userdata_setn(t, SL_BREAKERS_KEY, NULL, process_pool);
-    *out = t;
-    return APR_SUCCESS;
+sl_breakers_t *sl_breakers_attach(apr_pool_t *p, void *base)
+{
+    sl_breakers_t *t = apr_pcalloc(p, sizeof(*t));
+
+    t->slots = base;
+    return t;
+}
+
+static int sl_breaker_match(const void *slot, const void *digest)
+{
+    return !memcmp(((const sl_breaker_slot_t *) slot)->id, digest,
+                   APR_SHA1_DIGESTSIZE);
+}
+
+static void sl_breaker_fill(void *slot, const void *digest)
+{
+    sl_breaker_slot_t *b = slot;
+
+    memcpy(b->id, digest, APR_SHA1_DIGESTSIZE);
+    sl_breaker_init(&b->breaker);
 }
 
 sl_breaker_t *sl_breakers_get(sl_breakers_t *t, const char *id,
@@ -132,32 +133,16 @@ sl_breaker_t *sl_breakers_get(sl_breakers_t *t, const char *id,
 {
     unsigned char digest[APR_SHA1_DIGESTSIZE];
     apr_sha1_ctx_t ctx;
-    unsigned int h, i;
+    int i;
 
+    /* The slot keeps a digest of the id, never the id: it holds the
+     * store's password. */
     apr_sha1_init(&ctx);
     apr_sha1_update_binary(&ctx, (const unsigned char *) id,
                            (unsigned int) id_len);
     apr_sha1_final(digest, &ctx);
-    h = (unsigned int) digest[0] | (unsigned int) digest[1] << 8;
-    for (i = 0; i < SL_BREAKER_SLOTS; i++) {
-        sl_breaker_slot_t *slot = &t->slots[(h + i) % SL_BREAKER_SLOTS];
-        apr_uint32_t state = apr_atomic_read32(&slot->state);
-
-        if (state == 0 && apr_atomic_cas32(&slot->state, 1, 0) == 0) {
-            memcpy(slot->id, digest, sizeof(digest));
-            sl_breaker_init(&slot->breaker);
-            apr_atomic_set32(&slot->state, 2);
-            return &slot->breaker;
-        }
-        /* Another process is claiming this slot: its id is written in the
-         * next instructions, so wait for it rather than skip a slot that
-         * may be ours. */
-        while ((state = apr_atomic_read32(&slot->state)) == 1) {
-            apr_sleep(10);
-        }
-        if (!memcmp(slot->id, digest, sizeof(digest))) {
-            return &slot->breaker;
-        }
-    }
-    return NULL;
+    i = sl_claim(t->slots, sizeof(sl_breaker_slot_t), SL_BREAKER_SLOTS,
+                 sl_fnv1a(SL_FNV_INIT, digest, sizeof(digest)), digest,
+                 sl_breaker_match, sl_breaker_fill);
+    return i < 0 ? NULL : &t->slots[i].breaker;
 }

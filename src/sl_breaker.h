@@ -40,21 +40,22 @@ int sl_breaker_is_open(const sl_breaker_t *b);
 apr_interval_time_t sl_breaker_wait(const sl_breaker_t *b, apr_time_t now);
 
 /* One breaker per store: a virtual host whose Redis is down must not switch
- * the other hosts' stores to their fail mode. The table is a small shared
- * segment made once in the parent and kept across graceful restarts (an
+ * the other hosts' stores to their fail mode. The table lives in a small
+ * zeroed shared segment kept across graceful restarts (sl_shm_retain: an
  * outage that spans a restart is still logged once, and no segment is made
- * per generation); a store's slot is found by a digest of its URL,
- * credentials included, so two stores that differ only in the password do
- * not share a breaker. */
+ * per generation); a store's slot is claimed (sl_claim.h) by a digest of its
+ * URL, credentials included, so two stores that differ only in the password
+ * do not share a breaker. */
 #define SL_BREAKER_SLOTS 64
 
 typedef struct sl_breakers sl_breakers_t;
 
-/* post_config, in the parent: s->process->pool owns the segment. */
-apr_status_t sl_breakers_create(apr_pool_t *process_pool, sl_breakers_t **out);
+/* The table's size, and the table in zeroed memory of that size. */
+apr_size_t sl_breakers_size(void);
+sl_breakers_t *sl_breakers_attach(apr_pool_t *p, void *base);
 
 /* The store's breaker, claimed on first use by any process; NULL when every
- * slot belongs to another store. */
+ * slot belongs to another store (or was lost by a claimer that died). */
 sl_breaker_t *sl_breakers_get(sl_breakers_t *t, const char *id,
                               apr_size_t id_len);
 

@@ -9,8 +9,8 @@
 
 #include "sl_core.h"
 
-struct sl_redis;
 struct sl_proc;
+struct sl_store;
 
 #define SL_KEY_IP     0
 #define SL_KEY_USER   1
@@ -52,8 +52,8 @@ typedef struct sl_server_conf {
     int tls_verify; /* -1: unset (on) */
     /* made in post_config (shared by all records) and child_init */
     struct sl_proc *proc;
-    struct sl_tls *tls; /* TLS stores: the client context */
-    struct sl_redis *redis;
+    struct sl_tls *tls;       /* TLS stores: the client context */
+    struct sl_store *backend; /* the store that decides here (sl_store.c) */
 } sl_server_conf_t;
 
 typedef struct sl_dir_conf {

@@ -1,3 +1,11 @@
+/* The deny cache (see sl_denycache.h): a direct-mapped table of refusals in
+ * shared memory, read and written without a lock under per-slot sequence
+ * numbers, and each child's single flights. Unlike the store, the
+ * statistics and the breakers it is not kept across restarts (it lives in
+ * the generation's pool): a refusal is only an optimisation, and a new
+ * generation may limit differently. Its slots are overwritten, never
+ * claimed, so a writer that dies mid-write costs a store call, never a
+ * wait. */
 #include "sl_denycache.h"
 
 #include <apr_shm.h>

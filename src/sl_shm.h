@@ -1,7 +1,8 @@
 /* The embedded store: every algorithm, exact across all children of one
- * httpd, in one shared memory segment guarded by a global mutex. It is the
- * store of "SlidingLimitStore shm" and the local fallback while Redis is
- * away. */
+ * httpd, in stripes of shared memory (sl_table.h) each guarded by a global
+ * mutex. It is the store of "SlidingLimitStore shm" and the local fallback
+ * while Redis is away. Also the module's one way to keep shared memory
+ * across restarts. */
 #ifndef SL_SHM_H
 #define SL_SHM_H
 
@@ -32,10 +33,10 @@ apr_status_t sl_shm_decide(sl_shm_t *shm, apr_pool_t *p,
                            const sl_budget_t *budgets, int n, apr_time_t now,
                            sl_decision_t *d);
 
-/* Sizing, for the documentation and the size directive: every store key
- * takes one slot, and a sliding log also one slot per SL_SHM_LOG_PER_SLOT
- * live timestamps. */
-#define SL_SHM_SLOT_BYTES   64
-#define SL_SHM_LOG_PER_SLOT 7
+/* post_config: a zeroed anonymous segment of size bytes, made once in the
+ * parent and found again by its name on every graceful restart (made anew,
+ * zeroed, when the size changes); *fresh says it was just made. */
+apr_status_t sl_shm_retain(server_rec *s, const char *name, apr_size_t size,
+                           void **base, int *fresh);
 
 #endif

@@ -1,4 +1,9 @@
+/* The server's counters (decisions per policy and result, store calls,
+ * latency) in one shared segment kept across graceful restarts, and the
+ * Prometheus text of the status page. */
 #include "sl_stats.h"
+#include "sl_claim.h"
+#include "sl_shm.h"
 
 #include "http_config.h"
 #include "http_log.h"
@@ -6,7 +11,6 @@
 
 #include <apr_atomic.h>
 #include <apr_hash.h>
-#include <apr_shm.h>
 #include <apr_strings.h>
 
 #include <string.h>
@@ -31,7 +35,7 @@ static const char *const sl_bucket_labels[SL_NBUCKETS] = {
     "0.025",   "0.05",   "0.1",   "0.25",   "1"};
 
 typedef struct sl_policy_slot {
-    volatile apr_uint32_t state; /* 0 free, 1 being named, 2 ready */
+    volatile apr_uint32_t state; /* SL_CLAIM_* */
     char name[SL_STATS_NAME];
     volatile apr_uint64_t count[SL_RESULT_COUNT];
 } sl_policy_slot_t;
@@ -50,7 +54,6 @@ typedef struct sl_stats_seg {
 } sl_stats_seg_t;
 
 struct sl_stats {
-    apr_shm_t *shm;
     sl_stats_seg_t *seg;
 };
 
@@ -65,30 +68,19 @@ const char *sl_result_name(int result)
 
 apr_status_t sl_stats_create(apr_pool_t *pconf, server_rec *s, sl_stats_t **out)
 {
-    /* Counters live in the process pool and survive graceful restarts, as
-     * Prometheus expects of counters. */
-    sl_stats_t **kept = ap_retained_data_get("mod_slidinglimit-stats");
-    apr_status_t rv;
-    (void) pconf;
+    sl_stats_t *st = apr_pcalloc(pconf, sizeof(*st));
+    void *base;
+    int fresh;
+    /* Counters survive graceful restarts, as Prometheus expects of
+     * counters. A fresh segment is zeroed: a closed breaker, no counts. */
+    apr_status_t rv =
+        sl_shm_retain(s, "stats", sizeof(sl_stats_seg_t), &base, &fresh);
 
-    if (kept && *kept) {
-        *out = *kept;
-        return APR_SUCCESS;
-    }
-    if (!kept) {
-        kept = ap_retained_data_create("mod_slidinglimit-stats", sizeof(*kept));
-    }
-    *kept = apr_pcalloc(s->process->pool, sizeof(**kept));
-    rv = apr_shm_create(&(*kept)->shm, sizeof(sl_stats_seg_t), NULL,
-                        s->process->pool);
     if (rv != APR_SUCCESS) {
-        *kept = NULL;
         return rv;
     }
-    (*kept)->seg = apr_shm_baseaddr_get((*kept)->shm);
-    memset((*kept)->seg, 0, sizeof(sl_stats_seg_t));
-    sl_breaker_init(&(*kept)->seg->breaker);
-    *out = *kept;
+    st->seg = base;
+    *out = st;
     return APR_SUCCESS;
 }
 
@@ -97,35 +89,29 @@ sl_breaker_t *sl_stats_breaker(sl_stats_t *st)
     return &st->seg->breaker;
 }
 
+static int sl_policy_match(const void *slot, const void *name)
+{
+    return !strcmp(((const sl_policy_slot_t *) slot)->name, name);
+}
+
+static void sl_policy_fill(void *slot, const void *name)
+{
+    strcpy(((sl_policy_slot_t *) slot)->name, name);
+}
+
 static volatile apr_uint64_t *sl_policy_counters(sl_stats_t *st,
                                                  const char *policy)
 {
     apr_size_t len = strlen(policy);
-    unsigned int h = 5381, i;
+    int i;
 
     if (len >= SL_STATS_NAME) {
         return st->seg->other;
     }
-    for (i = 0; i < len; i++) {
-        h = h * 33 + (unsigned char) policy[i];
-    }
-    for (i = 0; i < SL_STATS_POLICIES; i++) {
-        sl_policy_slot_t *slot =
-            &st->seg->policies[(h + i) % SL_STATS_POLICIES];
-        apr_uint32_t state = apr_atomic_read32(&slot->state);
-        if (state == 0 && apr_atomic_cas32(&slot->state, 1, 0) == 0) {
-            memcpy(slot->name, policy, len + 1);
-            apr_atomic_set32(&slot->state, 2);
-            return slot->count;
-        }
-        state = apr_atomic_read32(&slot->state);
-        if (state == 2 && !strcmp(slot->name, policy)) {
-            return slot->count;
-        }
-        /* A slot being named by another process is skipped; the same name
-         * may then own two slots, which the page adds up. */
-    }
-    return st->seg->other;
+    i = sl_claim(st->seg->policies, sizeof(sl_policy_slot_t), SL_STATS_POLICIES,
+                 sl_fnv1a(SL_FNV_INIT, policy, len), policy, sl_policy_match,
+                 sl_policy_fill);
+    return i < 0 ? st->seg->other : st->seg->policies[i].count;
 }
 
 void sl_stats_decision(sl_stats_t *st, const char *policy, int result)
@@ -212,7 +198,7 @@ void sl_stats_write(sl_stats_t *st, request_rec *r)
     for (i = 0; i < SL_STATS_POLICIES; i++) {
         sl_policy_slot_t *slot = &g->policies[i];
         apr_uint64_t *sum;
-        if (apr_atomic_read32(&slot->state) != 2) {
+        if (apr_atomic_read32(&slot->state) != SL_CLAIM_READY) {
             continue;
         }
         sum = apr_hash_get(seen, slot->name, APR_HASH_KEY_STRING);

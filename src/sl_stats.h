@@ -6,13 +6,7 @@
 
 #include "httpd.h"
 #include "sl_breaker.h"
-
-#define SL_RESULT_ALLOWED       0
-#define SL_RESULT_DENIED        1
-#define SL_RESULT_DRYRUN_DENIED 2
-#define SL_RESULT_FAILED_OPEN   3
-#define SL_RESULT_FAILED_CLOSED 4
-#define SL_RESULT_COUNT         5
+#include "sl_outcome.h"
 
 typedef struct sl_stats sl_stats_t;
 

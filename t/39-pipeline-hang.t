@@ -16,7 +16,7 @@ plan tests => 6;
 
 my $crash_re = qr/exit signal|Segmentation fault|AH00052|AH00060/;
 my $crash0 = () = error_log_lines($crash_re);
-my $base = SL::Fault::vhost_base('sl_fault');
+my $base = server_url('sl_fault');
 
 my $collect = load("$base/f/wide/p", workers => 12, seconds => 2.5);
 sleep 0.6;

@@ -47,8 +47,8 @@ for my $p (@ports) {
         open STDERR, '>&', \*STDOUT;
         exec('redis-server', '--port', $p, '--bind', '127.0.0.1',
             '--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf',
-            '--save', '', '--appendonly', 'no', '--dir', "$base/$p");
-        POSIX::_exit(127);
+            '--save', '', '--appendonly', 'no', '--dir', "$base/$p")
+          or POSIX::_exit(127);
     }
     push @pids, $pid;
 }

@@ -166,7 +166,7 @@ sl_acl_setuser() {
 }
 
 sl_servers_tls_stop() {
-    local f pid pids=() i
+    local f pid= pids=() i
     for f in "${SL_TLS_PIDFILES[@]}"; do
         [ -f "$f" ] || continue
         pid=$(cat "$f")

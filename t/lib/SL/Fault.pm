@@ -12,10 +12,10 @@ use Exporter qw(import);
 use HTTP::Tiny;
 use IO::Socket::INET;
 use Time::HiRes qw(time sleep);
-use SL::Test ();
+use SL::Test qw(wait_until);
 
 our @EXPORT = qw(fault_redis fault_pid fault_stop fault_start fault_hang
-  fault_resume vhost_get timed_get error_log_lines wait_until fault_port
+  fault_resume vhost_get timed_get error_log_lines fault_port
   store_display);
 
 sub fault_port { $ENV{SL_TEST_FAULT_REDIS_PORT} or die "SL_TEST_FAULT_REDIS_PORT unset" }
@@ -51,16 +51,6 @@ sub fault_pid {
 
 sub _up { my $ok = eval { fault_redis('PING') eq 'PONG' }; return $ok }
 
-sub wait_until {
-    my ($cond, $timeout) = @_;
-    my $end = time + $timeout;
-    while (time < $end) {
-        return 1 if $cond->();
-        sleep 0.05;
-    }
-    return $cond->() ? 1 : 0;
-}
-
 # SIGTERM, and wait until the process is gone (its port closed).
 sub fault_stop {
     my $pid = fault_pid() or die "no fault redis pid";
@@ -81,20 +71,11 @@ sub fault_resume { kill 'CONT', fault_pid() }
 # The store as the module names it in its log lines (no password).
 sub store_display { sprintf 'redis://***@127.0.0.1:%d/0', fault_port() }
 
-sub vhost_base {
-    my ($vhost) = @_;
-    require Apache::TestRequest;
-    my $old = Apache::TestRequest::module($vhost);
-    my $hp  = Apache::TestRequest::hostport();
-    Apache::TestRequest::module($old);
-    return "http://$hp";
-}
-
 # timed_get($vhost, $path, %headers) -> ($response, $seconds)
 sub timed_get {
     my ($vhost, $path, %h) = @_;
     my $ua    = HTTP::Tiny->new(timeout => 10, max_redirect => 0);
-    my $url   = vhost_base($vhost) . $path;
+    my $url   = SL::Test::server_url($vhost) . $path;
     my $start = time;
     my $res   = $ua->get($url, { headers => \%h });
     return ($res, time - $start);

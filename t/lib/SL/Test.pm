@@ -12,10 +12,10 @@ use Exporter qw(import);
 use HTTP::Tiny;
 use IO::Socket::INET;
 use MIME::Base64 qw(encode_base64);
-use Time::HiRes qw(time);
+use Time::HiRes qw(sleep time);
 
 our @EXPORT = qw(redis sl_identity sl_policy_named sl_key fresh_ip
-  burst workers load server_url http_get);
+  burst workers load server_url http_get wait_until);
 
 sub redis_port { $ENV{SL_TEST_REDIS_PORT} or die "SL_TEST_REDIS_PORT unset" }
 
@@ -82,6 +82,18 @@ sub sl_key {
     return "$prefix:{$ident}" . sl_policy_named($a{policy}) . '.' . ($a{alg} // 'l');
 }
 
+# wait_until(sub { condition }, $seconds) -> 1 once the condition holds
+# (polled every 50 ms), 0 if it still does not after $seconds.
+sub wait_until {
+    my ($cond, $timeout) = @_;
+    my $end = time + $timeout;
+    while (time < $end) {
+        return 1 if $cond->();
+        sleep 0.05;
+    }
+    return $cond->() ? 1 : 0;
+}
+
 my $ip_counter = 0;
 
 # A client address no other test (or earlier run) has used.
@@ -91,10 +103,19 @@ sub fresh_ip {
         int(rand(250)) + 1, int(rand(250)) + 1);
 }
 
+# server_url() -> the main server's base URL; server_url('sl_fault') -> that
+# virtual host's (t/conf/extra.conf.in).
 sub server_url {
+    my ($vhost) = @_;
     require Apache::Test;
     my $cfg = Apache::Test::config();
-    return 'http://' . $cfg->{vars}{servername} . ':' . $cfg->{vars}{port};
+    return 'http://' . $cfg->{vars}{servername} . ':' . $cfg->{vars}{port}
+      unless $vhost;
+    require Apache::TestRequest;
+    my $old = Apache::TestRequest::module($vhost);
+    my $hp  = Apache::TestRequest::hostport();
+    Apache::TestRequest::module($old);
+    return "http://$hp";
 }
 
 # http_get($path, %headers) -> HTTP::Tiny response (headers lower-cased)

@@ -1,0 +1,60 @@
+/* The one slot-claim protocol of the module's shared tables (see
+ * sl_claim.h). A slot goes FREE -> BUSY (compare-and-swap: one winner)
+ * -> READY once its name is written, or BUSY -> LOST when its claimer
+ * never finishes, and never back while the segment lives, so a READY
+ * slot's name can be read without a lock. */
+#include "sl_claim.h"
+
+#include <apr_atomic.h>
+#include <apr_time.h>
+
+static apr_uint32_t sl_claim_wait(volatile apr_uint32_t *state)
+{
+    apr_uint32_t s = apr_atomic_read32(state);
+    int i;
+
+    for (i = 0; s == SL_CLAIM_BUSY && i < SL_CLAIM_TRIES; i++) {
+        apr_sleep(SL_CLAIM_POLL);
+        s = apr_atomic_read32(state);
+    }
+    if (s == SL_CLAIM_BUSY) {
+        s = apr_atomic_cas32(state, SL_CLAIM_LOST, SL_CLAIM_BUSY);
+        if (s == SL_CLAIM_BUSY) {
+            s = SL_CLAIM_LOST;
+        }
+    }
+    return s;
+}
+
+int sl_claim(void *slots, apr_size_t stride, int nslots, apr_uint32_t hash,
+             const void *name, sl_claim_match_fn *match, sl_claim_fill_fn *fill)
+{
+    int i;
+
+    for (i = 0; i < nslots; i++) {
+        int at = (int) ((hash + (apr_uint32_t) i) % (apr_uint32_t) nslots);
+        void *slot = (char *) slots + (apr_size_t) at * stride;
+        volatile apr_uint32_t *state = slot;
+        apr_uint32_t s = apr_atomic_read32(state);
+
+        if (s == SL_CLAIM_FREE &&
+            apr_atomic_cas32(state, SL_CLAIM_BUSY, SL_CLAIM_FREE) ==
+                SL_CLAIM_FREE) {
+            fill(slot, name);
+            /* The name is written before anyone can see READY (the
+             * compare-and-swap is a full barrier). */
+            if (apr_atomic_cas32(state, SL_CLAIM_READY, SL_CLAIM_BUSY) ==
+                SL_CLAIM_BUSY) {
+                return at;
+            }
+            continue; /* taken for dead meanwhile: the slot is lost */
+        }
+        /* Another process is naming this slot: it may be naming it ours,
+         * so wait for it rather than claim a second slot for one name. */
+        s = sl_claim_wait(state);
+        if (s == SL_CLAIM_READY && match(slot, name)) {
+            return at;
+        }
+    }
+    return -1;
+}

@@ -1,0 +1,257 @@
+/* The decision of one request (see sl_decide.h): build the budgets, decide,
+ * answer. */
+#include "sl_decide.h"
+
+#include "http_config.h"
+#include "http_log.h"
+#include "http_protocol.h"
+#include "http_request.h"
+#include "mod_core.h"
+
+#include "apr_strings.h"
+
+#include "sl_key.h"
+#include "sl_outcome.h"
+#include "sl_store.h"
+
+APLOG_USE_MODULE(slidinglimit);
+
+/* One request's limits, as the stores see them. */
+typedef struct sl_case {
+    request_rec *r;
+    const sl_dir_conf_t *dc;
+    sl_proc_t *proc;
+    sl_store_t *store;
+    const apr_array_header_t *limits; /* sl_limit_t *, as budgets */
+    sl_budget_t *budgets;
+    int n;
+    apr_interval_time_t wait; /* for another request's store call */
+} sl_case_t;
+
+static void sl_budgets_build(sl_case_t *c, const sl_server_conf_t *sc)
+{
+    request_rec *r = c->r;
+    const char *identity = sl_key_identity(r, c->dc);
+    const char *prefix = sc->prefix ? sc->prefix : SL_DEFAULT_PREFIX;
+    int i;
+
+    c->n = c->limits->nelts;
+    c->budgets = apr_pcalloc(r->pool, sizeof(*c->budgets) * c->n);
+    for (i = 0; i < c->n; i++) {
+        const sl_limit_t *l = APR_ARRAY_IDX(c->limits, i, sl_limit_t *);
+        sl_budget_t *b = &c->budgets[i];
+        b->algorithm = l->algorithm != SL_ALG_UNSET
+                           ? l->algorithm
+                           : SL_OR(c->dc->algorithm, SL_ALG_LOG);
+        b->key = sl_store_key(r->pool, prefix, identity, l, b->algorithm);
+        b->key_len = strlen(b->key);
+        b->store = sc->store ? sc->store->tag : 0;
+        b->requests = l->requests;
+        b->window = l->window;
+        b->burst = l->burst;
+    }
+}
+
+static int sl_step(apr_status_t rv, const sl_decision_t *d)
+{
+    if (rv != APR_SUCCESS) {
+        return SL_STEP_FAILED;
+    }
+    return d->admitted ? SL_STEP_ADMITTED : SL_STEP_DENIED;
+}
+
+/* The answer for a refusal from the deny cache: every refusing limit as the
+ * store gave it (the headers and Retry-After then describe the longest
+ * wait, as for the store's own refusal), the others unknown (and not shown:
+ * the headers describe a refusing one). */
+static void sl_decision_cached(const sl_case_t *c, const apr_time_t *retry_at,
+                               apr_time_t now, sl_decision_t *d)
+{
+    int i;
+
+    d->now = now;
+    d->admitted = 0;
+    d->n = c->n;
+    d->quota = apr_pcalloc(c->r->pool, sizeof(*d->quota) * c->n);
+    for (i = 0; i < c->n; i++) {
+        d->quota[i].ok = !retry_at[i];
+        d->quota[i].remaining = retry_at[i] ? 0 : c->budgets[i].requests;
+        d->quota[i].reset = retry_at[i] ? retry_at[i] - now : 0;
+    }
+}
+
+/* The deny cache, else the store. */
+static int sl_ask_store(sl_case_t *c, sl_decision_t *d)
+{
+    apr_pool_t *p = c->r->pool;
+    apr_time_t *retry_at, sent = apr_time_now();
+    apr_uint32_t *flights;
+    apr_status_t rv;
+
+    if (!c->store->redis) {
+        rv = sl_store_decide(c->store, c->r, c->proc, c->budgets, c->n, d);
+        return sl_step(rv, d);
+    }
+    /* A key refused until T stays refused until T whatever happens (nothing
+     * frees quota earlier), so it is answered here without a store call. */
+    retry_at = apr_pcalloc(p, sizeof(*retry_at) * c->n);
+    flights = apr_pcalloc(p, sizeof(*flights) * c->n);
+    if (sl_denycache_find(c->proc->denycache, c->budgets, c->n, c->wait, &sent,
+                          retry_at, flights)) {
+        sl_stats_deny_cached(c->proc->stats);
+        sl_decision_cached(c, retry_at, sent, d);
+        return SL_STEP_DENIED;
+    }
+    rv = sl_store_decide(c->store, c->r, c->proc, c->budgets, c->n, d);
+    /* The store ran after "sent" and before now: sent + reset is never
+     * later than the store's own end of a refusal (when the cache stops
+     * answering), now + reset never earlier (what the client is told to
+     * wait for). Settled whatever the outcome: other threads may be
+     * waiting for this answer. */
+    sl_denycache_settle(c->proc->denycache, c->budgets, c->n,
+                        rv == APR_SUCCESS ? d : NULL, sent, apr_time_now(),
+                        flights);
+    return sl_step(rv, d);
+}
+
+/* While the store is down, the same limits on this server's own traffic. */
+static int sl_ask_fallback(sl_case_t *c, sl_decision_t *d)
+{
+    if (sl_shm_decide(c->proc->shm, c->r->pool, c->budgets, c->n,
+                      apr_time_now(), d) != APR_SUCCESS) {
+        return SL_STEP_FAILED;
+    }
+    sl_stats_fallback(c->proc->stats);
+    return sl_step(APR_SUCCESS, d);
+}
+
+static void sl_set_env(request_rec *r, int result, const char *policy,
+                       const char *remaining)
+{
+    apr_table_setn(r->subprocess_env, "SLIDINGLIMIT_RESULT",
+                   sl_result_name(result));
+    if (policy) {
+        apr_table_setn(r->subprocess_env, "SLIDINGLIMIT_POLICY", policy);
+    }
+    if (remaining) {
+        apr_table_setn(r->subprocess_env, "SLIDINGLIMIT_REMAINING", remaining);
+    }
+}
+
+void sl_decide_carry_env(request_rec *r)
+{
+    static const char *const names[] = {
+        "SLIDINGLIMIT_RESULT", "SLIDINGLIMIT_POLICY", "SLIDINGLIMIT_REMAINING"};
+    request_rec *prev;
+    size_t i;
+
+    for (prev = r->prev; prev; prev = prev->prev) {
+        if (apr_table_get(prev->subprocess_env, names[0])) {
+            for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+                const char *v = apr_table_get(prev->subprocess_env, names[i]);
+                if (v) {
+                    apr_table_setn(r->subprocess_env, names[i], v);
+                }
+            }
+            return;
+        }
+    }
+}
+
+static void sl_add_header(void *ctx, const char *name, const char *value)
+{
+    request_rec *r = ctx;
+    /* err_headers_out: they must survive a 429 and an ErrorDocument. */
+    apr_table_setn(r->err_headers_out, name, value);
+}
+
+/* Answers the refused request here. The JSON body is ours unless the admin
+ * set an ErrorDocument for the status, which httpd then serves. */
+static int sl_refuse(request_rec *r, int status, int unavailable,
+                     apr_int64_t retry)
+{
+    apr_table_setn(r->err_headers_out, "Retry-After",
+                   apr_psprintf(r->pool, "%" APR_INT64_T_FMT, retry));
+    if (ap_response_code_string(r, ap_index_of_response(status))) {
+        return status;
+    }
+    ap_discard_request_body(r);
+    r->status = status;
+    /* As ap_send_error_response does for httpd's own error pages: what the
+     * mapping phases chose for the resource (mod_mime's Content-Encoding
+     * and Content-Language, headers_out) does not describe this body, and
+     * the error filters ("Header always ...") apply to it. */
+    apr_table_clear(r->headers_out);
+    r->content_encoding = NULL;
+    r->content_languages = NULL;
+    ap_set_content_type(r, "application/json");
+    ap_run_insert_error_filter(r);
+    ap_rputs(sl_json_body(r->pool, unavailable, retry), r);
+    return DONE;
+}
+
+/* Headers, environment and statistics, then the refusal if there is one. */
+static int sl_answer(const sl_case_t *c, const sl_outcome_t *o,
+                     const sl_decision_t *d)
+{
+    request_rec *r = c->r;
+    const sl_limit_t *decider;
+    int pick;
+
+    if (!o->quota) {
+        sl_stats_decision(c->proc->stats, "-", o->result);
+        sl_set_env(r, o->result, NULL, NULL);
+        return o->status ? sl_refuse(r, o->status, o->unavailable,
+                                     sl_ceil_seconds(sl_store_wait(
+                                         c->store, apr_time_now())))
+                         : DECLINED;
+    }
+    pick = sl_decision_pick(d);
+    decider = APR_ARRAY_IDX(c->limits, pick, sl_limit_t *);
+    sl_quota_headers(r->pool, SL_OR(c->dc->headers, SL_DEFAULT_HEADERS),
+                     c->limits, d, sl_add_header, r);
+    sl_set_env(r, o->result, decider->name,
+               sl_i64toa(r->pool, d->quota[pick].remaining));
+    sl_stats_decision(c->proc->stats, decider->name, o->result);
+    if (!o->status) {
+        return DECLINED;
+    }
+    ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
+                  "mod_slidinglimit: refused by policy %s for %" APR_INT64_T_FMT
+                  "us",
+                  decider->name, d->quota[pick].reset);
+    return sl_refuse(r, o->status, o->unavailable, sl_retry_after(d));
+}
+
+int sl_decide(request_rec *r, sl_server_conf_t *sc, sl_dir_conf_t *dc)
+{
+    sl_case_t c;
+    sl_mode_t m;
+    sl_outcome_t o;
+    sl_decision_t d;
+    int store, fallback = SL_STEP_FAILED;
+
+    c.r = r;
+    c.dc = dc;
+    c.proc = sc->proc;
+    c.store = sc->backend;
+    c.limits = dc->limits;
+    c.wait = SL_OR(sc->command_timeout, SL_DEFAULT_COMMAND_TIMEOUT);
+    if (!c.store) {
+        return DECLINED;
+    }
+    sl_budgets_build(&c, sc);
+
+    m.fail_closed = SL_OR(dc->fail_mode, SL_FAIL_OPEN) == SL_FAIL_CLOSED;
+    m.fallback = c.store->url && SL_OR(dc->local_fallback, 1);
+    m.dry_run = SL_OR(dc->dry_run, 0);
+    m.deny_status = SL_OR(dc->status, SL_DEFAULT_STATUS);
+    m.fail_status = HTTP_SERVICE_UNAVAILABLE;
+
+    store = sl_ask_store(&c, &d);
+    if (sl_outcome_wants_fallback(&m, store)) {
+        fallback = sl_ask_fallback(&c, &d);
+    }
+    sl_outcome_of(&m, store, fallback, &o);
+    return sl_answer(&c, &o, &d);
+}

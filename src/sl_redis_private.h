@@ -1,0 +1,141 @@
+/* What the Redis store's files share: sl_conn.c (connections and the
+ * per-node idle pool), sl_pipe.c (the auto-pipeline), sl_topology.c (nodes,
+ * the slot map, redirections) and sl_redis.c (the decision). Nothing here
+ * is seen outside the store. */
+#ifndef SL_REDIS_PRIVATE_H
+#define SL_REDIS_PRIVATE_H
+
+#include "sl_redis.h"
+
+#include <apr_atomic.h>
+#include <apr_thread_mutex.h>
+#include <apr_thread_proc.h>
+
+#include <hiredis/hiredis.h>
+
+#include <semaphore.h>
+#include <sys/time.h>
+
+#define SL_MAX_REDIRECTS 3
+
+/* Auto-pipelining (threaded MPMs): at most this many commands share one
+ * write and one read, and at most SL_PIPE_INFLIGHT batches per node are in
+ * flight at once, each on its own connection (0 turns pipelining off; a
+ * build-time knob for measuring, see bench/NOTES.md). One: Redis is the
+ * resource every server shares, and with two in flight batches are smaller
+ * (a 16-client burst in the suite shared no trip at all) for a request
+ * that arrives while the only batch is out, which waits for it, a round
+ * trip sooner. */
+#define SL_PIPE_BATCH 64
+#ifndef SL_PIPE_INFLIGHT
+#define SL_PIPE_INFLIGHT 1
+#endif
+
+/* Allocated with malloc, not from the child's pool: connections come and go
+ * with every Redis restart for the life of the child, and a pool would keep
+ * each one's memory until the child exits. Only sl_conn.c touches the
+ * transport (ctx). */
+typedef struct sl_conn {
+    redisContext *ctx;
+    int uses;
+    apr_uint32_t gen; /* the node's generation when it was made */
+} sl_conn_t;
+
+typedef struct sl_node {
+    sl_redis_t *rs;
+    const char *host; /* NULL for a unix socket */
+    int port;
+    /* Idle connections, at most one per thread of the child. Not an
+     * apr_reslist: apr-util 1.6 makes a new resource with the list's lock
+     * held, so while one thread waits out a connect timeout every other
+     * thread of the child, even one that only wants an idle connection,
+     * waits behind it, and n concurrent requests take n connect timeouts.
+     * Here the lock only guards the stack; connecting happens outside. */
+    apr_thread_mutex_t *lock;
+    sl_conn_t **idle;
+    int nidle;
+    /* Bumped when a pooled connection is found closed by the server (a
+     * restart closes all of them): idle connections from before are
+     * dropped when next acquired instead of each failing a request. */
+    volatile apr_uint32_t gen;
+    /* Auto-pipelining, under qlock (not lock, which the leaders take for
+     * the idle stack): commands waiting for a batch (FIFO) and the
+     * batches in flight. */
+    apr_thread_mutex_t *qlock;
+    struct sl_pcmd *qhead, *qtail;
+    int inflight;
+} sl_node_t;
+
+/* What a thread waits on while another carries its command: one per thread
+ * and client, made on the thread's first wait and handed back to the
+ * client's spares when the thread exits (mod_http2 starts and ends worker
+ * threads for the life of the child), so their number stays that of the
+ * threads alive at once. A POSIX semaphore rather than an APR mutex and
+ * condition variable: a waiter is woken exactly once per wait (one futex
+ * wake, one futex wait), where the condition variable cost the leader a
+ * lock, a signal and often a second wake for every thread it answered
+ * (bench/NOTES.md). */
+typedef struct sl_waiter {
+    sem_t sem;
+    struct sl_redis *rs;
+    struct sl_waiter *next; /* in rs->spare */
+} sl_waiter_t;
+
+struct sl_redis {
+    apr_pool_t *pool;
+    const sl_store_url_t *url;
+    struct timeval connect_tv;
+    struct timeval command_tv;
+    int max_connections;
+    /* Threads of a child share round trips to a node (see sl_pipe_exec);
+     * never under a single-threaded MPM. */
+    int pipeline;
+    apr_interval_time_t queue_timeout; /* connect + command timeouts */
+    apr_threadkey_t *waiter_key;       /* this thread's sl_waiter_t */
+    sl_waiter_t *spare;                /* of exited threads, under mutex */
+    const char *sha;
+    const char *load; /* SCRIPT LOAD of the script, in RESP */
+    apr_size_t load_len;
+    sl_breaker_t *breaker;
+    /* Guards nodes, slots and allocations from pool: threads of one child
+     * share this structure, never a connection. */
+    apr_thread_mutex_t *mutex;
+    apr_array_header_t *nodes; /* sl_node_t * */
+    apr_uint16_t *slots;       /* cluster: node index + 1, 0 unknown */
+};
+
+/* sl_conn.c: the transport, behind connect / send / read / close. A failed
+ * read leaves the connection unusable: it goes to sl_conn_discard. */
+apr_status_t sl_node_pool_init(sl_node_t *node, apr_pool_t *p);
+apr_status_t sl_conn_acquire(sl_node_t *node, sl_conn_t **out);
+void sl_conn_release(sl_node_t *node, sl_conn_t *conn);
+void sl_conn_destroy(sl_conn_t *conn);
+const char *sl_conn_error(apr_status_t rv);
+/* Queues one command in RESP; written by the next sl_conn_read. */
+apr_status_t sl_conn_send(sl_conn_t *conn, const char *buf, apr_size_t len);
+/* The next reply, or APR_TIMEUP, APR_ECONNRESET or APR_EGENERAL with the
+ * reason in err. */
+apr_status_t sl_conn_read(sl_conn_t *conn, redisReply **reply, char *err,
+                          apr_size_t errlen);
+/* Closes a connection whose read failed with rv; 1 when it was a pooled
+ * one the server had closed (its commands may be sent again on a new one,
+ * and the node's older connections are dropped too). */
+int sl_conn_discard(sl_node_t *node, sl_conn_t *conn, apr_status_t rv);
+
+/* sl_pipe.c */
+apr_status_t sl_pipe_init(sl_redis_t *rs, apr_pool_t *p);
+apr_status_t sl_pipe_exec(sl_redis_t *rs, sl_node_t *node, apr_pool_t *p,
+                          const char *buf, apr_size_t len, redisReply **reply,
+                          int *stale, const char **err, int *trips);
+
+/* sl_topology.c */
+apr_status_t sl_topology_init(sl_redis_t *rs);
+sl_node_t *sl_node_for(sl_redis_t *rs, unsigned int slot);
+sl_node_t *sl_node_redirect(sl_redis_t *rs, const char *msg, int moved);
+
+/* sl_redis.c */
+int sl_error_usable(const char *msg);
+const char *sl_resp_format(apr_pool_t *p, int argc, const char **argv,
+                           const size_t *argvlen, apr_size_t *len);
+
+#endif

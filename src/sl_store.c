@@ -1,0 +1,164 @@
+/* Which store decides for each server record in this child, and the store
+ * call with its circuit breaker (see sl_store.h). */
+#include "sl_store.h"
+
+#include "http_config.h"
+#include "http_log.h"
+
+#include "apr_atomic.h"
+#include "apr_strings.h"
+
+#include "sl_config.h"
+
+#include <string.h>
+
+APLOG_USE_MODULE(slidinglimit);
+
+static sl_server_conf_t *sl_server_conf(server_rec *s)
+{
+    return ap_get_module_config(s->module_config, &slidinglimit_module);
+}
+
+/* The main server's store uses the breaker the status page reports; any
+ * other store its own, so that one host's outage leaves the others' stores
+ * alone. The slot is found by the URL with its credentials. */
+static sl_breaker_t *sl_store_breaker(apr_pool_t *p, sl_proc_t *proc,
+                                      server_rec *main, server_rec *vs,
+                                      const sl_store_url_t *u)
+{
+    const char *id;
+    sl_breaker_t *b;
+
+    if (vs == main) {
+        return proc->breaker;
+    }
+    id = apr_pstrcat(p, u->display, "\n", u->user ? u->user : "", "\n",
+                     u->password ? u->password : "", NULL);
+    b = sl_breakers_get(proc->breakers, id, strlen(id));
+    if (!b) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, vs,
+                     "mod_slidinglimit: more than %d stores; %s shares the "
+                     "main server's circuit breaker",
+                     SL_BREAKER_SLOTS, u->display);
+        return proc->breaker;
+    }
+    return b;
+}
+
+/* A Redis store's client and breaker. */
+static sl_store_t *sl_store_redis(apr_pool_t *pchild, server_rec *s,
+                                  server_rec *vs, sl_proc_t *proc, int threads)
+{
+    sl_server_conf_t *sc = sl_server_conf(vs);
+    sl_store_t *st = apr_pcalloc(pchild, sizeof(*st));
+
+    st->url = sc->store;
+    if (sl_redis_create(pchild, sc->store,
+                        SL_OR(sc->connect_timeout, SL_DEFAULT_CONNECT_TIMEOUT),
+                        SL_OR(sc->command_timeout, SL_DEFAULT_COMMAND_TIMEOUT),
+                        threads, &st->redis) != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_CRIT, 0, vs,
+                     "mod_slidinglimit: cannot set up the client for %s",
+                     sc->store->display);
+        st->url = NULL;
+        st->redis = NULL;
+        return st;
+    }
+    st->breaker = sl_store_breaker(pchild, proc, s, vs, sc->store);
+    sl_redis_breaker_set(st->redis, st->breaker);
+    return st;
+}
+
+void sl_store_child_init(apr_pool_t *pchild, server_rec *s, sl_proc_t *proc,
+                         int threads)
+{
+    sl_store_t *shm = apr_pcalloc(pchild, sizeof(*shm));
+    server_rec *vs, *other;
+
+    /* One Redis client per server record with its own store; virtual hosts
+     * that inherit the main server's store share its pool. */
+    for (vs = s; vs; vs = vs->next) {
+        sl_server_conf_t *sc = sl_server_conf(vs);
+        sc->backend = NULL;
+        if (!sc->store || sc->store->kind == SL_STORE_SHM) {
+            sc->backend = shm;
+            continue;
+        }
+        for (other = s; other != vs; other = other->next) {
+            sl_server_conf_t *oc = sl_server_conf(other);
+            if (oc->store == sc->store && oc->backend) {
+                sc->backend = oc->backend;
+                break;
+            }
+        }
+        if (!sc->backend) {
+            sc->backend = sl_store_redis(pchild, s, vs, proc, threads);
+        }
+    }
+}
+
+sl_store_t *sl_store_of(server_rec *s)
+{
+    return sl_server_conf(s)->backend;
+}
+
+apr_interval_time_t sl_store_wait(const sl_store_t *st, apr_time_t now)
+{
+    return st->breaker ? sl_breaker_wait(st->breaker, now) : 0;
+}
+
+apr_status_t sl_store_decide(sl_store_t *st, request_rec *r, sl_proc_t *proc,
+                             const sl_budget_t *budgets, int n,
+                             sl_decision_t *d)
+{
+    apr_status_t rv;
+    const char *err = NULL;
+    apr_time_t start = apr_time_now();
+    unsigned char member[12];
+    apr_uint32_t c;
+    int trips = 0;
+
+    if (!st->url) {
+        rv = sl_shm_decide(proc->shm, r->pool, budgets, n, start, d);
+        if (rv != APR_SUCCESS) {
+            /* sl_shm_decide logs each change of its state once (full,
+             * superseded by a restart, emptied): not once per request. */
+            ap_log_rerror(APLOG_MARK, APLOG_DEBUG, rv, r,
+                          "mod_slidinglimit: the shared memory store did not "
+                          "decide; applying the fail mode");
+        }
+        return rv;
+    }
+    if (!sl_breaker_allow(st->breaker, start)) {
+        return APR_EAGAIN;
+    }
+    /* Unique per request across servers: a random per-child seed and a
+     * counter; never the time, which two requests can share. */
+    c = apr_atomic_inc32(&proc->counter);
+    memcpy(member, proc->seed, 8);
+    memcpy(member + 8, &c, 4);
+    rv = sl_redis_decide(st->redis, r->pool, budgets, n, (const char *) member,
+                         sizeof(member), d, &err, &trips);
+    sl_stats_store(proc->stats, apr_time_now() - start, rv != APR_SUCCESS);
+    sl_stats_round_trips(proc->stats, trips);
+    if (rv == APR_SUCCESS) {
+        if (sl_breaker_success(st->breaker, start, apr_time_now())) {
+            ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, r->server,
+                         "mod_slidinglimit: store %s is answering again",
+                         st->url->display);
+        }
+        return APR_SUCCESS;
+    }
+    if (sl_breaker_failure(st->breaker, start, apr_time_now())) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, rv, r->server,
+                     "mod_slidinglimit: store %s failed (%s); "
+                     "applying the fail mode until it answers again",
+                     st->url->display, err ? err : "unknown error");
+    }
+    else {
+        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, rv, r,
+                      "mod_slidinglimit: store %s: %s", st->url->display,
+                      err ? err : "unknown error");
+    }
+    return rv;
+}

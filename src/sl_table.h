@@ -1,0 +1,66 @@
+/* The shm store's table: one stripe's budgets in a plain memory region,
+ * APR only, no httpd.h, no lock and no logging (sl_shm.c maps the regions,
+ * locks them and logs what the status codes here report). Layout, eviction
+ * and sizing are described at the top of sl_table.c. */
+#ifndef SL_TABLE_H
+#define SL_TABLE_H
+
+#include <apr_pools.h>
+
+#include "sl_algo.h"
+#include "sl_core.h"
+
+/* Sizing, for the documentation and the size directive: every store key
+ * takes one slot, and a sliding log also one slot per SL_TABLE_LOG_PER_SLOT
+ * live timestamps. */
+#define SL_TABLE_SLOT_BYTES   64
+#define SL_TABLE_LOG_PER_SLOT 7
+
+typedef struct sl_table sl_table_t;
+
+/* One budget of the request being decided, prepared before the lock. */
+typedef struct sl_shm_op sl_shm_op_t;
+
+/* The smallest region a table fits in. */
+apr_size_t sl_table_min_size(void);
+
+/* A table in the region of size bytes at base. A region that already holds
+ * a table of this size is kept as it is (its budgets survive), unless fresh
+ * is set; any other is formatted empty with a new hash secret. *kept says
+ * which. APR_EINVAL when the region is too small. */
+apr_status_t sl_table_attach(apr_pool_t *p, void *base, apr_size_t size,
+                             int fresh, int *kept, sl_table_t **out);
+
+/* The table's slot and bucket counts (for the log). */
+void sl_table_geometry(const sl_table_t *t, apr_uint32_t *nslots,
+                       apr_uint32_t *nbuckets);
+
+/* Validates and hashes the budgets (n >= 1); no lock needed: the hash
+ * secret never changes while the region lives. APR_EINVAL for arguments
+ * the script would refuse. */
+apr_status_t sl_table_prepare(apr_pool_t *p, const sl_table_t *t,
+                              const sl_budget_t *budgets, int n,
+                              sl_shm_op_t **ops);
+
+/* What a decision did besides answering, for the caller to log. */
+typedef struct sl_table_news {
+    int evicted;  /* live budgets evicted for room */
+    int full;     /* this admission found no room */
+    int was_full; /* the previous admission found no room */
+    int emptied;  /* the table was inconsistent and has been emptied */
+} sl_table_news_t;
+
+/* One atomic decision over the prepared budgets at now (microseconds),
+ * under the caller's lock: the answer of lua/sl_check.lua into *d (whose
+ * quota array has room for n). APR_SUCCESS; APR_ENOSPC when the table
+ * cannot hold the state (nothing changed); APR_EGENERAL when a link led
+ * nowhere (the table has been emptied). */
+apr_status_t sl_table_decide(sl_table_t *t, sl_shm_op_t *ops, int n,
+                             apr_time_t now, sl_decision_t *d,
+                             sl_table_news_t *news);
+
+/* Live budgets and free slots (the unit tests). */
+apr_uint32_t sl_table_entries(const sl_table_t *t);
+apr_uint32_t sl_table_free(const sl_table_t *t);
+
+#endif

@@ -1,0 +1,313 @@
+/* The shm store's table (src/sl_table.c) in a malloc'd region: its answers
+ * against the algorithms' plain-array model, eviction order, a full table,
+ * out-of-order log inserts, corruption. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "sl_algo.h"
+#include "sl_table.h"
+#include "sl_expect.h"
+
+#include <apr_general.h>
+#include <apr_strings.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#define SEC  APR_USEC_PER_SEC
+#define T0   ((apr_time_t) 1700000000 * SEC)
+#define HOUR (3600 * SEC)
+
+static apr_pool_t *pool;
+
+static sl_table_t *table_new(apr_size_t size, void **region)
+{
+    sl_table_t *t = NULL;
+    int kept = -1;
+
+    *region = calloc(1, size);
+    EXPECT(sl_table_attach(pool, *region, size, 0, &kept, &t) == APR_SUCCESS,
+           "attach %lu bytes", (unsigned long) size);
+    EXPECT(kept == 0, "a zeroed region is formatted");
+    return t;
+}
+
+static sl_budget_t budget(const char *key, int alg, apr_int64_t requests,
+                          apr_int64_t window)
+{
+    sl_budget_t b;
+
+    memset(&b, 0, sizeof(b));
+    b.key = key;
+    b.key_len = strlen(key);
+    b.algorithm = alg;
+    b.requests = requests;
+    b.window = window;
+    return b;
+}
+
+/* One decision over n budgets; the status, with *d filled on success. */
+static apr_status_t decide_n(sl_table_t *t, const sl_budget_t *b, int n,
+                             apr_time_t now, sl_decision_t *d,
+                             sl_table_news_t *news)
+{
+    sl_shm_op_t *ops;
+    sl_table_news_t ignored;
+    apr_status_t rv = sl_table_prepare(pool, t, b, n, &ops);
+
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    d->quota = apr_pcalloc(pool, sizeof(*d->quota) * n);
+    return sl_table_decide(t, ops, n, now, d, news ? news : &ignored);
+}
+
+static apr_status_t decide(sl_table_t *t, sl_budget_t b, apr_time_t now,
+                           sl_decision_t *d, sl_table_news_t *news)
+{
+    return decide_n(t, &b, 1, now, d, news);
+}
+
+/* The remaining quota of a counter key after one more admission at now. */
+static apr_int64_t remaining(sl_table_t *t, const char *key, apr_time_t now)
+{
+    sl_decision_t d;
+
+    if (decide(t, budget(key, SL_ALG_COUNTER, 100, HOUR), now, &d, NULL) !=
+        APR_SUCCESS) {
+        return -1;
+    }
+    return d.quota[0].remaining;
+}
+
+static void test_attach(void)
+{
+    void *region;
+    sl_table_t *t, *again = NULL;
+    sl_decision_t d;
+    int kept = -1;
+
+    EXPECT(sl_table_attach(pool, calloc(1, 64), 64, 0, &kept, &t) == APR_EINVAL,
+           "a region smaller than sl_table_min_size is refused");
+    t = table_new(64 * 1024, &region);
+    EXPECT(remaining(t, "k", T0) == 99, "first admission");
+    /* A graceful restart maps the same region again: the budget stays. */
+    EXPECT(sl_table_attach(pool, region, 64 * 1024, 0, &kept, &again) ==
+                   APR_SUCCESS &&
+               kept == 1,
+           "a region holding a table of its size is kept");
+    EXPECT(remaining(again, "k", T0 + 1) == 98, "the budget survived");
+    EXPECT(sl_table_attach(pool, region, 32 * 1024, 0, &kept, &again) ==
+                   APR_SUCCESS &&
+               kept == 0,
+           "another size formats the region");
+    EXPECT(remaining(again, "k", T0 + 2) == 99, "and empties it");
+    EXPECT(decide(again, budget("k", 7, 1, HOUR), T0, &d, NULL) == APR_EINVAL,
+           "an unknown algorithm is refused");
+    EXPECT(decide(again, budget("k", SL_ALG_LOG, 0, HOUR), T0, &d, NULL) ==
+               APR_EINVAL,
+           "a zero limit is refused");
+    free(region);
+}
+
+/* The smallest table, full: one counter key per slot, k0 the least
+ * recently used; key "k<short>" has a one-second window. Returns n. */
+static apr_uint32_t fill(sl_table_t *t, apr_uint32_t short_one)
+{
+    apr_uint32_t n = sl_table_free(t), i;
+    sl_decision_t d;
+    char key[32];
+
+    for (i = 0; i < n; i++) {
+        apr_snprintf(key, sizeof(key), "k%u", i);
+        decide(t, budget(key, SL_ALG_COUNTER, 100, i == short_one ? SEC : HOUR),
+               T0 + i, &d, NULL);
+    }
+    return n;
+}
+
+/* Every key takes one slot: fill the smallest table, then watch who goes. */
+static void test_eviction_order(void)
+{
+    void *region;
+    sl_table_t *t = table_new(sl_table_min_size(), &region);
+    apr_uint32_t n = fill(t, (apr_uint32_t) -1);
+    sl_table_news_t news;
+    sl_decision_t d;
+
+    EXPECT(sl_table_free(t) == 0 && sl_table_entries(t) == n,
+           "%u keys fill %u slots", n, n);
+    /* k0 is used again: k1 is now the least recently used. */
+    EXPECT(remaining(t, "k0", T0 + n) == 98, "k0 kept its count");
+    EXPECT(decide(t, budget("new", SL_ALG_COUNTER, 100, HOUR), T0 + n + 1, &d,
+                  &news) == APR_SUCCESS,
+           "a new key in a full table");
+    EXPECT(news.evicted == 1, "one live budget evicted (%d)", news.evicted);
+    EXPECT(remaining(t, "k0", T0 + n + 2) == 97, "the recently used k0 stayed");
+    /* That evicted k2, the next least recently used. */
+    EXPECT(remaining(t, "k1", T0 + n + 3) == 99, "k1 was evicted first");
+    EXPECT(remaining(t, "k3", T0 + n + 4) == 98, "k3 stayed");
+    EXPECT(remaining(t, "k2", T0 + n + 5) == 99, "k2 was evicted next");
+    free(region);
+}
+
+/* An expired key is reused before any live one is evicted. */
+static void test_expired_first(void)
+{
+    void *region;
+    sl_table_t *t = table_new(sl_table_min_size(), &region);
+    sl_table_news_t news;
+    sl_decision_t d;
+
+    /* k3 has a one-second window: its key is gone after ~2 s. */
+    fill(t, 3);
+    EXPECT(decide(t, budget("new", SL_ALG_COUNTER, 100, HOUR), T0 + 10 * SEC,
+                  &d, &news) == APR_SUCCESS &&
+               news.evicted == 0,
+           "the expired key made room, nothing live evicted (%d)",
+           news.evicted);
+    EXPECT(remaining(t, "k0", T0 + 11 * SEC) == 98,
+           "the least recently used live key stayed");
+    free(region);
+}
+
+/* One sliding log longer than the whole table: APR_ENOSPC, nothing lost. */
+static void test_enospc(void)
+{
+    void *region;
+    sl_table_t *t = table_new(sl_table_min_size(), &region);
+    sl_budget_t log = budget("long", SL_ALG_LOG, 100000, HOUR);
+    sl_table_news_t news;
+    sl_decision_t d;
+    apr_status_t rv = APR_SUCCESS;
+    apr_uint32_t nfree;
+    int i;
+
+    for (i = 0; i < 10000 && rv == APR_SUCCESS; i++) {
+        rv = decide(t, log, T0 + i, &d, &news);
+    }
+    EXPECT(rv == APR_ENOSPC, "the log outgrew the table (%d)", rv);
+    EXPECT(news.full && !news.was_full, "the first failure says so once");
+    nfree = sl_table_free(t);
+    EXPECT(decide(t, log, T0 + i, &d, &news) == APR_ENOSPC && news.full &&
+               news.was_full,
+           "and it stays full");
+    EXPECT(sl_table_free(t) == nfree, "a failed admission changes nothing");
+    EXPECT(sl_table_entries(t) == 1, "the log is still there");
+    free(region);
+}
+
+/* Times handed in slightly out of order (callers take them before the
+ * lock) land in time order, across chunks: the table answers as the
+ * sorted-array model does at every step. */
+static void test_out_of_order(void)
+{
+    void *region;
+    sl_table_t *t = table_new(64 * 1024, &region);
+    sl_budget_t b = budget("log", SL_ALG_LOG, 40, 2 * SEC);
+    apr_int64_t ts[64];
+    sl_log_t model = {ts, 0};
+    unsigned int seed = 12345;
+    int i, same = 0, steps = 3000;
+
+    for (i = 0; i < steps; i++) {
+        sl_decision_t d;
+        sl_eval_t ev;
+        sl_quota_t q;
+        apr_time_t now;
+
+        seed = seed * 1103515245u + 12345u;
+        /* Up to 40 ms late against a clock advancing 10 ms a step. */
+        now = T0 + (apr_time_t) i * 10000 - (apr_time_t) (seed >> 8) % 40000;
+        sl_log_expire(&model, now, b.window);
+        sl_log_evaluate(now, b.requests, b.window, model.count, sl_log_array_at,
+                        &model, &ev);
+        if (ev.ok) {
+            sl_log_apply(&model, now, b.window);
+        }
+        sl_eval_quota(&ev, ev.ok, &q);
+        if (decide(t, b, now, &d, NULL) == APR_SUCCESS && d.admitted == ev.ok &&
+            d.quota[0].remaining == q.remaining &&
+            d.quota[0].reset == q.reset) {
+            same++;
+        }
+        else if (steps - same < 5) {
+            printf("step %d: table %d/%ld/%ld, model %d/%ld/%ld\n", i,
+                   d.admitted, (long) d.quota[0].remaining,
+                   (long) d.quota[0].reset, ev.ok, (long) q.remaining,
+                   (long) q.reset);
+        }
+    }
+    EXPECT(same == steps, "%d of %d out-of-order steps as the model", same,
+           steps);
+    free(region);
+}
+
+/* Links that lead nowhere: the table notices, empties itself, and works
+ * again from the next request. */
+static void test_corruption(void)
+{
+    void *region;
+    apr_size_t size = 64 * 1024;
+    sl_table_t *t = table_new(size, &region);
+    sl_table_news_t news;
+    sl_decision_t d;
+    char key[32];
+    int i;
+
+    for (i = 0; i < 50; i++) {
+        apr_snprintf(key, sizeof(key), "k%d", i);
+        remaining(t, key, T0 + i);
+    }
+    /* Everything after the header: buckets, slots, links. */
+    memset((char *) region + 256, 0x5a, size - 256);
+    EXPECT(decide(t, budget("k7", SL_ALG_COUNTER, 100, HOUR), T0 + 100, &d,
+                  &news) == APR_EGENERAL,
+           "a scribbled table is noticed");
+    EXPECT(news.emptied, "and reported emptied");
+    EXPECT(sl_table_entries(t) == 0, "nothing survived");
+    EXPECT(remaining(t, "k7", T0 + 101) == 99,
+           "the next request starts afresh");
+    free(region);
+}
+
+/* Two budgets of one request are decided together: either both count the
+ * request or neither does. */
+static void test_atomic(void)
+{
+    void *region;
+    sl_table_t *t = table_new(64 * 1024, &region);
+    sl_budget_t b[2];
+    sl_decision_t d;
+
+    b[0] = budget("short", SL_ALG_LOG, 2, HOUR);
+    b[1] = budget("long", SL_ALG_GCRA, 10, HOUR);
+    EXPECT(decide_n(t, b, 2, T0, &d, NULL) == APR_SUCCESS && d.admitted,
+           "first");
+    EXPECT(decide_n(t, b, 2, T0 + 1, &d, NULL) == APR_SUCCESS && d.admitted,
+           "second");
+    EXPECT(decide_n(t, b, 2, T0 + 2, &d, NULL) == APR_SUCCESS && !d.admitted &&
+               !d.quota[0].ok && d.quota[1].ok,
+           "the log refuses the third");
+    EXPECT(d.quota[1].remaining == 8,
+           "and the refusal did not count against gcra (%ld)",
+           (long) d.quota[1].remaining);
+    free(region);
+}
+
+int main(void)
+{
+    apr_initialize();
+    apr_pool_create(&pool, NULL);
+    test_attach();
+    test_eviction_order();
+    test_expired_first();
+    test_enospc();
+    test_out_of_order();
+    test_corruption();
+    test_atomic();
+    printf("sl_shm_test: %d passed, %d failed\n", passed, failed);
+    apr_pool_destroy(pool);
+    apr_terminate();
+    return failed ? 1 : 0;
+}
