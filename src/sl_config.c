@@ -543,15 +543,6 @@ const char *sl_config_store_check(apr_pool_t *p, server_rec *s,
                      "effect: the store %s is not a Sentinel store",
                      u ? u->display : "shm");
     }
-    /* The Redis client does not speak TLS or Sentinel yet: refuse rather
-     * than send a password in the clear or talk to the Sentinels as if
-     * they were the data. */
-    if (tls || (u && u->kind == SL_STORE_SENTINEL)) {
-        return apr_psprintf(p,
-                            "store %s: TLS and Sentinel stores are not "
-                            "available in this build",
-                            u->display);
-    }
     return NULL;
 }
 

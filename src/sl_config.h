@@ -80,7 +80,7 @@ void *sl_merge_dir_conf(apr_pool_t *p, void *basev, void *addv);
 
 /* Start-up checks of a server's store settings, after the merge: logs
  * what an operator should know (verification off, TLS settings without a
- * TLS store) and returns an error for a store this build cannot serve. */
+ * TLS store); an error when the server must not start. */
 const char *sl_config_store_check(apr_pool_t *p, server_rec *s,
                                   const sl_server_conf_t *sc);
 

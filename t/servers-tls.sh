@@ -20,6 +20,7 @@
 #                             creates the README's least-privilege ACL user
 #                             (ratelimit) on that server, the line taken
 #                             from README.md as written there
+#   sl_tls_servers_up CERTS DIR   the servers of t/51 and t/52 (see there)
 #   sl_servers_tls_stop       stops everything the functions above started
 #
 # Needs free_port (tools/free-port.sh) in the caller.
@@ -163,6 +164,27 @@ sl_acl_setuser() {
     line=${line//\~sl:\*/\~$prefix:*}
     read -ra words <<<"$line"
     redis-cli "$@" "${words[@]}" | grep -q '^OK$'
+}
+
+# Everything t/51-tls.t and t/52-sentinel.t use, exported for them: TLS
+# redis-servers with a good, an expired and a wrong-host certificate and
+# one that wants client certificates (the README's ACL user on the good
+# one), and the Sentinel set-up with passwords.
+sl_tls_servers_up() {
+    local certs=$1 dir=$2
+    sl_tls_redis_start SL_TEST_TLS_PORT "$certs" server optional &&
+        sl_tls_redis_start SL_TEST_TLS_EXPIRED_PORT "$certs" expired no &&
+        sl_tls_redis_start SL_TEST_TLS_WRONGHOST_PORT "$certs" wronghost no &&
+        sl_tls_redis_start SL_TEST_TLS_CLIENT_PORT "$certs" server yes || return 1
+    export SL_TEST_TLS_PORT SL_TEST_TLS_EXPIRED_PORT SL_TEST_TLS_WRONGHOST_PORT \
+        SL_TEST_TLS_CLIENT_PORT
+    export SL_TEST_TLS_ACL_PASSWORD=acl$RANDOM$RANDOM
+    sl_acl_setuser "$SL_TEST_TLS_ACL_PASSWORD" sltest --tls --insecure \
+        -p "$SL_TEST_TLS_PORT" || return 1
+    export SL_TEST_SENTINEL_DATA_PASSWORD=data$RANDOM$RANDOM
+    export SL_TEST_SENTINEL_PASSWORD=snt$RANDOM$RANDOM
+    sl_sentinel_start "$dir" "$SL_TEST_SENTINEL_DATA_PASSWORD" \
+        "$SL_TEST_SENTINEL_PASSWORD"
 }
 
 sl_servers_tls_stop() {

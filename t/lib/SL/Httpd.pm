@@ -7,6 +7,7 @@ package SL::Httpd;
 #
 #   my $h = SL::Httpd->start(conf => ['algorithms.conf'],
 #                            faketime => '-37m');
+#   (store => URL and extra => "more server directives" change the store)
 #   http_get($h->url . '/alg/log/', ...);
 #   $h->stop;    # also done when $h goes away or the test exits
 #
@@ -139,6 +140,7 @@ SlidingLimitStore ${\ ($a{store} || "redis://127.0.0.1:$redis")}
 # answer into a failed-open one.
 SlidingLimitStoreTimeout 2s 2s
 SlidingLimitKeyPrefix sltest
+${\ ($a{extra} || '')}
 $includes
 EOT
     close $fh;
