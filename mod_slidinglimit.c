@@ -9,6 +9,8 @@
  *   src/sl_key.c        whose budget: SlidingLimitKey's sources
  *   src/sl_store.c      which store decides for a server, the store call
  *   src/sl_redis.c      the Redis client and the decision script
+ *   src/sl_transport.c  a connection to Redis: TCP, unix socket or TLS
+ *   src/sl_sentinel.c   a Sentinel store's master
  *   src/sl_shm.c        the embedded store in shared memory
  *   src/sl_denycache.c  refusals answered without a store call
  *   src/sl_breaker.c    the circuit breaker of a store

@@ -48,15 +48,16 @@ sl_wait_redis -p "$SL_T_PLAIN_PORT" >/dev/null || exit 1
 SL_T_CLOSED_PORT=$(free_port 10000 10000) || exit 1
 export SL_T_CLOSED_PORT
 
-sl_tls_redis_start SL_T_TLS_PORT "$SL_T_CERTS" server optional &&
-    sl_tls_redis_start SL_T_TLS_EXPIRED_PORT "$SL_T_CERTS" expired no &&
-    sl_tls_redis_start SL_T_TLS_WRONGHOST_PORT "$SL_T_CERTS" wronghost no &&
-    sl_tls_redis_start SL_T_TLS_CLIENT_PORT "$SL_T_CERTS" server yes || exit 1
-export SL_T_TLS_PORT SL_T_TLS_EXPIRED_PORT SL_T_TLS_WRONGHOST_PORT \
-    SL_T_TLS_CLIENT_PORT
-export SL_T_ACL_PASSWORD=acl$RANDOM$RANDOM
-sl_acl_setuser "$SL_T_ACL_PASSWORD" sl --tls --insecure -p "$SL_T_TLS_PORT" ||
-    { echo "cannot create the ACL user"; exit 1; }
+# The suite's TLS servers (the README's ACL user on the good one) and
+# Sentinel set-up.
+sl_tls_servers_up "$SL_T_CERTS" "$WORK/sentinel" ||
+    { echo "cannot start the TLS and Sentinel servers"; exit 1; }
+export SL_T_TLS_PORT=$SL_TEST_TLS_PORT SL_T_TLS_EXPIRED_PORT=$SL_TEST_TLS_EXPIRED_PORT \
+    SL_T_TLS_WRONGHOST_PORT=$SL_TEST_TLS_WRONGHOST_PORT \
+    SL_T_TLS_CLIENT_PORT=$SL_TEST_TLS_CLIENT_PORT \
+    SL_T_ACL_PASSWORD=$SL_TEST_TLS_ACL_PASSWORD \
+    SL_T_DATA_PASSWORD=$SL_TEST_SENTINEL_DATA_PASSWORD \
+    SL_T_SENTINEL_PASSWORD=$SL_TEST_SENTINEL_PASSWORD
 
 "$HERE/sl_transport_test" || exit 1
 
@@ -68,9 +69,5 @@ else
     echo "sl_transport (dns): skipped, no user namespace on this machine"
 fi
 
-# A master, two replicas and three Sentinels, all with passwords; the test
-# kills the master and follows the failover.
-export SL_T_DATA_PASSWORD=data$RANDOM$RANDOM SL_T_SENTINEL_PASSWORD=snt$RANDOM$RANDOM
-sl_sentinel_start "$WORK/sentinel" "$SL_T_DATA_PASSWORD" "$SL_T_SENTINEL_PASSWORD" ||
-    { echo "cannot start the Sentinel set-up"; exit 1; }
+# The Sentinel set-up: the test kills the master and follows the failover.
 "$HERE/sl_transport_test" sentinel || exit 1

@@ -258,7 +258,7 @@ static void test_acl(apr_pool_t *p)
                r->type == REDIS_REPLY_STATUS,
            "ACL user: PING");
     freeReplyObject(r);
-    EXPECT(sl_transport_command(t, &r, "EVAL %s 1 sl:{x}acl",
+    EXPECT(sl_transport_command(t, &r, "EVAL %s 1 sltest:{x}acl",
                                 "redis.call('SET', KEYS[1], 1) "
                                 "return redis.call('GET', KEYS[1])") ==
                    APR_SUCCESS &&
