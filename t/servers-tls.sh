@@ -166,7 +166,7 @@ sl_acl_setuser() {
     redis-cli "$@" "${words[@]}" | grep -q '^OK$'
 }
 
-# Everything t/51-tls.t and t/52-sentinel.t use, exported for them: TLS
+# Everything t/60-tls.t and t/61-sentinel.t use, exported for them: TLS
 # redis-servers with a good, an expired and a wrong-host certificate and
 # one that wants client certificates (the README's ACL user on the good
 # one), and the Sentinel set-up with passwords.
