@@ -2,7 +2,13 @@
 #
 #   make            build .libs/mod_slidinglimit.so with apxs
 #   make install    install it with apxs (then see conf/ for a2enmod files)
-#   make test       install what is missing, build, run the whole suite
+#   make test       install what is missing, build, run the whole suite,
+#                   then the sanitizer pass
+#   make sanitize   the unit tests and the suite (event MPM) with the module
+#                   under ASan+UBSan, in a copy of the tree (t/sanitize.sh)
+#   make SANITIZE=1 build the module (and `make unit` the tests) with
+#                   -fsanitize=address,undefined; such a module needs httpd
+#                   started by t/sanitize-httpd
 #   make demo       start a private redis + httpd and show a burst hit 429
 #   make demo-stop  stop what make demo started
 #   make bench      benchmark against the baseline and the peers
@@ -12,11 +18,13 @@
 
 APXS      ?= $(shell command -v apxs 2>/dev/null || command -v apxs2 2>/dev/null || echo apxs)
 CC_WARN    = -Wc,-std=gnu99 -Wc,-Wall -Wc,-Wextra -Wc,-Wno-unused-parameter
-SRCS       = mod_slidinglimit.c src/sl_core.c src/sl_config.c src/sl_redis.c \
-             src/sl_shm.c src/sl_algo.c src/sl_breaker.c src/sl_denycache.c \
-             src/sl_stats.c src/sl_key.c src/sl_store.c src/sl_decide.c \
-             src/sl_outcome.c src/sl_conn.c src/sl_pipe.c src/sl_topology.c \
-             src/sl_table.c src/sl_claim.c src/sl_transport.c src/sl_sentinel.c
+ifeq ($(SANITIZE),1)
+CC_WARN   += -Wc,-fsanitize=address,undefined -Wc,-fno-omit-frame-pointer \
+             -Wc,-fno-sanitize-recover=all -Wl,-fsanitize=address,undefined
+endif
+# Every file under src/ is part of the module (the unit tests build the
+# pure ones on their own).
+SRCS       = mod_slidinglimit.c $(sort $(wildcard src/sl_*.c))
 HDRS       = $(wildcard src/*.h) src/sl_scripts.h
 MODULE     = .libs/mod_slidinglimit.so
 
@@ -28,7 +36,7 @@ DEPS_BENCH = wrk gnuplot-nox libapache2-mod-evasive libapache2-mod-qos libpcre3 
              libapache2-mod-security2 linux-perf valgrind
 
 .PHONY: all install clean deps deps-bench test unit sf demo demo-stop bench soak format \
-        accuracy memory
+        accuracy memory sanitize
 
 all: $(MODULE)
 
@@ -69,6 +77,11 @@ test: deps
 	$(MAKE) unit
 	$(MAKE) sf
 	bash t/run
+	$(MAKE) sanitize
+
+sanitize: deps
+	$(MAKE) sf
+	bash t/sanitize.sh
 
 demo: deps
 	$(MAKE) all

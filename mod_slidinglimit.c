@@ -150,20 +150,15 @@ static int sl_fixups(request_rec *r)
     sl_server_conf_t *sc;
     sl_dir_conf_t *dc;
 
-    if (r->prev) {
-        sl_decide_carry_env(r);
-        return DECLINED;
-    }
-    /* Subrequests (DirectoryIndex, mod_include, look-ups) never count. */
-    if (r->main) {
-        return DECLINED;
-    }
     dc = ap_get_module_config(r->per_dir_config, &slidinglimit_module);
-    if (!dc->limits || !dc->limits->nelts) {
-        return DECLINED;
-    }
     sc = ap_get_module_config(r->server->module_config, &slidinglimit_module);
-    if (!sc->proc) {
+    /* Subrequests (DirectoryIndex, mod_include, look-ups) never count; an
+     * internal redirect to a place without limits keeps the variables of
+     * the decision before it (an ErrorDocument after a refusal). */
+    if (r->main || !dc->limits || !dc->limits->nelts || !sc->proc) {
+        if (r->prev) {
+            sl_decide_carry_env(r);
+        }
         return DECLINED;
     }
     return sl_decide(r, sc, dc);

@@ -13,8 +13,8 @@ APLOG_USE_MODULE(slidinglimit);
 void *sl_create_server_conf(apr_pool_t *p, server_rec *s)
 {
     sl_server_conf_t *c = apr_pcalloc(p, sizeof(*c));
-    (void) s;
 
+    c->server = s;
     c->connect_timeout = -1;
     c->command_timeout = -1;
     c->shm_size = -1;
@@ -22,10 +22,44 @@ void *sl_create_server_conf(apr_pool_t *p, server_rec *s)
     return c;
 }
 
+/* "ServerName:port" of a virtual host, lower case; its ServerAlias names
+ * when it has no ServerName. */
+static const char *sl_host_label(apr_pool_t *p, const server_rec *s)
+{
+    char *name = apr_pstrdup(p, s->server_hostname ? s->server_hostname : "");
+    char *c;
+    int i;
+
+    if (!*name && s->names) {
+        for (i = 0; i < s->names->nelts; i++) {
+            name = apr_pstrcat(p, name, i ? " " : "",
+                               APR_ARRAY_IDX(s->names, i, const char *), NULL);
+        }
+    }
+    for (c = name; *c; c++) {
+        *c = apr_tolower(*c);
+    }
+    return apr_psprintf(p, "%s:%d", name, (int) s->port);
+}
+
 void *sl_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
 {
     sl_server_conf_t *base = basev, *add = addv;
     sl_server_conf_t *c = apr_pcalloc(p, sizeof(*c));
+    int i;
+
+    /* Each virtual host is merged once, after the whole configuration is
+     * read: the first moment its ServerName, which may follow its sections,
+     * is known. Its unnamed limits become its own, so that name-based hosts
+     * on one address, whose sections read the same, keep apart budgets. */
+    if (add->unnamed && add->server) {
+        const char *host = sl_host_label(p, add->server);
+        for (i = 0; i < add->unnamed->nelts; i++) {
+            sl_limit_set_host(p, APR_ARRAY_IDX(add->unnamed, i, sl_limit_t *),
+                              host);
+        }
+        add->unnamed = NULL;
+    }
 
     c->store = add->store ? add->store : base->store;
     c->connect_timeout = add->connect_timeout != -1 ? add->connect_timeout
@@ -132,35 +166,125 @@ static const char *sl_args(apr_pool_t *p, int argc, char *const argv[])
 
 /* A name is one budget wherever it is used, so every use must define the
  * same limit: otherwise two sections would read one store key with
- * different quotas, and whichever ran last would decide. The table lives in
- * the configuration pool, so each read of the configuration starts empty. */
-static const char *sl_check_named(cmd_parms *cmd, const sl_limit_t *l)
+ * different quotas, and whichever ran last would decide. The algorithm is
+ * compared as it applies (sl_check_algorithms). The state lives in the
+ * configuration pool, so each read of the configuration starts empty. */
+typedef struct sl_named_state {
+    apr_hash_t *first; /* name -> the first sl_limit_t with that name */
+    apr_hash_t *uses;  /* name -> array of sl_named_use_t */
+    apr_hash_t *algs;  /* section (ap_directive_t *) -> sl_dir_conf_t * that
+                          set SlidingLimitAlgorithm there */
+} sl_named_state_t;
+
+typedef struct sl_named_use {
+    const sl_limit_t *l;
+    const ap_directive_t *line;
+} sl_named_use_t;
+
+static sl_named_state_t *sl_named_state(apr_pool_t *p)
 {
     static const char key[] = "slidinglimit-named-policies";
-    apr_hash_t *seen = NULL;
-    const sl_limit_t *o;
+    sl_named_state_t *st = NULL;
 
-    apr_pool_userdata_get((void **) &seen, key, cmd->pool);
-    if (!seen) {
-        seen = apr_hash_make(cmd->pool);
-        apr_pool_userdata_set(seen, key, apr_pool_cleanup_null, cmd->pool);
+    apr_pool_userdata_get((void **) &st, key, p);
+    if (!st) {
+        st = apr_pcalloc(p, sizeof(*st));
+        st->first = apr_hash_make(p);
+        st->uses = apr_hash_make(p);
+        st->algs = apr_hash_make(p);
+        apr_pool_userdata_set(st, key, apr_pool_cleanup_null, p);
     }
-    o = apr_hash_get(seen, l->name, APR_HASH_KEY_STRING);
+    return st;
+}
+
+static const char *sl_check_named(cmd_parms *cmd, const sl_limit_t *l)
+{
+    sl_named_state_t *st = sl_named_state(cmd->pool);
+    const sl_limit_t *o = apr_hash_get(st->first, l->name, APR_HASH_KEY_STRING);
+    apr_array_header_t *uses;
+    sl_named_use_t *u;
+
     if (!o) {
-        apr_hash_set(seen, l->name, APR_HASH_KEY_STRING, l);
-        return NULL;
+        apr_hash_set(st->first, l->name, APR_HASH_KEY_STRING, l);
+        uses = apr_array_make(cmd->pool, 2, sizeof(sl_named_use_t));
+        apr_hash_set(st->uses, l->name, APR_HASH_KEY_STRING, uses);
     }
-    if (o->requests != l->requests || o->window != l->window ||
-        o->burst != l->burst || o->algorithm != l->algorithm) {
-        return apr_psprintf(
-            cmd->pool,
-            "name '%s' is already a different limit (%" APR_INT64_T_FMT
-            " per %s%s%s); every use of a name must be the "
-            "same limit",
-            l->name, o->requests, sl_format_duration(cmd->pool, o->window),
-            o->algorithm == SL_ALG_UNSET ? "" : ", algorithm=",
-            o->algorithm == SL_ALG_UNSET ? ""
-                                         : sl_algorithm_name(o->algorithm));
+    else if (o->requests != l->requests || o->window != l->window ||
+             o->burst != l->burst) {
+        return apr_psprintf(cmd->pool,
+                            "name '%s' is already a different limit "
+                            "(%" APR_INT64_T_FMT " per %s%s%s); every use of "
+                            "a name must be the same limit",
+                            l->name, o->requests,
+                            sl_format_duration(cmd->pool, o->window),
+                            o->burst ? ", burst=" : "",
+                            o->burst ? sl_i64toa(cmd->pool, o->burst) : "");
+    }
+    uses = apr_hash_get(st->uses, l->name, APR_HASH_KEY_STRING);
+    u = apr_array_push(uses);
+    u->l = l;
+    u->line = cmd->directive;
+    return NULL;
+}
+
+/* The algorithm a line applies: its own algorithm=, else the
+ * SlidingLimitAlgorithm of the nearest enclosing section that sets one
+ * (the line's own, an <If>'s <Location>, the virtual host, the main
+ * server), else log: the order in which httpd merges them. */
+static int sl_line_algorithm(const sl_named_state_t *st,
+                             const sl_named_use_t *u)
+{
+    const ap_directive_t *d = u->line;
+
+    if (u->l->algorithm != SL_ALG_UNSET) {
+        return u->l->algorithm;
+    }
+    do {
+        const sl_dir_conf_t *dc;
+        d = d ? d->parent : NULL;
+        dc = apr_hash_get(st->algs, &d, sizeof(d));
+        if (dc && dc->algorithm != -1) {
+            return dc->algorithm;
+        }
+    } while (d);
+    return SL_ALG_LOG;
+}
+
+static const char *sl_place(apr_pool_t *p, const ap_directive_t *d)
+{
+    return d ? apr_psprintf(p, "%s:%d", d->filename, d->line_num) : "?";
+}
+
+/* Every use of each name must apply one algorithm, or the name would be
+ * two budgets (the algorithm is part of the store key). Checked after
+ * every SlidingLimit with a name and every SlidingLimitAlgorithm, as
+ * either can come last: the last one read that splits a name is refused. */
+static const char *sl_check_algorithms(cmd_parms *cmd)
+{
+    sl_named_state_t *st = sl_named_state(cmd->pool);
+    apr_hash_index_t *hi;
+    int i;
+
+    for (hi = apr_hash_first(cmd->temp_pool, st->uses); hi;
+         hi = apr_hash_next(hi)) {
+        const apr_array_header_t *uses = apr_hash_this_val(hi);
+        const sl_named_use_t *a = &APR_ARRAY_IDX(uses, 0, sl_named_use_t);
+        int alg = sl_line_algorithm(st, a);
+
+        for (i = 1; i < uses->nelts; i++) {
+            const sl_named_use_t *b = &APR_ARRAY_IDX(uses, i, sl_named_use_t);
+            int other = sl_line_algorithm(st, b);
+            if (other != alg) {
+                return apr_psprintf(
+                    cmd->pool,
+                    "name '%s' would be two budgets: algorithm %s at %s and "
+                    "%s at %s (through algorithm= or SlidingLimitAlgorithm); "
+                    "every use of a name must be the same limit",
+                    a->l->name, sl_algorithm_name(alg),
+                    sl_place(cmd->pool, a->line), sl_algorithm_name(other),
+                    sl_place(cmd->pool, b->line));
+            }
+        }
     }
     return NULL;
 }
@@ -218,10 +342,19 @@ static const char *sl_cmd_limit(cmd_parms *cmd, void *dconf, int argc,
                                             l->name));
         }
     }
-    if (l->named && (err = sl_check_named(cmd, l))) {
+    if (l->named &&
+        ((err = sl_check_named(cmd, l)) || (err = sl_check_algorithms(cmd)))) {
         return sl_err(cmd, err);
     }
     APR_ARRAY_PUSH(dc->limits, sl_limit_t *) = l;
+    if (!l->named && cmd->server->is_virtual) {
+        sl_server_conf_t *sc = ap_get_module_config(cmd->server->module_config,
+                                                    &slidinglimit_module);
+        if (!sc->unnamed) {
+            sc->unnamed = apr_array_make(cmd->pool, 4, sizeof(sl_limit_t *));
+        }
+        APR_ARRAY_PUSH(sc->unnamed, sl_limit_t *) = l;
+    }
     return NULL;
 }
 
@@ -320,9 +453,17 @@ static const char *sl_cmd_algorithm(cmd_parms *cmd, void *dconf,
                                     const char *arg)
 {
     sl_dir_conf_t *dc = dconf;
+    sl_named_state_t *st = sl_named_state(cmd->pool);
+    const ap_directive_t **section = apr_palloc(cmd->pool, sizeof(*section));
     const char *err = sl_parse_algorithm(cmd->pool, arg, &dc->algorithm);
 
-    return err ? sl_err(cmd, err) : NULL;
+    if (err) {
+        return sl_err(cmd, err);
+    }
+    /* The section whose default this is (NULL: the main server). */
+    *section = cmd->directive ? cmd->directive->parent : NULL;
+    apr_hash_set(st->algs, section, sizeof(*section), dc);
+    return (err = sl_check_algorithms(cmd)) ? sl_err(cmd, err) : NULL;
 }
 
 static const char *sl_cmd_fail_mode(cmd_parms *cmd, void *dconf,

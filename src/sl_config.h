@@ -50,6 +50,10 @@ typedef struct sl_server_conf {
     const char *tls_cert; /* NULL: unset (no client certificate) */
     const char *tls_key;
     int tls_verify; /* -1: unset (on) */
+    /* Until the merge: this record's server, and the unnamed limits
+     * written in its sections (a virtual host's, see sl_merge_server_conf). */
+    server_rec *server;
+    apr_array_header_t *unnamed;
     /* made in post_config (shared by all records) and child_init */
     struct sl_proc *proc;
     struct sl_tls *tls;       /* TLS stores: the client context */

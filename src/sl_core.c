@@ -156,12 +156,41 @@ static int sl_valid_name(const char *s)
     return 1;
 }
 
+/* A named policy is one budget wherever it is used; an unnamed one is its
+ * sections, its own values and, inside a virtual host, the host's name: so
+ * it is stable across restarts and across servers whose configuration
+ * agrees, and name-based hosts on one address keep their own. */
+static const char *sl_limit_id(apr_pool_t *p, const sl_limit_t *l,
+                               const char *host)
+{
+    const char *basis;
+
+    if (l->named) {
+        basis = apr_pstrcat(p, "n\n", l->name, NULL);
+    }
+    else {
+        basis = apr_psprintf(p,
+                             "s\n%s\n%" APR_INT64_T_FMT "\n%" APR_INT64_T_FMT
+                             "\n%" APR_INT64_T_FMT "%s%s",
+                             l->section, l->requests, l->window, l->burst,
+                             host ? "\nh\n" : "", host ? host : "");
+    }
+    return sl_hash(p, basis, strlen(basis), 6);
+}
+
+void sl_limit_set_host(apr_pool_t *p, sl_limit_t *l, const char *host)
+{
+    if (!l->named) {
+        l->id = sl_limit_id(p, l, host);
+    }
+}
+
 const char *sl_parse_limit(apr_pool_t *p, int argc, char *const argv[],
                            const char *section, sl_limit_t **out)
 {
     sl_limit_t *l = apr_pcalloc(p, sizeof(*l));
     const char *err;
-    const char *basis;
+    double tau;
     int i;
 
     if (argc < 2) {
@@ -212,31 +241,66 @@ const char *sl_parse_limit(apr_pool_t *p, int argc, char *const argv[],
             p, "'burst=%" APR_INT64_T_FMT "' only applies to algorithm=gcra",
             l->burst);
     }
+    /* GCRA keeps a TAT up to tau = burst * WINDOW / REQUESTS ahead of now,
+     * and its key lives that long: bounded like a window, so the TAT stays
+     * an exact double and the TTL one that SET PX takes. In doubles: the
+     * product can pass 2^63, and only the boundary rounds. */
+    tau = (double) l->burst * (double) l->window / (double) l->requests;
+    if (l->burst && tau > (double) SL_MAX_WINDOW) {
+        return apr_psprintf(p,
+                            "'burst=%" APR_INT64_T_FMT
+                            "': the tolerance burst x WINDOW / REQUESTS is "
+                            "%.1f days, more than 366d",
+                            l->burst, tau / (86400.0 * APR_USEC_PER_SEC));
+    }
     if (!l->name) {
         l->name = apr_psprintf(p, "%" APR_INT64_T_FMT "-per-%s", l->requests,
                                sl_format_duration(p, l->window));
     }
-    /* A named policy is one budget wherever it is used; an unnamed one is
-     * its section plus its own values, so it is stable across restarts and
-     * across servers whose sections agree. */
-    if (l->named) {
-        basis = apr_pstrcat(p, "n\n", l->name, NULL);
-    }
-    else {
-        basis = apr_psprintf(p,
-                             "s\n%s\n%" APR_INT64_T_FMT "\n%" APR_INT64_T_FMT
-                             "\n%" APR_INT64_T_FMT,
-                             section ? section : "", l->requests, l->window,
-                             l->burst);
-    }
-    l->id = sl_hash(p, basis, strlen(basis), 6);
+    l->section = section ? section : "";
+    l->id = sl_limit_id(p, l, NULL);
     *out = l;
     return NULL;
 }
 
+/* The IPv4 address an IPv6 address stands for, if any: IPv4-mapped
+ * (::ffff:V4), IPv4-compatible (::V4), the well-known NAT64/SIIT prefix
+ * (64:ff9b::V4, RFC 6052), 6to4 (2002:V4::/48, RFC 3056) and Teredo (the
+ * client's public address, bits inverted, RFC 4380). A translator puts
+ * every IPv4 client in one /64, and a 6to4 site holds 65,536 of them, so
+ * these are keyed as the IPv4 client they carry. 0.0.0.0/8 is no client
+ * (it leaves :: and ::1 alone), except where the form is unambiguous. */
+static const unsigned char *sl_embedded_ipv4(const unsigned char *a,
+                                             unsigned char *out)
+{
+    static const unsigned char zero[12],
+        mapped[12] = {[10] = 0xff, [11] = 0xff},
+        nat64[12] = {0, 0x64, 0xff, 0x9b};
+    const unsigned char *v4 = NULL;
+    int i;
+
+    if (!memcmp(a, mapped, 12)) {
+        return a + 12;
+    }
+    if (!memcmp(a, zero, 12) || !memcmp(a, nat64, 12)) {
+        v4 = a + 12;
+    }
+    else if (a[0] == 0x20 && a[1] == 0x02) {
+        v4 = a + 2;
+    }
+    else if (a[0] == 0x20 && a[1] == 0x01 && a[2] == 0 && a[3] == 0) {
+        for (i = 0; i < 4; i++) {
+            out[i] = (unsigned char) ~a[12 + i];
+        }
+        v4 = out;
+    }
+    return v4 && v4[0] ? v4 : NULL;
+}
+
 const char *sl_ip_key(apr_pool_t *p, const char *ip, int v6bits)
 {
-    unsigned char a[16];
+    unsigned char a[16], v4buf[4];
+    const unsigned char *v4;
     char buf[INET6_ADDRSTRLEN];
     int i;
 
@@ -256,10 +320,9 @@ const char *sl_ip_key(apr_pool_t *p, const char *ip, int v6bits)
     if (inet_pton(AF_INET6, ip, a) != 1) {
         return NULL;
     }
-    if (!memcmp(a, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12)) {
-        return inet_ntop(AF_INET, a + 12, buf, sizeof(buf))
-                   ? apr_pstrdup(p, buf)
-                   : NULL;
+    if ((v4 = sl_embedded_ipv4(a, v4buf))) {
+        return inet_ntop(AF_INET, v4, buf, sizeof(buf)) ? apr_pstrdup(p, buf)
+                                                        : NULL;
     }
     for (i = 0; i < 16; i++) {
         int keep = v6bits - 8 * i;

@@ -26,6 +26,7 @@ typedef struct sl_limit {
     apr_int64_t burst;    /* gcra tolerance in requests; 0: requests */
     int algorithm;        /* SL_ALG_*; SL_ALG_UNSET: the section default */
     int named;            /* name= was given: shared across sections */
+    const char *section;  /* the enclosing sections (see sl_parse_limit) */
 } sl_limit_t;
 
 /* One limit as it is sent to a store. */
@@ -70,8 +71,14 @@ const char *sl_algorithm_name(int alg);
 const char *sl_parse_limit(apr_pool_t *p, int argc, char *const argv[],
                            const char *section, sl_limit_t **out);
 
-/* Client address as a budget key: IPv6 masked to v6bits, IPv4-mapped IPv6
- * as plain IPv4. Returns NULL when ip is not an address. */
+/* An unnamed limit written inside a virtual host belongs to that host:
+ * host (its "ServerName:port") becomes part of the id. Named limits keep
+ * theirs. */
+void sl_limit_set_host(apr_pool_t *p, sl_limit_t *l, const char *host);
+
+/* Client address as a budget key: IPv6 masked to v6bits; IPv6 forms that
+ * carry an IPv4 client (mapped, compatible, NAT64 64:ff9b::/96, 6to4,
+ * Teredo) as that IPv4 address. Returns NULL when ip is not an address. */
 const char *sl_ip_key(apr_pool_t *p, const char *ip, int v6bits);
 
 /* Hash of a key value (source tag + the whole value): no raw value reaches

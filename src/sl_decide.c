@@ -14,6 +14,8 @@
 #include "sl_outcome.h"
 #include "sl_store.h"
 
+#include <string.h>
+
 APLOG_USE_MODULE(slidinglimit);
 
 /* One request's limits, as the stores see them. */
@@ -50,6 +52,76 @@ static void sl_budgets_build(sl_case_t *c, const sl_server_conf_t *sc)
         b->window = l->window;
         b->burst = l->burst;
     }
+}
+
+/* The budgets a request was decided for, in its request_config: a later
+ * internal redirect of the same request does not decide them again. */
+typedef struct sl_decided {
+    const sl_budget_t *budgets;
+    int n;
+} sl_decided_t;
+
+static int sl_budget_decided(const request_rec *r, const sl_budget_t *b)
+{
+    const request_rec *prev;
+    int i;
+
+    for (prev = r->prev; prev; prev = prev->prev) {
+        const sl_decided_t *dd =
+            ap_get_module_config(prev->request_config, &slidinglimit_module);
+        for (i = 0; dd && i < dd->n; i++) {
+            const sl_budget_t *o = &dd->budgets[i];
+            if (o->store == b->store && o->key_len == b->key_len &&
+                !memcmp(o->key, b->key, b->key_len)) {
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+static void sl_budgets_remember(const sl_case_t *c)
+{
+    sl_decided_t *dd = apr_palloc(c->r->pool, sizeof(*dd));
+
+    dd->budgets = c->budgets;
+    dd->n = c->n;
+    ap_set_module_config(c->r->request_config, &slidinglimit_module, dd);
+}
+
+/* An internal redirect (a per-directory rewrite, a CGI's local Location:,
+ * an ErrorDocument, Action) is the same client request: the budgets an
+ * earlier request of its chain was decided for are left out, the target's
+ * others are decided here. Returns how many remain. */
+static int sl_budgets_undecided(sl_case_t *c)
+{
+    apr_array_header_t *limits;
+    int i, k = 0;
+
+    limits = apr_array_make(c->r->pool, c->n, sizeof(sl_limit_t *));
+    for (i = 0; i < c->n; i++) {
+        if (!sl_budget_decided(c->r, &c->budgets[i])) {
+            c->budgets[k++] = c->budgets[i];
+            APR_ARRAY_PUSH(limits, sl_limit_t *) =
+                APR_ARRAY_IDX(c->limits, i, sl_limit_t *);
+        }
+    }
+    if (k < c->n) {
+        c->limits = limits;
+        c->n = k;
+    }
+    return k;
+}
+
+static void sl_mode_of(const sl_case_t *c, sl_mode_t *m)
+{
+    const sl_dir_conf_t *dc = c->dc;
+
+    m->fail_closed = SL_OR(dc->fail_mode, SL_FAIL_OPEN) == SL_FAIL_CLOSED;
+    m->fallback = c->store->url && SL_OR(dc->local_fallback, 1);
+    m->dry_run = SL_OR(dc->dry_run, 0);
+    m->deny_status = SL_OR(dc->status, SL_DEFAULT_STATUS);
+    m->fail_status = HTTP_SERVICE_UNAVAILABLE;
 }
 
 static int sl_step(apr_status_t rv, const sl_decision_t *d)
@@ -241,13 +313,12 @@ int sl_decide(request_rec *r, sl_server_conf_t *sc, sl_dir_conf_t *dc)
         return DECLINED;
     }
     sl_budgets_build(&c, sc);
-
-    m.fail_closed = SL_OR(dc->fail_mode, SL_FAIL_OPEN) == SL_FAIL_CLOSED;
-    m.fallback = c.store->url && SL_OR(dc->local_fallback, 1);
-    m.dry_run = SL_OR(dc->dry_run, 0);
-    m.deny_status = SL_OR(dc->status, SL_DEFAULT_STATUS);
-    m.fail_status = HTTP_SERVICE_UNAVAILABLE;
-
+    if (r->prev && !sl_budgets_undecided(&c)) {
+        sl_decide_carry_env(r);
+        return DECLINED;
+    }
+    sl_budgets_remember(&c);
+    sl_mode_of(&c, &m);
     store = sl_ask_store(&c, &d);
     if (sl_outcome_wants_fallback(&m, store)) {
         fallback = sl_ask_fallback(&c, &d);

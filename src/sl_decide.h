@@ -10,7 +10,9 @@
 #include "sl_config.h"
 
 /* The fixups of a request under dc's limits: DECLINED when it passes, else
- * what the hook returns (the refusal's status, or DONE once answered). */
+ * what the hook returns (the refusal's status, or DONE once answered). An
+ * internal redirect is decided only for the budgets no earlier request of
+ * its chain was decided for. */
 int sl_decide(request_rec *r, sl_server_conf_t *sc, sl_dir_conf_t *dc);
 
 /* An internal redirect after a decision (an ErrorDocument): the new request

@@ -16,8 +16,9 @@ void sl_outcome_of(const sl_mode_t *m, int store, int fallback,
     out->quota = 1;
     if (store == SL_STEP_FAILED) {
         /* Also for the shm store (full, or this child outlived a restart):
-         * a fail-closed login page stays closed. */
-        if (m->fail_closed) {
+         * a fail-closed login page stays closed. Dry run never refuses: it
+         * passes as any request the store could not decide. */
+        if (m->fail_closed && !m->dry_run) {
             out->result = SL_RESULT_FAILED_CLOSED;
             out->status = m->fail_status;
             out->unavailable = 1;

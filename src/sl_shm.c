@@ -46,11 +46,15 @@ typedef struct sl_retained {
 static apr_status_t sl_retain(server_rec *s, const char *name, apr_size_t size,
                               sl_retained_t **out, void **base, int *fresh)
 {
-    const char *key =
-        apr_pstrcat(s->process->pool, "mod_slidinglimit-", name, NULL);
-    sl_retained_t *rd = ap_retained_data_get(key);
+    char key[64];
+    sl_retained_t *rd;
     apr_status_t rv;
 
+    /* "seg-": never the name of a record that an earlier build kept in
+     * this process with another layout (a graceful restart onto a new
+     * build finds those). httpd copies the name: no memory per restart. */
+    apr_snprintf(key, sizeof(key), "mod_slidinglimit-seg-%s", name);
+    rd = ap_retained_data_get(key);
     if (!rd) {
         rd = ap_retained_data_create(key, sizeof(*rd));
     }
@@ -107,6 +111,10 @@ typedef struct sl_stripe {
 struct sl_shm {
     int n;
     sl_stripe_t *stripe[SL_SHM_STRIPES];
+    /* The secret of the stripe choice: drawn when the store is first made
+     * and kept with it, so that an identity stays in its stripe across
+     * graceful restarts (and old and new children agree on it). */
+    const unsigned char *key;
 };
 
 apr_status_t sl_shm_pre_config(apr_pool_t *pconf)
@@ -177,8 +185,20 @@ apr_status_t sl_shm_create(apr_pool_t *pconf, server_rec *s, apr_size_t size,
 {
     sl_shm_t *shm = apr_pcalloc(pconf, sizeof(*shm));
     apr_status_t rv;
-    int i;
+    void *key;
+    int i, fresh;
 
+    rv = sl_shm_retain(s, "shm-key", SL_TABLE_STRIPE_KEY, &key, &fresh);
+    if (rv == APR_SUCCESS && fresh) {
+        rv = sl_siphash_key(key);
+    }
+    if (rv != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, rv, s,
+                     "mod_slidinglimit: no secret for the shm store's "
+                     "stripes");
+        return rv;
+    }
+    shm->key = key;
     shm->n = (int) (size / SL_SHM_MIN_STRIPE);
     if (shm->n > SL_SHM_STRIPES) {
         shm->n = SL_SHM_STRIPES;
@@ -236,8 +256,10 @@ static void sl_stripe_log(const sl_stripe_t *st, const sl_table_news_t *news)
                      st->s,
                      news->full ? "mod_slidinglimit: the shm store cannot hold "
                                   "the state of a request (a sliding log "
-                                  "longer than the whole store?): such "
-                                  "requests fail until it has room"
+                                  "longer than its stripe, or a stripe full "
+                                  "of refusing budgets): such requests are "
+                                  "refused until it has room (see "
+                                  "SlidingLimitShmSize)"
                                 : "mod_slidinglimit: the shm store has room "
                                   "again");
     }
@@ -250,17 +272,13 @@ apr_status_t sl_shm_decide(sl_shm_t *shm, apr_pool_t *p,
     sl_stripe_t *st;
     sl_shm_op_t *ops;
     sl_table_news_t news;
-    const char *key;
-    apr_size_t len;
     apr_status_t rv;
 
     if (n < 1 || !budgets || !budgets[0].key) {
         return APR_EINVAL;
     }
-    /* The stripe: FNV-1a of the hash tag (or the whole key when it has
-     * none). */
-    key = sl_hash_tag(budgets[0].key, budgets[0].key_len, &len);
-    st = shm->stripe[sl_fnv1a(SL_FNV_INIT, key, len) % (unsigned int) shm->n];
+    st = shm->stripe[sl_table_stripe(
+        shm->key, budgets[0].key, budgets[0].key_len, (unsigned int) shm->n)];
     rv = sl_table_prepare(p, st->table, budgets, n, &ops);
     if (rv != APR_SUCCESS) {
         return rv;

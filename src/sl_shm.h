@@ -27,8 +27,8 @@ apr_status_t sl_shm_child_init(sl_shm_t *shm, apr_pool_t *pchild,
                                server_rec *s);
 
 /* One atomic decision, same semantics and reply as the Redis script; now is
- * this host's time. APR_ENOSPC when the store cannot hold the state (never
- * a silent pass). */
+ * this host's time. A request whose state the store cannot hold is
+ * refused (see sl_table.h), never admitted. */
 apr_status_t sl_shm_decide(sl_shm_t *shm, apr_pool_t *p,
                            const sl_budget_t *budgets, int n, apr_time_t now,
                            sl_decision_t *d);

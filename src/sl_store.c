@@ -52,15 +52,20 @@ static sl_store_t *sl_store_redis(apr_pool_t *pchild, server_rec *s,
     sl_server_conf_t *sc = sl_server_conf(vs);
     sl_store_t *st = apr_pcalloc(pchild, sizeof(*st));
 
+    apr_status_t rv;
+
     st->url = sc->store;
-    if (sl_redis_create(pchild, sc->store,
-                        SL_OR(sc->connect_timeout, SL_DEFAULT_CONNECT_TIMEOUT),
-                        SL_OR(sc->command_timeout, SL_DEFAULT_COMMAND_TIMEOUT),
-                        threads, &st->redis) != APR_SUCCESS) {
-        ap_log_error(APLOG_MARK, APLOG_CRIT, 0, vs,
-                     "mod_slidinglimit: cannot set up the client for %s",
+    rv = sl_redis_create(pchild, sc->store,
+                         SL_OR(sc->connect_timeout, SL_DEFAULT_CONNECT_TIMEOUT),
+                         SL_OR(sc->command_timeout, SL_DEFAULT_COMMAND_TIMEOUT),
+                         threads, &st->redis);
+    if (rv != APR_SUCCESS) {
+        /* A store that does not answer, never the shm store in its place:
+         * local limits are not what the section asked for. */
+        ap_log_error(APLOG_MARK, APLOG_CRIT, rv, vs,
+                     "mod_slidinglimit: cannot set up the client for %s; "
+                     "the fail mode applies to every request it decides",
                      sc->store->display);
-        st->url = NULL;
         st->redis = NULL;
         return st;
     }
@@ -131,6 +136,13 @@ apr_status_t sl_store_decide(sl_store_t *st, request_rec *r, sl_proc_t *proc,
                           "decide; applying the fail mode");
         }
         return rv;
+    }
+    if (!st->redis) {
+        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
+                      "mod_slidinglimit: store %s has no client in this "
+                      "child; applying the fail mode",
+                      st->url->display);
+        return APR_EINIT;
     }
     if (!sl_breaker_allow(st->breaker, start)) {
         return APR_EAGAIN;

@@ -11,7 +11,9 @@
 
 typedef struct sl_store {
     const sl_store_url_t *url; /* NULL: the shm store */
-    sl_redis_t *redis; /* NULL for shm, or when the client could not be made */
+    /* NULL for shm; for Redis when the client could not be made, and then
+     * every call fails (the fail mode applies) */
+    sl_redis_t *redis;
     sl_breaker_t *breaker;
 } sl_store_t;
 

@@ -13,14 +13,14 @@
  *            between a quarter and a half of the slot count)
  *   slots    nslots x 64 bytes; each one is free, an entry or a log chunk
  *
- * An entry is one 64-byte slot per store key: a 128-bit keyed SipHash of
- * the key (two SipHash-2-4 with a secret drawn when the region is
- * formatted, so nobody can aim keys at one chain), the algorithm and key
- * length (entries must match all three: a collision across algorithms
- * gives two entries, never one state read as another, and within one
- * algorithm a 2^-128 chance merges two budgets), the time the script's TTL
- * would drop the key, the state (counter: window index and two counts;
- * gcra: the TAT; log: first and last chunk, count and offset into the
+ * An entry is one 64-byte slot per store key: a 96-bit keyed hash of the
+ * key (two SipHash-2-4 with secrets drawn when the region is formatted, so
+ * nobody can aim keys at one chain), the algorithm and key length (entries
+ * must match all three: a collision across algorithms gives two entries,
+ * never one state read as another, and within one algorithm a 2^-96 chance
+ * merges two budgets), until when the budget refuses, the time the
+ * script's TTL would drop the key, the state (counter: window index and two
+ * counts; gcra: the TAT; log: first and last chunk, count and offset into the
  * first), the chain link and the two LRU links. A log's admission times
  * live in chunks of 7 int64 (one slot each, linked by index, oldest
  * first), so a log of N live times takes 1 + ceil(N / 7) slots: 64 bytes
@@ -33,9 +33,12 @@
  * (its data is worthless: the script's TTL would have deleted it) is
  * reused first, looked for among the least recently used, then the least
  * recently used entry is evicted with its chunks, and that budget starts
- * afresh. Entries of the request being decided are never evicted; when
- * nothing else is left (one log longer than the whole table), the answer
- * is APR_ENOSPC and nothing changes.
+ * afresh. Never evicted: entries of the request being decided, and entries
+ * that are refusing (no room for one more request before refusing_until):
+ * evicting those would hand a spent budget its quota back, so a flood of
+ * new clients could free its own victim. When nothing can be evicted (one
+ * client's logs longer than the whole table, or a table of refusing
+ * budgets), the request is refused: never admitted for want of space.
  *
  * Corruption. Every link is checked before it is followed; one that leads
  * nowhere (a slot of the wrong kind, an index out of range, a loop) stops
@@ -48,8 +51,9 @@
 #endif
 #include "sl_table.h"
 
+#include "sl_siphash.h"
+
 #include <apr_general.h>
-#include <apr_siphash.h>
 
 #include <stddef.h>
 #include <string.h>
@@ -60,7 +64,8 @@
 #define SL_MIN_SLOTS    64
 #define SL_MAX_SLOTS    (1U << 28)
 /* Entries looked at, from the LRU end, for an expired one to reuse before
- * a live one is evicted: bounded, because it runs under the lock. */
+ * a live one is evicted: bounded, because it runs under the lock (refusing
+ * entries, which are skipped, are moved to the front as they are met). */
 #define SL_SCAN 16
 
 #define SL_KIND_FREE  0
@@ -80,11 +85,17 @@ typedef struct sl_table_hdr {
     apr_uint32_t nentries;
     apr_uint32_t full;    /* the last admission found no room */
     apr_uint64_t evicted; /* live entries evicted for room */
-    unsigned char secret[2 * APR_SIPHASH_KSIZE];
+    unsigned char secret[2 * SL_SIPHASH_KEY];
 } sl_table_hdr_t;
 
+#define SL_HASH_BYTES 12
+
 typedef struct sl_entry {
-    unsigned char hash[16];
+    unsigned char hash[SL_HASH_BYTES];
+    /* Until when (seconds, rounded up) the budget has no room for one more
+     * request: it is not evicted before, which would give it its quota
+     * back. */
+    apr_uint32_t refusing_until;
     apr_int64_t expires; /* microseconds; the script's PEXPIRE */
     union {
         sl_counter_t counter;
@@ -136,7 +147,7 @@ struct sl_table {
 
 /* One limit of the request being decided. */
 struct sl_shm_op {
-    unsigned char hash[16];
+    unsigned char hash[SL_HASH_BYTES];
     apr_uint16_t klen;
     unsigned char alg;
     int last; /* no later limit has the same key: its write is the one */
@@ -558,8 +569,14 @@ static int sl_ops_hold(const sl_shm_op_t *q, int n, apr_uint32_t i)
     return 0;
 }
 
+static int sl_refusing(const sl_txn_t *t, const sl_entry_t *e)
+{
+    return (apr_int64_t) e->refusing_until * APR_USEC_PER_SEC > t->now;
+}
+
 /* The entry to give up for room: an expired one near the LRU end, else the
- * least recently used one; never one this request uses. */
+ * least recently used one; never one this request uses, never one that is
+ * refusing (evicted, it would start afresh with its whole quota). */
 static apr_uint32_t sl_victim(sl_txn_t *t, const sl_shm_op_t *q, int n)
 {
     apr_uint32_t i = t->tab->hdr->lru_tail, fallback = SL_NIL, seen = 0;
@@ -567,15 +584,21 @@ static apr_uint32_t sl_victim(sl_txn_t *t, const sl_shm_op_t *q, int n)
 
     while (i != SL_NIL && (seen < SL_SCAN || fallback == SL_NIL) &&
            seen++ < t->tab->hdr->nslots && (e = sl_entry(t, i))) {
+        apr_uint32_t prev = e->lprev;
         if (!sl_ops_hold(q, n, i)) {
             if (e->expires <= t->now) {
                 return i;
             }
-            if (fallback == SL_NIL) {
+            if (sl_refusing(t, e)) {
+                /* Out of the way of the next search: a table full of
+                 * refusing budgets costs one walk, not one per request. */
+                sl_lru_touch(t, i, e);
+            }
+            else if (fallback == SL_NIL) {
                 fallback = i;
             }
         }
-        i = e->lprev;
+        i = prev;
     }
     return fallback;
 }
@@ -669,6 +692,67 @@ static void sl_apply(sl_txn_t *t, sl_shm_op_t *q)
     }
 }
 
+/* A budget that needs room the table cannot give is refused, as if it had
+ * no quota left: never admitted for want of space (that would let one
+ * client past every limit once its state fills its stripe). The wait told
+ * is a hint: for a log, until its oldest chunk empties and frees a slot;
+ * otherwise a window. */
+static void sl_no_room(sl_txn_t *t, sl_shm_op_t *q)
+{
+    sl_entry_t *e = NULL;
+    apr_int64_t reset = q->win;
+
+    if (!q->last) {
+        return;
+    }
+    if (q->entry != SL_NIL && !(e = sl_entry(t, q->entry))) {
+        return;
+    }
+    if (q->alg == SL_ALG_LOG) {
+        if (!sl_log_needs_chunk(e)) {
+            return;
+        }
+        if (e && e->st.log.count > 0) {
+            sl_log_ctx_t x = {t, e};
+            apr_int64_t last = SL_CHUNK_TS - 1 - (apr_int64_t) e->st.log.off;
+            if (last > (apr_int64_t) e->st.log.count - 1) {
+                last = e->st.log.count - 1;
+            }
+            reset = sl_table_log_at(&x, last) + q->win - t->now;
+        }
+    }
+    else if (e) {
+        return; /* a counter or gcra entry that exists needs no room */
+    }
+    q->ev.ok = 0;
+    q->ev.remaining0 = 0;
+    q->ev.reset0 = reset > 0 ? reset : 1;
+}
+
+/* After the decision: a budget left without room for one more request
+ * (refused, or admitted with nothing remaining) is not evicted until more
+ * quota can come, the script's reset: the same exact time the deny cache
+ * trusts. */
+static void sl_mark_refusing(sl_txn_t *t, const sl_shm_op_t *q, int admitted)
+{
+    sl_entry_t *e;
+    apr_int64_t until;
+
+    if (q->entry == SL_NIL || !(e = sl_entry(t, q->entry))) {
+        return;
+    }
+    if (admitted ? q->ev.remaining > 0 : q->ev.ok) {
+        return;
+    }
+    until = t->now + (admitted ? q->ev.reset : q->ev.reset0);
+    until = (until + APR_USEC_PER_SEC - 1) / APR_USEC_PER_SEC;
+    if (until > (apr_int64_t) e->refusing_until) {
+        e->refusing_until = until > (apr_int64_t) 0xffffffffU
+                                ? 0xffffffffU
+                                : (apr_uint32_t) until;
+    }
+}
+
 /* The space an admission takes: an entry per new key, a chunk per log
  * whose last chunk is full. */
 static apr_uint32_t sl_need(sl_txn_t *t, const sl_shm_op_t *q, int n)
@@ -695,11 +779,23 @@ static apr_uint32_t sl_need(sl_txn_t *t, const sl_shm_op_t *q, int n)
 }
 
 static void sl_key_hash(const sl_table_hdr_t *h, const char *key,
-                        apr_size_t len, unsigned char out[16])
+                        apr_size_t len, unsigned char out[SL_HASH_BYTES])
 {
-    apr_siphash24_auth(out, key, len, h->secret);
-    apr_siphash24_auth(out + APR_SIPHASH_DSIZE, key, len,
-                       h->secret + APR_SIPHASH_KSIZE);
+    apr_uint64_t a = sl_siphash(h->secret, key, len);
+    apr_uint64_t b = sl_siphash(h->secret + SL_SIPHASH_KEY, key, len);
+
+    memcpy(out, &a, sizeof(a));
+    memcpy(out + sizeof(a), &b, SL_HASH_BYTES - sizeof(a));
+}
+
+unsigned int sl_table_stripe(const unsigned char key[SL_SIPHASH_KEY],
+                             const char *budget_key, apr_size_t len,
+                             unsigned int n)
+{
+    apr_size_t tag_len;
+    const char *tag = sl_hash_tag(budget_key, len, &tag_len);
+
+    return n ? (unsigned int) (sl_siphash(key, tag, tag_len) % n) : 0;
 }
 
 apr_status_t sl_table_prepare(apr_pool_t *p, const sl_table_t *tab,
@@ -773,19 +869,23 @@ apr_status_t sl_table_decide(sl_table_t *tab, sl_shm_op_t *q, int n,
         }
         else if (!t.corrupt) {
             full = 1;
+            admitted = 0;
+            for (i = 0; i < n; i++) {
+                sl_no_room(&t, &q[i]);
+            }
         }
         news->was_full = (int) tab->hdr->full;
         news->full = full;
         tab->hdr->full = (apr_uint32_t) full;
+    }
+    for (i = 0; i < n && !t.corrupt; i++) {
+        sl_mark_refusing(&t, &q[i], admitted);
     }
     if (t.corrupt) {
         sl_format(tab);
         news->emptied = 1;
         news->full = news->was_full = 0;
         return APR_EGENERAL;
-    }
-    if (full) {
-        return APR_ENOSPC;
     }
     d->now = now;
     d->admitted = admitted;
@@ -826,7 +926,10 @@ apr_status_t sl_table_attach(apr_pool_t *p, void *base, apr_size_t size,
             h->nbuckets == nbuckets && h->nslots == nslots;
     if (!*kept) {
         memset(h, 0, sizeof(*h));
-        rv = apr_generate_random_bytes(h->secret, sizeof(h->secret));
+        rv = sl_siphash_key(h->secret);
+        if (rv == APR_SUCCESS) {
+            rv = sl_siphash_key(h->secret + SL_SIPHASH_KEY);
+        }
         if (rv != APR_SUCCESS) {
             return rv;
         }

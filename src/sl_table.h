@@ -9,6 +9,7 @@
 
 #include "sl_algo.h"
 #include "sl_core.h"
+#include "sl_siphash.h"
 
 /* Sizing, for the documentation and the size directive: every store key
  * takes one slot, and a sliding log also one slot per SL_TABLE_LOG_PER_SLOT
@@ -31,6 +32,14 @@ apr_size_t sl_table_min_size(void);
 apr_status_t sl_table_attach(apr_pool_t *p, void *base, apr_size_t size,
                              int fresh, int *kept, sl_table_t **out);
 
+/* Which of n tables (stripes) a budget key belongs to: a keyed hash of its
+ * hash tag, so every key of one identity goes to one stripe and nobody
+ * without the secret can choose a key that lands in a given stripe. */
+#define SL_TABLE_STRIPE_KEY SL_SIPHASH_KEY
+unsigned int sl_table_stripe(const unsigned char key[SL_TABLE_STRIPE_KEY],
+                             const char *budget_key, apr_size_t len,
+                             unsigned int n);
+
 /* The table's slot and bucket counts (for the log). */
 void sl_table_geometry(const sl_table_t *t, apr_uint32_t *nslots,
                        apr_uint32_t *nbuckets);
@@ -52,9 +61,11 @@ typedef struct sl_table_news {
 
 /* One atomic decision over the prepared budgets at now (microseconds),
  * under the caller's lock: the answer of lua/sl_check.lua into *d (whose
- * quota array has room for n). APR_SUCCESS; APR_ENOSPC when the table
- * cannot hold the state (nothing changed); APR_EGENERAL when a link led
- * nowhere (the table has been emptied). */
+ * quota array has room for n), APR_SUCCESS. When the table cannot hold the
+ * state of an admission, the request is refused (news->full; the budgets
+ * that needed room answer ok 0, remaining 0), never admitted for want of
+ * space. APR_EGENERAL when a link led nowhere (the table has been
+ * emptied). */
 apr_status_t sl_table_decide(sl_table_t *t, sl_shm_op_t *ops, int n,
                              apr_time_t now, sl_decision_t *d,
                              sl_table_news_t *news);

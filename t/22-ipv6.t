@@ -9,7 +9,7 @@ use Apache::TestUtil;
 use SL::Test;
 use SL::Keys;
 
-plan tests => 17;
+plan tests => 21;
 
 sub get { local $_; req('GET', @_) }
 
@@ -56,6 +56,29 @@ my $net64 = "2001:db8:$h1:$h2";
     # The /64 location is not affected by the /48 one.
     is(get('/keys/v6/', 'X-Forwarded-For' => $a)->{status}, 200,
         'v6: the prefix is per location');
+}
+
+# IPv6 forms that carry an IPv4 client (NAT64/SIIT, 6to4) are keyed by it:
+# translated IPv4 clients do not share one /64, and one 6to4 site does not
+# get a budget per /64 of its /48.
+{
+    my $ip = fresh_ip();
+    my $key = key_of(identity => sl_identity('ip', $ip), policy => 'keys-v6');
+    my @s = (
+        get('/keys/v6/', 'X-Forwarded-For' => "64:ff9b::$ip")->{status},
+        get('/keys/v6/', 'X-Forwarded-For' => $ip)->{status},
+        get('/keys/v6/', 'X-Forwarded-For' => "::$ip")->{status},
+        get('/keys/v6/', 'X-Forwarded-For' => "64:ff9b::$ip")->{status},
+    );
+    is("@s", '200 200 200 429', 'nat64, plain and ipv4-compatible: one budget');
+    is(redis('ZCARD', $key), 3, 'nat64: keyed as the IPv4 address');
+    is(get('/keys/v6/', 'X-Forwarded-For' => '64:ff9b::' . fresh_ip())->{status}, 200,
+        'nat64: another IPv4 client behind the translator has its own budget');
+    my $v4 = fresh_ip();
+    my $six = sprintf('2002:%02x%02x:%02x%02x', split /\./, $v4);
+    @s = map { get('/keys/v6/', 'X-Forwarded-For' => "$six:$_\::1")->{status} }
+        qw(1 2 ffff 42);
+    is("@s", '200 200 200 429', '6to4: every /64 of the site shares the IPv4 budget');
 }
 
 # IPv4-mapped

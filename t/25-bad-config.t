@@ -39,6 +39,10 @@ my @bad = (
                                                   'SlidingLimit', 'burst=5' ],
     [ 'SlidingLimit 10 1m algorithm=gcra burst=0', 'SlidingLimit', "'0'" ],
     [ 'SlidingLimit 10 1m algorithm=gcra burst=x', 'SlidingLimit', "'x'" ],
+    # GCRA tolerance (burst x WINDOW / REQUESTS) above 366 days
+    [ 'SlidingLimit 1 366d algorithm=gcra burst=100000000',
+                                                  'SlidingLimit', 'burst=100000000' ],
+    [ 'SlidingLimit 1 1d algorithm=gcra burst=367', 'SlidingLimit', 'burst=367' ],
     [ 'SlidingLimit 10 1m name=',                 'SlidingLimit', 'name=' ],
     [ 'SlidingLimit 10 1m name=a{b}',             'SlidingLimit', 'name=a{b}' ],
     [ 'SlidingLimit 10 1m "name=a b"',            'SlidingLimit', 'name=a b' ],
@@ -240,7 +244,44 @@ my @secret = (
     [ "SlidingLimitStore redis://app:$pw\@[::1",             "'[::1'" ],
 );
 
-plan tests => 2 + @bad + 2 * @secret + 1;
+
+# One name, one budget: sections that share a name but whose algorithm
+# default differs (set before or after the line, or inherited from the
+# virtual host) are refused, naming the name and both places.
+my @split = (
+    "<Location /a>\nSlidingLimitAlgorithm gcra\nSlidingLimit 10 1m name=k\n</Location>\n"
+      . "<Location /b>\nSlidingLimit 10 1m name=k\n</Location>",
+    "<Location /a>\nSlidingLimit 10 1m name=k\nSlidingLimitAlgorithm counter\n</Location>\n"
+      . "<Location /b>\nSlidingLimit 10 1m name=k\n</Location>",
+    "<VirtualHost 127.0.0.1:1>\nSlidingLimitAlgorithm gcra\n<Location /a>\n"
+      . "SlidingLimit 10 1m name=k\n</Location>\n</VirtualHost>\n"
+      . "<Location /b>\nSlidingLimit 10 1m name=k\n</Location>",
+    "<Location /a>\nSlidingLimit 10 1m name=k\n</Location>\n"
+      . "<Location /b>\nSlidingLimitAlgorithm gcra\n<If \"true\">\n"
+      . "SlidingLimit 10 1m name=k\n</If>\n</Location>",
+);
+# ... while the same default reached in different ways is one budget.
+my $same = "SlidingLimitAlgorithm counter\n"
+  . "<Location /a>\nSlidingLimit 10 1m name=k\n</Location>\n"
+  . "<Location /b>\nSlidingLimitAlgorithm counter\nSlidingLimit 10 1m name=k\n</Location>\n"
+  . "<Location /c>\nSlidingLimitAlgorithm log\nSlidingLimit 10 1m name=k algorithm=counter\n</Location>\n"
+  . "<VirtualHost 127.0.0.1:1>\n<Location /d>\nSlidingLimit 10 1m name=k\n</Location>\n</VirtualHost>";
+
+plan tests => 2 + @bad + @split + 1 + 2 * @secret + 1;
+
+for my $conf (@split) {
+    my ($rc, $out) = httpd_check($conf);
+    (my $one = $conf) =~ s/\n/ | /g;
+    my @places = $out =~ /httpd\.conf:(\d+)/g;
+    ok($rc != 0 && $out =~ /SlidingLimit/ && $out =~ /'k'/ && @places >= 2
+          && $places[0] != $places[1] && $out !~ /Syntax OK/,
+        "refused, naming both places: $one") or diag("rc=$rc\n$out");
+}
+{
+    my ($rc, $out) = httpd_check($same);
+    is($rc, 0, 'one name with the same algorithm default everywhere passes')
+      or diag($out);
+}
 
 my ($rc, $out) = httpd_check($good);
 is($rc, 0, 'every directive with good values passes httpd -t') or diag($out);

@@ -1,12 +1,17 @@
 /* Unit tests of the circuit breaker (src/sl_breaker.c): transitions, the
- * probe schedule, and answers that arrive after a transition. No server
+ * probe schedule, answers that arrive after a transition, and the table of
+ * breakers with claims that a dying process left half-done. No server
  * needed (make unit). */
 #include "sl_breaker.h"
+#include "sl_claim.h"
 
 #include <apr_general.h>
 
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sl_expect.h"
 
@@ -82,12 +87,70 @@ static void test_stale_answers(void)
            "a new failure opens again");
 }
 
+static void sl_stuck(int sig)
+{
+    (void) sig;
+    printf("FAIL: sl_breakers_get still waiting after 10 s\n");
+    exit(1);
+}
+
+/* A process killed between claiming a slot and naming it leaves the slot
+ * BUSY for good: later children must neither wait for it forever nor
+ * disagree on which slot is a store's. */
+static void test_half_claimed(apr_pool_t *p)
+{
+    apr_size_t size = sl_breakers_size(), stride = size / SL_BREAKER_SLOTS;
+    char *mem = calloc(1, size), *mem2 = calloc(1, size);
+    sl_breakers_t *t = sl_breakers_attach(p, mem), *t2;
+    sl_breaker_t *a, *b;
+    apr_time_t start;
+    int i, home;
+
+    signal(SIGALRM, sl_stuck);
+    alarm(10);
+    /* Where "a" lands in an empty table: its home slot. */
+    a = sl_breakers_get(t, "a", 1);
+    home = (int) (((char *) a - mem) / stride);
+    t2 = sl_breakers_attach(p, mem2);
+    *(volatile apr_uint32_t *) (mem2 + (apr_size_t) home * stride) =
+        SL_CLAIM_BUSY;
+    start = apr_time_now();
+    a = sl_breakers_get(t2, "a", 1);
+    EXPECT(a != NULL && (int) (((char *) a - mem2) / stride) != home,
+           "a half-claimed home slot is given up for the next one");
+    EXPECT(apr_time_now() - start < apr_time_from_sec(2),
+           "after a bounded wait (%ld us)", (long) (apr_time_now() - start));
+    start = apr_time_now();
+    b = sl_breakers_get(t2, "a", 1);
+    EXPECT(b == a, "every later caller finds the same breaker");
+    EXPECT(apr_time_now() - start < apr_time_from_msec(5),
+           "without waiting again (%ld us)", (long) (apr_time_now() - start));
+    b = sl_breakers_get(t2, "b", 1);
+    EXPECT(b != NULL && b != a, "other stores still get their own");
+
+    /* Every slot left half-claimed: no breaker, but an answer. */
+    memset(mem, 0, size);
+    for (i = 0; i < SL_BREAKER_SLOTS; i++) {
+        *(volatile apr_uint32_t *) (mem + (apr_size_t) i * stride) =
+            SL_CLAIM_BUSY;
+    }
+    EXPECT(sl_breakers_get(t, "c", 1) == NULL,
+           "a table of dead claims answers NULL (the main breaker is used)");
+    alarm(0);
+    free(mem);
+    free(mem2);
+}
+
 int main(void)
 {
+    apr_pool_t *p;
+
     apr_initialize();
+    apr_pool_create(&p, NULL);
     test_transitions();
     test_backoff_cap();
     test_stale_answers();
+    test_half_claimed(p);
     printf("sl_breaker: %d passed, %d failed\n", passed, failed);
     apr_terminate();
     return failed ? 1 : 0;

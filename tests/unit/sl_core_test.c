@@ -66,17 +66,13 @@ static void test_limits(apr_pool_t *p)
 {
     const char *err;
     sl_limit_t *a, *b, *c, *d;
-    static const char *const bad[] = {"0 1m",
-                                      "abc 1m",
-                                      "10",
-                                      "10 1w",
-                                      "10 1m foo=bar",
-                                      "10 1m name=",
-                                      "10 1m name=a b",
-                                      "10 1m algorithm=x",
-                                      "10 1m burst=0",
-                                      "10 1m algorithm=log burst=5",
-                                      "10 1m name=a\"b"};
+    static const char *const bad[] = {
+        "0 1m", "abc 1m", "10", "10 1w", "10 1m foo=bar",
+        "10 1m name=", "10 1m name=a b", "10 1m algorithm=x", "10 1m burst=0",
+        "10 1m algorithm=log burst=5", "10 1m name=a\"b",
+        /* GCRA tolerance beyond 366d */
+        "1 366d algorithm=gcra burst=100000000",
+        "1 1d algorithm=gcra burst=367"};
     size_t i;
 
     a = limit(p, "100 1m name=api", "<Location /a>\n", &err);
@@ -92,8 +88,30 @@ static void test_limits(apr_pool_t *p)
     EXPECT(!strcmp(c->name, "100-per-1m"), "unnamed name %s", c->name);
     d = limit(p, "100 1m", "<Location /a>\n", &err);
     EXPECT(!strcmp(c->id, d->id), "unnamed ids are stable");
+    {
+        const char *section = "<VirtualHost *:80>\n<Location /api>\n";
+        sl_limit_t *x = limit(p, "2 1m", section, &err);
+        sl_limit_t *y = limit(p, "2 1m", section, &err);
+        sl_limit_t *z = limit(p, "2 1m", section, &err);
+        sl_limit_t *n = limit(p, "2 1m name=shared", section, &err);
+        const char *named = n->id;
+        sl_limit_set_host(p, x, "a.example:0");
+        sl_limit_set_host(p, y, "b.example:0");
+        sl_limit_set_host(p, z, "a.example:0");
+        sl_limit_set_host(p, n, "a.example:0");
+        EXPECT(strcmp(x->id, y->id), "unnamed: one budget per virtual host");
+        EXPECT(!strcmp(x->id, z->id), "... the same for the same host");
+        EXPECT(!strcmp(n->id, named), "named: one budget across hosts");
+    }
     d = limit(p, "100 60s algorithm=gcra burst=10", "<Location /a>\n", &err);
     EXPECT(d && d->algorithm == SL_ALG_GCRA && d->burst == 10, "gcra burst");
+    d = limit(p, "1 1d algorithm=gcra burst=366", "", &err);
+    EXPECT(d && !err, "gcra tolerance of 366d: %s", err ? err : "");
+    d = limit(p, "1 1d algorithm=gcra burst=367", "", &err);
+    EXPECT(err && strstr(err, "burst=367") && strstr(err, "366d"),
+           "gcra tolerance above 366d: %s", err ? err : "accepted");
+    d = limit(p, "7 366d algorithm=gcra burst=7", "", &err);
+    EXPECT(d && !err, "gcra burst = requests at the longest window");
     for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         a = limit(p, bad[i], "", &err);
         EXPECT(err != NULL, "'%s' must be refused", bad[i]);
@@ -120,6 +138,31 @@ static void test_keys(apr_pool_t *p)
     EXPECT(!strcmp(sl_ip_key(p, "2001:db8:1:2:ffff::1", 60), "2001:db8:1::/60"),
            "ipv6 /60: %s", sl_ip_key(p, "2001:db8:1:2:ffff::1", 60));
     EXPECT(sl_ip_key(p, "not-an-ip", 64) == NULL, "garbage address");
+    /* Forms that carry an IPv4 address are keyed by it: NAT64/SIIT gives
+     * every IPv4 client one /64 otherwise, 6to4 one client 65,536. */
+    EXPECT(!strcmp(sl_ip_key(p, "64:ff9b::192.0.2.7", 64), "192.0.2.7"),
+           "nat64: %s", sl_ip_key(p, "64:ff9b::192.0.2.7", 64));
+    EXPECT(!strcmp(sl_ip_key(p, "64:ff9b::c000:208", 48), "192.0.2.8"),
+           "nat64 hex: %s", sl_ip_key(p, "64:ff9b::c000:208", 48));
+    EXPECT(!strcmp(sl_ip_key(p, "::192.0.2.9", 64), "192.0.2.9"),
+           "ipv4-compatible: %s", sl_ip_key(p, "::192.0.2.9", 64));
+    EXPECT(!strcmp(sl_ip_key(p, "2002:c000:20a:1:2::3", 64), "192.0.2.10"),
+           "6to4: %s", sl_ip_key(p, "2002:c000:20a:1:2::3", 64));
+    EXPECT(!strcmp(sl_ip_key(p, "2002:c000:20a:ffff::1", 64), "192.0.2.10"),
+           "6to4, another subnet of the same site");
+    /* Teredo: the client's public IPv4 address, bits inverted, is the last
+     * 32 bits; the /64 is the Teredo server's. */
+    EXPECT(!strcmp(sl_ip_key(p, "2001:0:4136:e378:8000:63bf:3fff:fdf4", 64),
+                   "192.0.2.11"),
+           "teredo: %s",
+           sl_ip_key(p, "2001:0:4136:e378:8000:63bf:3fff:fdf4", 64));
+    /* Loopback, unspecified and 0.0.0.0/8 are not IPv4 clients. */
+    EXPECT(!strcmp(sl_ip_key(p, "::1", 64), "::/64"), "loopback: %s",
+           sl_ip_key(p, "::1", 64));
+    EXPECT(!strcmp(sl_ip_key(p, "::", 64), "::/64"), "unspecified");
+    EXPECT(!strcmp(sl_ip_key(p, "64:ff9b:1::192.0.2.7", 64), "64:ff9b:1::/64"),
+           "only the well-known NAT64 prefix: %s",
+           sl_ip_key(p, "64:ff9b:1::192.0.2.7", 64));
 
     k1 = sl_identity(p, "ip", "192.0.2.7", 9);
     k2 = sl_identity(p, "user", "192.0.2.7", 9);

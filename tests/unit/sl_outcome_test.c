@@ -68,6 +68,14 @@ int main(void)
         expect("closed, no fallback", m, F, F, SL_RESULT_FAILED_CLOSED, 503, 1,
                0);
     }
+    /* ... but dry run never refuses: it passes as failed-open, and the
+     * fallback stays out of it as under fail-closed. */
+    for (fb = 0; fb < 2; fb++) {
+        sl_mode_t m = mode(1, fb, 1);
+        EXPECT(!sl_outcome_wants_fallback(&m, F),
+               "dry run, closed: no fallback");
+        expect("dry run, closed", m, F, F, SL_RESULT_FAILED_OPEN, 0, 0, 0);
+    }
 
     /* Fail-open with the fallback: it decides. */
     for (dry = 0; dry < 2; dry++) {

@@ -171,8 +171,11 @@ static void test_expired_first(void)
     free(region);
 }
 
-/* One sliding log longer than the whole table: APR_ENOSPC, nothing lost. */
-static void test_enospc(void)
+/* One client's sliding log longer than the whole table: once it cannot
+ * grow, the request is refused (never admitted for want of space, which
+ * the module used to treat as a store failure and fail open), and nothing
+ * changes. */
+static void test_full_refuses(void)
 {
     void *region;
     sl_table_t *t = table_new(sl_table_min_size(), &region);
@@ -181,20 +184,129 @@ static void test_enospc(void)
     sl_decision_t d;
     apr_status_t rv = APR_SUCCESS;
     apr_uint32_t nfree;
-    int i;
+    int i, admitted = 0;
 
-    for (i = 0; i < 10000 && rv == APR_SUCCESS; i++) {
+    for (i = 0; i < 10000 && rv == APR_SUCCESS && admitted == i; i++) {
         rv = decide(t, log, T0 + i, &d, &news);
+        admitted += rv == APR_SUCCESS && d.admitted;
     }
-    EXPECT(rv == APR_ENOSPC, "the log outgrew the table (%d)", rv);
-    EXPECT(news.full && !news.was_full, "the first failure says so once");
+    EXPECT(rv == APR_SUCCESS && !d.admitted,
+           "the log outgrew the table: "
+           "refused (status %d, %d admitted)",
+           rv, admitted);
+    EXPECT(admitted > 0 && admitted <= (int) sl_table_free(t) + 7 * 64,
+           "after about a table's worth (%d)", admitted);
+    EXPECT(!d.quota[0].ok && d.quota[0].remaining == 0 &&
+               d.quota[0].reset > 0 && d.quota[0].reset <= HOUR,
+           "no room: nothing remaining, a wait of at most the window "
+           "(%ld us)",
+           (long) d.quota[0].reset);
+    EXPECT(news.full && !news.was_full, "the first refusal says so once");
     nfree = sl_table_free(t);
-    EXPECT(decide(t, log, T0 + i, &d, &news) == APR_ENOSPC && news.full &&
-               news.was_full,
+    EXPECT(decide(t, log, T0 + i, &d, &news) == APR_SUCCESS && !d.admitted &&
+               news.full && news.was_full,
            "and it stays full");
-    EXPECT(sl_table_free(t) == nfree, "a failed admission changes nothing");
+    EXPECT(sl_table_free(t) == nfree, "a refusal changes nothing");
     EXPECT(sl_table_entries(t) == 1, "the log is still there");
+    /* Once its oldest times leave the window, it is admitted again. */
+    EXPECT(decide(t, log, T0 + HOUR + 10 * SEC, &d, &news) == APR_SUCCESS &&
+               d.admitted && !news.full && news.was_full,
+           "room again after the window");
     free(region);
+}
+
+/* Filling the table never evicts a budget that is refusing: evicting it
+ * would hand its quota back. */
+static void test_refusing_kept(void)
+{
+    void *region;
+    sl_table_t *t = table_new(sl_table_min_size(), &region);
+    sl_budget_t victim = budget("victim", SL_ALG_COUNTER, 5, HOUR);
+    sl_table_news_t news;
+    sl_decision_t d;
+    char key[32];
+    int i, refused = 0;
+
+    for (i = 0; i < 6; i++) {
+        decide(t, victim, T0 + i, &d, NULL);
+    }
+    EXPECT(!d.admitted, "the victim used up its 5");
+    /* Many new clients: the victim is the least recently used entry. */
+    for (i = 0; i < 3 * (int) sl_table_free(t) + 200; i++) {
+        apr_snprintf(key, sizeof(key), "flood%d", i);
+        if (decide(t, budget(key, SL_ALG_COUNTER, 5, HOUR), T0 + 10 + i, &d,
+                   &news) != APR_SUCCESS ||
+            !d.admitted) {
+            refused++;
+        }
+    }
+    EXPECT(refused == 0, "idle live budgets made room (%d refused)", refused);
+    EXPECT(decide(t, victim, T0 + 100000, &d, NULL) == APR_SUCCESS &&
+               !d.admitted && d.quota[0].remaining == 0,
+           "the victim is still refused (remaining %ld)",
+           (long) d.quota[0].remaining);
+    free(region);
+}
+
+/* A table full of spent budgets: a new client is refused rather than
+ * given room at a spent client's expense, until the refusals end. */
+static void test_all_refusing(void)
+{
+    void *region;
+    sl_table_t *t = table_new(sl_table_min_size(), &region);
+    apr_uint32_t n = sl_table_free(t), i;
+    sl_table_news_t news;
+    sl_decision_t d;
+    char key[32];
+
+    for (i = 0; i < n; i++) {
+        apr_snprintf(key, sizeof(key), "spent%u", i);
+        decide(t, budget(key, SL_ALG_GCRA, 1, HOUR), T0 + i, &d, NULL);
+    }
+    EXPECT(decide(t, budget("new", SL_ALG_GCRA, 1, HOUR), T0 + n, &d, &news) ==
+                   APR_SUCCESS &&
+               !d.admitted && news.full && news.evicted == 0,
+           "a new client finds no room: refused, nobody evicted");
+    EXPECT(sl_table_entries(t) == n, "every spent budget kept");
+    EXPECT(decide(t, budget("spent0", SL_ALG_GCRA, 1, HOUR), T0 + n + 1, &d,
+                  NULL) == APR_SUCCESS &&
+               !d.admitted,
+           "and still spent");
+    EXPECT(decide(t, budget("new", SL_ALG_GCRA, 1, HOUR), T0 + 2 * HOUR, &d,
+                  &news) == APR_SUCCESS &&
+               d.admitted,
+           "room again once the refusals are over");
+    free(region);
+}
+
+/* The stripe of an identity depends on a secret: nobody can aim at
+ * another client's stripe without it. */
+static void test_stripe_keyed(void)
+{
+    unsigned char k1[SL_TABLE_STRIPE_KEY], k2[SL_TABLE_STRIPE_KEY];
+    char key[32];
+    int i, moved = 0, stable = 0, spread[8] = {0}, empty = 0;
+
+    memset(k1, 1, sizeof(k1));
+    memset(k2, 2, sizeof(k2));
+    for (i = 0; i < 800; i++) {
+        apr_size_t n =
+            (apr_size_t) apr_snprintf(key, sizeof(key), "p:{id%d}pol.L", i);
+        unsigned int a = sl_table_stripe(k1, key, n, 8);
+        moved += a != sl_table_stripe(k2, key, n, 8);
+        spread[a % 8]++;
+        stable += a == sl_table_stripe(k1, key, n, 8);
+    }
+    EXPECT(stable == 800, "the same key, the same stripe");
+    for (i = 0; i < 8; i++) {
+        empty += spread[i] < 50;
+    }
+    EXPECT(moved > 600, "another secret, other stripes (%d of 800 moved)",
+           moved);
+    EXPECT(empty == 0, "spread over all 8 stripes");
+    EXPECT(sl_table_stripe(k1, "a:{t}x", 6, 8) ==
+               sl_table_stripe(k1, "b:{t}y", 6, 8),
+           "one hash tag, one stripe");
 }
 
 /* Times handed in slightly out of order (callers take them before the
@@ -302,7 +414,10 @@ int main(void)
     test_attach();
     test_eviction_order();
     test_expired_first();
-    test_enospc();
+    test_full_refuses();
+    test_refusing_kept();
+    test_all_refusing();
+    test_stripe_keyed();
     test_out_of_order();
     test_corruption();
     test_atomic();

@@ -1,0 +1,21 @@
+/* The module's keyed hash: SipHash-2-4 (Aumasson and Bernstein, 2012) with
+ * a 128-bit secret, for anything a client could otherwise aim collisions
+ * at (the shm store's stripes and hash chains). APR provides the function
+ * (apr_siphash24); this is the one place the module calls it, pinned by the
+ * reference vectors in tests/unit/sl_siphash_test.c. For spreading names
+ * that only the configuration chooses, sl_fnv1a (sl_core.h) is enough. */
+#ifndef SL_SIPHASH_H
+#define SL_SIPHASH_H
+
+#include <apr.h>
+#include <apr_errno.h>
+
+#define SL_SIPHASH_KEY 16 /* bytes of secret */
+
+apr_uint64_t sl_siphash(const unsigned char key[SL_SIPHASH_KEY],
+                        const void *data, apr_size_t len);
+
+/* A new secret from the system's random source. */
+apr_status_t sl_siphash_key(unsigned char key[SL_SIPHASH_KEY]);
+
+#endif
