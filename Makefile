@@ -29,8 +29,9 @@ HDRS       = $(wildcard src/*.h) src/sl_scripts.h
 MODULE     = .libs/mod_slidinglimit.so
 
 # Packages the build, the suite and the demo need (Debian names).
-DEPS_BUILD = apache2 apache2-dev libhiredis-dev
-DEPS_TEST  = redis-server redis-tools libapache2-mod-perl2 libwww-perl curl faketime
+DEPS_BUILD = apache2 apache2-dev libhiredis-dev libssl-dev
+DEPS_TEST  = redis-server redis-tools libapache2-mod-perl2 libwww-perl curl faketime \
+             openssl
 DEPS_BENCH = wrk gnuplot-nox libapache2-mod-evasive libapache2-mod-qos libpcre3 \
              libapache2-mod-security2 linux-perf valgrind
 
@@ -46,7 +47,7 @@ src/sl_scripts.h: lua/sl_check.lua lua/sl_refund.lua tools/embed-lua.sh
 
 $(MODULE): $(SRCS) $(HDRS) src/exports.map
 	$(APXS) -c -o mod_slidinglimit.la $(CC_WARN) \
-	    -Wl,-Wl,--version-script=$(CURDIR)/src/exports.map -lhiredis -lm $(SRCS)
+	    -Wl,-Wl,--version-script=$(CURDIR)/src/exports.map -lhiredis -lssl -lcrypto -lm $(SRCS)
 
 install: $(MODULE)
 	$(APXS) -i -n slidinglimit mod_slidinglimit.la
@@ -57,8 +58,10 @@ deps:
 deps-bench:
 	@sh tools/deps.sh $(DEPS_BUILD) $(DEPS_TEST) $(DEPS_BENCH)
 
+# The transport's test starts its own redis-servers (plain and TLS).
 unit: src/sl_scripts.h
 	$(MAKE) -C tests/unit
+	bash tests/transport/run.sh
 
 # The suite reads RateLimit-Policy/RateLimit with a real structured-field
 # parser (npm "structured-headers", pinned by t/sf/package-lock.json), never
@@ -99,12 +102,13 @@ soak: deps-bench
 	bash bench/leakcheck.sh
 
 format:
-	clang-format -i mod_slidinglimit.c src/*.c src/*.h tests/unit/*.c tests/unit/*.h bench/*.c
+	clang-format -i mod_slidinglimit.c src/*.c src/*.h tests/unit/*.c tests/unit/*.h tests/transport/*.c bench/*.c
 
 clean:
 	rm -rf .libs src/.libs *.la *.lo *.slo *.o src/*.lo src/*.slo src/*.o \
 	    src/sl_scripts.h t/sf/node_modules
 	-$(MAKE) -C tests/unit clean
+	rm -f tests/transport/sl_transport_test
 
 # Algorithm measurements (docs/ALGORITHMS.md); not part of `make test`.
 #   make accuracy [SEED=n]   counter vs exact log on synthetic traces

@@ -9,6 +9,8 @@
  *   src/sl_key.c        whose budget: SlidingLimitKey's sources
  *   src/sl_store.c      which store decides for a server, the store call
  *   src/sl_redis.c      the Redis client and the decision script
+ *   src/sl_transport.c  a connection to Redis: TCP, unix socket or TLS
+ *   src/sl_sentinel.c   a Sentinel store's master
  *   src/sl_shm.c        the embedded store in shared memory
  *   src/sl_denycache.c  refusals answered without a store call
  *   src/sl_breaker.c    the circuit breaker of a store
@@ -99,7 +101,23 @@ static int sl_post_config(apr_pool_t *pconf, apr_pool_t *plog,
     for (vs = s; vs; vs = vs->next) {
         sl_server_conf_t *sc =
             ap_get_module_config(vs->module_config, &slidinglimit_module);
+        const char *err;
         sc->proc = proc;
+        /* A virtual host that inherits the main server's store says
+         * nothing new about it. */
+        if (vs != s && sc->store == msc->store &&
+            sc->tls_verify == msc->tls_verify && sc->tls_ca == msc->tls_ca &&
+            sc->tls_cert == msc->tls_cert &&
+            sc->sentinel_password == msc->sentinel_password) {
+            sc->tls = msc->tls;
+            continue;
+        }
+        if ((err = sl_config_store_check(ptemp, vs, sc)) ||
+            (err = sl_config_tls_setup(pconf, sc))) {
+            ap_log_error(APLOG_MARK, APLOG_CRIT, 0, vs, "mod_slidinglimit: %s",
+                         err);
+            return HTTP_INTERNAL_SERVER_ERROR;
+        }
     }
     return OK;
 }

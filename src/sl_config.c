@@ -1,4 +1,5 @@
 #include "sl_config.h"
+#include "sl_transport.h"
 
 #include "http_log.h"
 #include "apr_strings.h"
@@ -17,6 +18,7 @@ void *sl_create_server_conf(apr_pool_t *p, server_rec *s)
     c->connect_timeout = -1;
     c->command_timeout = -1;
     c->shm_size = -1;
+    c->tls_verify = -1;
     return c;
 }
 
@@ -74,6 +76,24 @@ void *sl_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
         c->secret = base->secret;
         c->secret_len = base->secret_len;
     }
+    if (add->sentinel_password) {
+        c->sentinel_user = add->sentinel_user;
+        c->sentinel_password = add->sentinel_password;
+    }
+    else {
+        c->sentinel_user = base->sentinel_user;
+        c->sentinel_password = base->sentinel_password;
+    }
+    c->tls_ca = add->tls_ca ? add->tls_ca : base->tls_ca;
+    if (add->tls_cert) {
+        c->tls_cert = add->tls_cert;
+        c->tls_key = add->tls_key;
+    }
+    else {
+        c->tls_cert = base->tls_cert;
+        c->tls_key = base->tls_key;
+    }
+    c->tls_verify = add->tls_verify != -1 ? add->tls_verify : base->tls_verify;
     return c;
 }
 
@@ -568,13 +588,124 @@ static const char *sl_cmd_store(cmd_parms *cmd, void *dconf, const char *arg)
     (void) dconf;
 
     if (err) {
-        /* Name the whole URL when the message names only a part of it. */
-        return sl_err(cmd,
-                      strstr(err, arg)
-                          ? err
-                          : apr_psprintf(cmd->pool, "%s (in '%s')", err, arg));
+        /* Name the whole URL when the message names only a part of it,
+         * without its password. */
+        const char *shown = sl_redact_url(cmd->pool, arg);
+        return sl_err(
+            cmd, strstr(err, shown)
+                     ? err
+                     : apr_psprintf(cmd->pool, "%s (in '%s')", err, shown));
     }
     sc->store = u;
+    return NULL;
+}
+
+static sl_server_conf_t *sl_server_conf(cmd_parms *cmd)
+{
+    return ap_get_module_config(cmd->server->module_config,
+                                &slidinglimit_module);
+}
+
+static const char *sl_cmd_sentinel_auth(cmd_parms *cmd, void *dconf,
+                                        const char *a1, const char *a2)
+{
+    sl_server_conf_t *sc = sl_server_conf(cmd);
+    (void) dconf;
+
+    if (!*a1 || (a2 && !*a2)) {
+        return sl_err(cmd, "needs [USER] PASSWORD, neither empty");
+    }
+    sc->sentinel_user = a2 ? a1 : NULL;
+    sc->sentinel_password = a2 ? a2 : a1;
+    return NULL;
+}
+
+/* Paths are read (and parsed) now, as root, so that apachectl -t refuses a
+ * file the server could not use. */
+static const char *sl_cmd_tls_ca(cmd_parms *cmd, void *dconf, const char *arg)
+{
+    const char *path = ap_server_root_relative(cmd->pool, arg);
+    const char *err;
+    (void) dconf;
+
+    if (!path) {
+        return sl_err(cmd, apr_psprintf(cmd->pool, "'%s': bad path", arg));
+    }
+    if ((err = sl_tls_check_ca(cmd->pool, path))) {
+        return sl_err(cmd, err);
+    }
+    sl_server_conf(cmd)->tls_ca = path;
+    return NULL;
+}
+
+static const char *sl_cmd_tls_cert(cmd_parms *cmd, void *dconf, const char *a1,
+                                   const char *a2)
+{
+    sl_server_conf_t *sc = sl_server_conf(cmd);
+    const char *cert = ap_server_root_relative(cmd->pool, a1);
+    const char *key = a2 ? ap_server_root_relative(cmd->pool, a2) : cert;
+    const char *err;
+    (void) dconf;
+
+    if (!cert || !key) {
+        return sl_err(
+            cmd, apr_psprintf(cmd->pool, "'%s': bad path", cert ? a2 : a1));
+    }
+    if ((err = sl_tls_check_cert(cmd->pool, cert, key))) {
+        return sl_err(cmd, err);
+    }
+    sc->tls_cert = cert;
+    sc->tls_key = key;
+    return NULL;
+}
+
+static const char *sl_cmd_tls_verify(cmd_parms *cmd, void *dconf,
+                                     const char *arg)
+{
+    (void) dconf;
+    return sl_onoff(cmd, arg, &sl_server_conf(cmd)->tls_verify);
+}
+
+const char *sl_config_tls_setup(apr_pool_t *p, sl_server_conf_t *sc)
+{
+    const char *err;
+
+    sc->tls = NULL;
+    if (!sc->store || !sc->store->tls) {
+        return NULL;
+    }
+    err = sl_tls_create(p, sc->tls_ca, sc->tls_cert, sc->tls_key,
+                        SL_OR(sc->tls_verify, 1), &sc->tls);
+    return err ? apr_psprintf(p, "store %s: %s", sc->store->display, err)
+               : NULL;
+}
+
+const char *sl_config_store_check(apr_pool_t *p, server_rec *s,
+                                  const sl_server_conf_t *sc)
+{
+    const sl_store_url_t *u = sc->store;
+    int tls = u && u->tls;
+
+    if (tls && !SL_OR(sc->tls_verify, 1)) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
+                     "mod_slidinglimit: SlidingLimitStoreTLSVerify off: the "
+                     "certificate and name of %s are not verified; anyone on "
+                     "the path can read and answer its traffic",
+                     u->display);
+    }
+    if (!tls && (sc->tls_ca || sc->tls_cert || sc->tls_verify != -1)) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
+                     "mod_slidinglimit: SlidingLimitStoreTLS* settings have "
+                     "no effect: the store %s is not a TLS store "
+                     "(rediss://, clusters://, sentinels://)",
+                     u ? u->display : "shm");
+    }
+    if (sc->sentinel_password && (!u || u->kind != SL_STORE_SENTINEL)) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
+                     "mod_slidinglimit: SlidingLimitSentinelAuth has no "
+                     "effect: the store %s is not a Sentinel store",
+                     u ? u->display : "shm");
+    }
     return NULL;
 }
 
@@ -749,8 +880,22 @@ static const char *sl_cmd_secret(cmd_parms *cmd, void *dconf, const char *arg)
 
 const command_rec sl_cmds[] = {
     AP_INIT_TAKE1("SlidingLimitStore", sl_cmd_store, NULL, RSRC_CONF,
-                  "redis://[user:password@]host[:port][/db], "
-                  "unix:/path[?db=N], cluster://host:port[,...] or shm"),
+                  "redis[s]://[user:password@]host[:port][/db], "
+                  "unix:[user:password@]/path[?db=N], "
+                  "cluster[s]://[user:password@]host:port[,...], "
+                  "sentinel[s]://[user:password@]host:port[,...]/MASTER[/db] "
+                  "or shm"),
+    AP_INIT_TAKE12("SlidingLimitSentinelAuth", sl_cmd_sentinel_auth, NULL,
+                   RSRC_CONF, "[USER] PASSWORD of the Sentinels"),
+    AP_INIT_TAKE1("SlidingLimitStoreTLSCA", sl_cmd_tls_ca, NULL, RSRC_CONF,
+                  "CA file or directory that verifies the store (default: "
+                  "the system's)"),
+    AP_INIT_TAKE12("SlidingLimitStoreTLSCert", sl_cmd_tls_cert, NULL, RSRC_CONF,
+                   "CERTFILE [KEYFILE]: client certificate"),
+    AP_INIT_TAKE1("SlidingLimitStoreTLSVerify", sl_cmd_tls_verify, NULL,
+                  RSRC_CONF,
+                  "on or off: verify the store's certificate and name "
+                  "(default on)"),
     AP_INIT_TAKE12("SlidingLimitStoreTimeout", sl_cmd_timeout, NULL, RSRC_CONF,
                    "connect and command timeouts, e.g. 100ms 50ms"),
     AP_INIT_TAKE1("SlidingLimitKeyPrefix", sl_cmd_prefix, NULL, RSRC_CONF,

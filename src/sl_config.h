@@ -46,12 +46,21 @@ typedef struct sl_server_conf {
     /* SlidingLimitKeySecret's content; NULL: unset (unkeyed identities) */
     const unsigned char *secret;
     apr_size_t secret_len;
+    /* SlidingLimitSentinelAuth: both NULL unset; user NULL with a
+     * password: the default user */
+    const char *sentinel_user;
+    const char *sentinel_password;
+    const char *tls_ca;   /* NULL: unset (the system's CAs) */
+    const char *tls_cert; /* NULL: unset (no client certificate) */
+    const char *tls_key;
+    int tls_verify; /* -1: unset (on) */
     /* Until the merge: this record's server, and the unnamed limits
      * written in its sections (a virtual host's, see sl_merge_server_conf). */
     server_rec *server;
     apr_array_header_t *unnamed;
     /* made in post_config (shared by all records) and child_init */
     struct sl_proc *proc;
+    struct sl_tls *tls;       /* TLS stores: the client context */
     struct sl_store *backend; /* the store that decides here (sl_store.c) */
 } sl_server_conf_t;
 
@@ -77,6 +86,17 @@ void *sl_create_server_conf(apr_pool_t *p, server_rec *s);
 void *sl_merge_server_conf(apr_pool_t *p, void *basev, void *addv);
 void *sl_create_dir_conf(apr_pool_t *p, char *dir);
 void *sl_merge_dir_conf(apr_pool_t *p, void *basev, void *addv);
+
+/* Start-up checks of a server's store settings, after the merge: logs
+ * what an operator should know (verification off, TLS settings without a
+ * TLS store); an error when the server must not start. */
+const char *sl_config_store_check(apr_pool_t *p, server_rec *s,
+                                  const sl_server_conf_t *sc);
+
+/* A TLS store's client context (sc->tls), made in post_config: before
+ * fork, as root, like mod_ssl's, so that a key file readable by root only
+ * works; no connection is opened before fork. */
+const char *sl_config_tls_setup(apr_pool_t *p, sl_server_conf_t *sc);
 
 /* Effective values, defaults applied. */
 #define SL_OR(v, d) ((v) == -1 ? (d) : (v))

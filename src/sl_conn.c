@@ -1,9 +1,11 @@
-/* Redis nodes and the connections to them: made once (connect and command
- * timeouts, AUTH, SELECT) so that the request path sends nothing but the
- * script, kept in a per-node idle stack, and dropped by generation when the
- * server closed them. The transport (hiredis' redisContext) is used here only.
- */
+/* Connections to one Redis node: made once (connect and command timeouts,
+ * AUTH, SELECT) so that the request path sends nothing but the script, kept
+ * in a per-node idle stack, and dropped by generation when the server
+ * closed them. The transport (sl_transport.c: TCP, a unix socket or TLS)
+ * is used here only; a Sentinel store's node is the master the Sentinels
+ * name (sl_sentinel.c). */
 #include "sl_redis_private.h"
+#include "sl_sentinel.h"
 
 #include <apr_strings.h>
 
@@ -12,92 +14,181 @@
 #include <stdlib.h>
 #include <string.h>
 
-static apr_status_t sl_ctx_status(const redisContext *c, int err_no)
-{
-    if (c->err == REDIS_ERR_IO &&
-        (err_no == EAGAIN || err_no == EWOULDBLOCK || err_no == ETIMEDOUT ||
-         err_no == EINPROGRESS)) {
-        return APR_TIMEUP;
-    }
-    if (c->err == REDIS_ERR_EOF ||
-        (c->err == REDIS_ERR_IO && (err_no == ECONNRESET || err_no == EPIPE))) {
-        return APR_ECONNRESET;
-    }
-    return APR_EGENERAL;
-}
+/* Why this thread's last connection attempt failed, for sl_conn_error:
+ * the transport's reason (a TLS verification, a name that did not
+ * resolve, no master known) is what the error log must name. */
+static __thread char sl_conn_why[160];
 
-/* A setup command (AUTH, SELECT): APR_SUCCESS, the I/O failure, or fail_rv
- * when the server refused it. The reply's text is not kept: an AUTH error
- * is no place to risk echoing a credential. */
-static apr_status_t sl_setup_command(redisContext *c, apr_status_t fail_rv,
-                                     const char *fmt, ...)
+/* A setup command (AUTH, SELECT, PING): APR_SUCCESS, the I/O failure, or
+ * fail_rv when the server refused it. The reply's text is not kept: an
+ * AUTH error is no place to risk echoing a credential. */
+static apr_status_t sl_setup_command(sl_transport_t *t, apr_status_t fail_rv,
+                                     const char *what, const char *fmt, ...)
 {
-    redisReply *reply;
-    apr_status_t rv = APR_SUCCESS;
+    redisReply *reply = NULL;
+    char *cmd = NULL;
+    apr_status_t rv;
     va_list ap;
+    int len;
 
     va_start(ap, fmt);
-    reply = redisvCommand(c, fmt, ap);
+    len = redisvFormatCommand(&cmd, fmt, ap);
     va_end(ap);
-    if (!reply) {
-        rv = sl_ctx_status(c, errno);
+    if (len < 0) {
+        return APR_ENOMEM;
+    }
+    rv = sl_transport_send(t, cmd, (apr_size_t) len);
+    free(cmd);
+    if (rv == APR_SUCCESS) {
+        rv = sl_transport_reply(t, &reply);
+    }
+    if (rv != APR_SUCCESS) {
+        apr_snprintf(sl_conn_why, sizeof(sl_conn_why), "%s: %s", what,
+                     sl_transport_error(t));
         return rv == APR_TIMEUP ? APR_TIMEUP : APR_EGENERAL;
     }
     if (reply->type == REDIS_REPLY_ERROR) {
+        apr_snprintf(sl_conn_why, sizeof(sl_conn_why), "%s refused",
+                     fail_rv == APR_EACCES ? "authentication" : what);
         rv = fail_rv;
     }
     freeReplyObject(reply);
     return rv;
 }
 
+/* Sentinel stores: the master's address, asked of the Sentinels when none
+ * is known or the known one failed. One thread of the child asks at a
+ * time, at most every SL_SENTINEL_RETRY; the others fail at once (the
+ * location's fail mode) rather than queue behind it. */
+#define SL_SENTINEL_RETRY apr_time_from_msec(100)
+
+static apr_status_t sl_conn_master(sl_node_t *node, char *host,
+                                   apr_size_t hostlen, int *port)
+{
+    sl_redis_t *rs = node->rs;
+    sl_master_t *m = &rs->master;
+    apr_time_t now = apr_time_now();
+    apr_status_t rv;
+    char err[sizeof(m->why)];
+
+    apr_thread_mutex_lock(m->lock);
+    if (m->port && !m->stale) {
+        apr_cpystrn(host, m->host, hostlen);
+        *port = m->port;
+        apr_thread_mutex_unlock(m->lock);
+        return APR_SUCCESS;
+    }
+    if (m->asking || now - m->asked_at < SL_SENTINEL_RETRY) {
+        apr_snprintf(sl_conn_why, sizeof(sl_conn_why), "no master known%s%s",
+                     m->why[0] ? ": " : "", m->why);
+        apr_thread_mutex_unlock(m->lock);
+        return APR_ECONNREFUSED;
+    }
+    m->asking = 1;
+    apr_thread_mutex_unlock(m->lock);
+
+    rv = sl_sentinel_master(&m->sentinel,
+                            now + rs->connect_timeout + rs->command_timeout,
+                            host, hostlen, port, err, sizeof(err));
+
+    apr_thread_mutex_lock(m->lock);
+    m->asking = 0;
+    m->asked_at = apr_time_now();
+    if (rv == APR_SUCCESS) {
+        if (m->port != *port || strcmp(m->host, host)) {
+            /* A failover: the idle connections to the old master go. */
+            apr_atomic_inc32(&node->gen);
+            apr_cpystrn(m->host, host, sizeof(m->host));
+            m->port = *port;
+        }
+        m->stale = 0;
+        m->why[0] = '\0';
+    }
+    else {
+        apr_cpystrn(m->why, err, sizeof(m->why));
+        apr_snprintf(sl_conn_why, sizeof(sl_conn_why), "no master known: %s",
+                     err);
+    }
+    apr_thread_mutex_unlock(m->lock);
+    return rv == APR_SUCCESS  ? APR_SUCCESS
+           : rv == APR_TIMEUP ? APR_TIMEUP
+                              : APR_ECONNREFUSED;
+}
+
+void sl_conn_master_failed(sl_redis_t *rs)
+{
+    if (rs->url->kind == SL_STORE_SENTINEL) {
+        apr_thread_mutex_lock(rs->master.lock);
+        rs->master.stale = 1;
+        apr_thread_mutex_unlock(rs->master.lock);
+    }
+}
+
+void sl_conn_error_reply(sl_redis_t *rs, const char *msg)
+{
+    if (msg &&
+        (!strncmp(msg, "READONLY", 8) || !strncmp(msg, "MASTERDOWN", 10))) {
+        sl_conn_master_failed(rs);
+    }
+}
+
+/* A connection is set up once (connect, TLS, AUTH, SELECT) so that the
+ * request path sends nothing but the script. */
 static apr_status_t sl_conn_construct(sl_node_t *node, sl_conn_t **out)
 {
     sl_redis_t *rs = node->rs;
+    sl_transport_t *t;
     sl_conn_t *conn;
-    redisContext *c;
+    const char *host = node->host;
+    char master[sizeof(rs->master.host)];
+    int port = node->port;
     apr_status_t rv;
 
-    c = node->host
-            ? redisConnectWithTimeout(node->host, node->port, rs->connect_tv)
-            : redisConnectUnixWithTimeout(rs->url->path, rs->connect_tv);
-    if (!c) {
-        return APR_ENOMEM;
+    sl_conn_why[0] = '\0';
+    if (rs->url->kind == SL_STORE_SENTINEL) {
+        rv = sl_conn_master(node, master, sizeof(master), &port);
+        if (rv != APR_SUCCESS) {
+            return rv;
+        }
+        host = master;
     }
-    if (c->err) {
-        /* hiredis 0.14 reports a connect timeout as REDIS_ERR_IO with
-         * errno ETIMEDOUT set just before it closes the socket. */
-        rv = sl_ctx_status(c, errno);
-        redisFree(c);
-        return rv == APR_TIMEUP ? APR_TIMEUP : APR_ECONNREFUSED;
-    }
-    if (redisSetTimeout(c, rs->command_tv) != REDIS_OK) {
-        redisFree(c);
-        return APR_EGENERAL;
-    }
-    if (node->host) {
-        redisEnableKeepAlive(c);
+    rv = sl_transport_connect(host, port, host ? NULL : rs->url->path, rs->tls,
+                              rs->connect_timeout, rs->command_timeout, &t,
+                              sl_conn_why, sizeof(sl_conn_why));
+    if (rv != APR_SUCCESS) {
+        sl_conn_master_failed(rs);
+        return rv;
     }
     /* A server that accepts but does not answer (stopped, overloaded) times
      * out here under the command timeout, which must not read as a refused
-     * password. */
+     * password. Over TLS there is one round trip in any case: a server that
+     * refuses the client's certificate says so after the handshake. */
     rv = APR_SUCCESS;
     if (rs->url->password) {
-        rv = rs->url->user ? sl_setup_command(c, APR_EACCES, "AUTH %s %s",
-                                              rs->url->user, rs->url->password)
-                           : sl_setup_command(c, APR_EACCES, "AUTH %s",
-                                              rs->url->password);
+        rv = rs->url->user
+                 ? sl_setup_command(t, APR_EACCES, "AUTH", "AUTH %s %s",
+                                    rs->url->user, rs->url->password)
+                 : sl_setup_command(t, APR_EACCES, "AUTH", "AUTH %s",
+                                    rs->url->password);
     }
     if (rv == APR_SUCCESS && rs->url->db) {
-        rv = sl_setup_command(c, APR_EINVAL, "SELECT %d", rs->url->db);
+        rv =
+            sl_setup_command(t, APR_EINVAL, "SELECT", "SELECT %d", rs->url->db);
+    }
+    else if (rv == APR_SUCCESS && rs->tls && !rs->url->password) {
+        rv = sl_setup_command(t, APR_EGENERAL, "PING", "PING");
     }
     if (rv == APR_SUCCESS && !(conn = calloc(1, sizeof(*conn)))) {
         rv = APR_ENOMEM;
     }
     if (rv != APR_SUCCESS) {
-        redisFree(c);
+        sl_transport_close(t);
+        if (rv != APR_EACCES && rv != APR_EINVAL) {
+            sl_conn_master_failed(rs);
+        }
         return rv;
     }
-    conn->ctx = c;
+    conn->t = t;
     conn->gen = apr_atomic_read32(&node->gen);
     *out = conn;
     return APR_SUCCESS;
@@ -109,10 +200,9 @@ static apr_status_t sl_conn_construct(sl_node_t *node, sl_conn_t **out)
  * holds. */
 void sl_conn_destroy(sl_conn_t *conn)
 {
-    if (conn->ctx) {
-        redisFree(conn->ctx);
-        conn->ctx = NULL;
-    }
+    sl_transport_close(conn->t);
+    conn->t = NULL;
+    free(conn->out);
     free(conn);
 }
 
@@ -203,6 +293,9 @@ void sl_conn_release(sl_node_t *node, sl_conn_t *conn)
 
 const char *sl_conn_error(apr_status_t rv)
 {
+    if (sl_conn_why[0]) {
+        return sl_conn_why;
+    }
     switch (rv) {
     case APR_TIMEUP:
         return "connect or setup timed out";
@@ -219,32 +312,44 @@ const char *sl_conn_error(apr_status_t rv)
     }
 }
 
+/* Commands wait in conn->out until the next read writes them all at once:
+ * a pipeline's batch is one write. */
 apr_status_t sl_conn_send(sl_conn_t *conn, const char *buf, apr_size_t len)
 {
-    return redisAppendFormattedCommand(conn->ctx, buf, len) == REDIS_OK
-               ? APR_SUCCESS
-               : APR_ENOMEM;
+    if (conn->outlen + len > conn->outcap) {
+        apr_size_t cap = conn->outcap ? conn->outcap : 4096;
+        char *out;
+        while (cap < conn->outlen + len) {
+            cap *= 2;
+        }
+        if (!(out = realloc(conn->out, cap))) {
+            return APR_ENOMEM;
+        }
+        conn->out = out;
+        conn->outcap = cap;
+    }
+    memcpy(conn->out + conn->outlen, buf, len);
+    conn->outlen += len;
+    return APR_SUCCESS;
 }
 
 apr_status_t sl_conn_read(sl_conn_t *conn, redisReply **reply, char *err,
                           apr_size_t errlen)
 {
-    void *r = NULL;
-    apr_status_t rv;
-    int e;
+    apr_status_t rv = APR_SUCCESS;
 
-    if (redisGetReply(conn->ctx, &r) == REDIS_OK && r) {
-        *reply = r;
-        return APR_SUCCESS;
+    if (conn->outlen) {
+        rv = sl_transport_send(conn->t, conn->out, conn->outlen);
+        conn->outlen = 0;
     }
-    e = errno;
-    rv = sl_ctx_status(conn->ctx, e);
-    apr_cpystrn(err,
-                rv == APR_TIMEUP       ? "command timed out"
-                : conn->ctx->errstr[0] ? conn->ctx->errstr
-                                       : "I/O error",
-                errlen);
-    return rv;
+    if (rv == APR_SUCCESS) {
+        rv = sl_transport_reply(conn->t, reply);
+    }
+    if (rv != APR_SUCCESS) {
+        apr_cpystrn(err, sl_transport_error(conn->t), errlen);
+        return rv == APR_TIMEUP || rv == APR_ECONNRESET ? rv : APR_EGENERAL;
+    }
+    return APR_SUCCESS;
 }
 
 int sl_conn_discard(sl_node_t *node, sl_conn_t *conn, apr_status_t rv)
@@ -256,6 +361,10 @@ int sl_conn_discard(sl_node_t *node, sl_conn_t *conn, apr_status_t rv)
 
     if (stale) {
         apr_atomic_cas32(&node->gen, conn->gen + 1, conn->gen);
+    }
+    else {
+        /* A master that fails or times out may be one no more. */
+        sl_conn_master_failed(node->rs);
     }
     sl_conn_destroy(conn);
     return stale;

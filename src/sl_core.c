@@ -665,7 +665,7 @@ static const char *sl_parse_hostport(apr_pool_t *p, const char *s,
                                      sl_hostport_t *hp)
 {
     const char *colon;
-    apr_int64_t port = 6379;
+    apr_int64_t port = hp->port ? hp->port : 6379;
     const char *err;
 
     if (*s == '[') {
@@ -693,8 +693,9 @@ static const char *sl_parse_hostport(apr_pool_t *p, const char *s,
     return NULL;
 }
 
-/* "[user:]password@" from rest up to at (NULL: none): the text after it. */
-static const char *sl_parse_userinfo(apr_pool_t *p, const char *rest,
+/* The userinfo of a store URL ends at the last '@' before the location, so
+ * a password may hold '@'. The display form shows neither. */
+static const char *sl_split_userinfo(apr_pool_t *p, const char *rest,
                                      const char *at, sl_store_url_t *out)
 {
     const char *colon;
@@ -713,11 +714,199 @@ static const char *sl_parse_userinfo(apr_pool_t *p, const char *rest,
     return at + 1;
 }
 
+/* Neither the password nor the user name is ever shown: the display form
+ * says only that credentials are there. */
+static const char *sl_display_userinfo(apr_pool_t *p, const sl_store_url_t *u)
+{
+    (void) p;
+    return u->user || u->password ? "***@" : "";
+}
+
+const char *sl_redact_url(apr_pool_t *p, const char *url)
+{
+    const char *at = strrchr(url, '@');
+    const char *start, *scheme;
+
+    if (!at) {
+        return url;
+    }
+    scheme = strstr(url, "://");
+    if (scheme && scheme < at) {
+        start = scheme + 3;
+    }
+    else if (!strncasecmp(url, "unix:", 5)) {
+        start = url + 5;
+    }
+    else {
+        start = url;
+    }
+    return apr_pstrcat(p, apr_pstrmemdup(p, url, start - url), "***@", at + 1,
+                       NULL);
+}
+
+/* host:port[,host:port...]: one node, cluster seeds or Sentinels. */
+static const char *sl_parse_nodes(apr_pool_t *p, const char *list,
+                                  int default_port, int many,
+                                  sl_store_url_t *out)
+{
+    char *copy = apr_pstrdup(p, list), *tok, *state;
+    const char *err;
+
+    if (!many) {
+        sl_hostport_t *hp = apr_array_push(out->nodes);
+        hp->port = default_port;
+        return sl_parse_hostport(p, copy, hp);
+    }
+    for (tok = apr_strtok(copy, ",", &state); tok;
+         tok = apr_strtok(NULL, ",", &state)) {
+        sl_hostport_t *hp = apr_array_push(out->nodes);
+        hp->port = default_port;
+        if ((err = sl_parse_hostport(p, tok, hp))) {
+            return err;
+        }
+    }
+    if (!out->nodes->nelts) {
+        return apr_psprintf(p, "'%s': no node", list);
+    }
+    return NULL;
+}
+
+static const char *sl_parse_db(apr_pool_t *p, const char *s, int *db)
+{
+    apr_int64_t v = 0;
+    const char *err;
+
+    if (s && *s && (err = sl_parse_int(p, s, 0, 65535, &v))) {
+        return apr_pstrcat(p, "db ", err, NULL);
+    }
+    *db = (int) v;
+    return NULL;
+}
+
+static const char *sl_nodes_text(apr_pool_t *p, const sl_store_url_t *u)
+{
+    const char *s = "";
+    int i;
+
+    for (i = 0; i < u->nodes->nelts; i++) {
+        const sl_hostport_t *hp = &APR_ARRAY_IDX(u->nodes, i, sl_hostport_t);
+        s = apr_psprintf(p, "%s%s%s%s%s:%d", s, i ? "," : "",
+                         strchr(hp->host, ':') ? "[" : "", hp->host,
+                         strchr(hp->host, ':') ? "]" : "", hp->port);
+    }
+    return s;
+}
+
+static const char *sl_parse_unix(apr_pool_t *p, const char *url,
+                                 sl_store_url_t *out)
+{
+    const char *rest = url + 5, *q, *at = NULL, *s;
+    const char *err;
+
+    out->kind = SL_STORE_UNIX;
+    if (!strncmp(rest, "//", 2)) {
+        rest += 2;
+    }
+    /* unix:[user:password@]/path: the credentials end at the last "@/". */
+    for (s = rest; (s = strstr(s, "@/")); s++) {
+        at = s;
+    }
+    rest = sl_split_userinfo(p, rest, at, out);
+    q = strchr(rest, '?');
+    out->path = q ? apr_pstrmemdup(p, rest, q - rest) : apr_pstrdup(p, rest);
+    if (*out->path != '/') {
+        return apr_psprintf(p, "'%s': a unix socket path must be absolute",
+                            sl_redact_url(p, url));
+    }
+    if (q) {
+        if (strncmp(q, "?db=", 4)) {
+            return apr_psprintf(p, "'%s': the only option is ?db=N", q);
+        }
+        if ((err = sl_parse_db(p, q + 4, &out->db))) {
+            return err;
+        }
+    }
+    out->display =
+        apr_pstrcat(p, "unix:", sl_display_userinfo(p, out), out->path, NULL);
+    return NULL;
+}
+
+/* redis[s]://, cluster[s]://, sentinel[s]:// after the scheme. */
+static const char *sl_parse_network(apr_pool_t *p, const char *scheme,
+                                    const char *rest, sl_store_url_t *out)
+{
+    const char *slash, *err, *nodes;
+    const char *at = strrchr(rest, '@');
+
+    if (out->kind == SL_STORE_SENTINEL) {
+        /* An '@' after the last '/' is the master name's. */
+        const char *last = strrchr(rest, '/');
+        if (at && last && last < at) {
+            at = NULL;
+        }
+    }
+    rest = sl_split_userinfo(p, rest, at, out);
+    slash = strchr(rest, '/');
+    nodes = slash ? apr_pstrmemdup(p, rest, slash - rest) : rest;
+    if (!*nodes) {
+        return apr_psprintf(p, "'%s': no host", rest);
+    }
+    if ((err = sl_parse_nodes(p, nodes,
+                              out->kind == SL_STORE_SENTINEL ? 26379 : 6379,
+                              out->kind != SL_STORE_TCP, out))) {
+        return err;
+    }
+    if (out->kind == SL_STORE_SENTINEL) {
+        const char *name = slash ? slash + 1 : "";
+        const char *db = strchr(name, '/');
+        out->master = db ? apr_pstrmemdup(p, name, db - name) : name;
+        if (!*out->master) {
+            return apr_psprintf(p,
+                                "'%s': a Sentinel URL names the master: "
+                                "host:port[,...]/MASTERNAME[/db]",
+                                nodes);
+        }
+        for (name = out->master; *name; name++) {
+            if (!apr_isgraph(*name)) {
+                return apr_psprintf(p, "'%s' is not a master name",
+                                    out->master);
+            }
+        }
+        if ((err = sl_parse_db(p, db ? db + 1 : NULL, &out->db))) {
+            return err;
+        }
+    }
+    else if (out->kind == SL_STORE_CLUSTER) {
+        /* A cluster has only database 0. */
+        if (slash && slash[1] && strcmp(slash + 1, "0")) {
+            return apr_psprintf(p, "'%s': a cluster has only database 0",
+                                slash + 1);
+        }
+    }
+    else if ((err = sl_parse_db(p, slash ? slash + 1 : NULL, &out->db))) {
+        return err;
+    }
+    out->display = apr_psprintf(
+        p, "%s://%s%s%s%s%s", scheme, sl_display_userinfo(p, out),
+        sl_nodes_text(p, out), out->master ? "/" : "",
+        out->master ? out->master : "",
+        out->kind == SL_STORE_CLUSTER ? "" : apr_psprintf(p, "/%d", out->db));
+    return NULL;
+}
+
 static const char *sl_parse_store_url_only(apr_pool_t *p, const char *url,
                                            sl_store_url_t *out)
 {
-    const char *err;
-    apr_int64_t db = 0;
+    static const struct {
+        const char *scheme;
+        int kind, tls;
+    } schemes[] = {{"redis", SL_STORE_TCP, 0},
+                   {"rediss", SL_STORE_TCP, 1},
+                   {"cluster", SL_STORE_CLUSTER, 0},
+                   {"clusters", SL_STORE_CLUSTER, 1},
+                   {"sentinel", SL_STORE_SENTINEL, 0},
+                   {"sentinels", SL_STORE_SENTINEL, 1}};
+    apr_size_t i;
 
     memset(out, 0, sizeof(*out));
     out->nodes = apr_array_make(p, 1, sizeof(sl_hostport_t));
@@ -727,83 +916,23 @@ static const char *sl_parse_store_url_only(apr_pool_t *p, const char *url,
         return NULL;
     }
     if (!strncasecmp(url, "unix:", 5)) {
-        const char *rest = url + 5, *q;
-        out->kind = SL_STORE_UNIX;
-        if (!strncmp(rest, "//", 2)) {
-            rest += 2;
-        }
-        /* unix://[user:]password@/path: the path is absolute. */
-        if (*rest != '/') {
-            const char *at = strstr(rest, "@/");
-            rest = sl_parse_userinfo(p, rest, at, out);
-        }
-        q = strchr(rest, '?');
-        out->path =
-            q ? apr_pstrmemdup(p, rest, q - rest) : apr_pstrdup(p, rest);
-        if (*out->path != '/') {
-            return apr_psprintf(p, "'%s': a unix socket path must be absolute",
-                                url);
-        }
-        if (q) {
-            if (strncmp(q, "?db=", 4)) {
-                return apr_psprintf(p, "'%s': the only option is ?db=N", q);
-            }
-            if ((err = sl_parse_int(p, q + 4, 0, 65535, &db))) {
-                return apr_pstrcat(p, "db ", err, NULL);
-            }
-        }
-        out->db = (int) db;
-        out->display = apr_pstrcat(p, "unix:", out->password ? "//***@" : "",
-                                   out->path, NULL);
-        return NULL;
+        return sl_parse_unix(p, url, out);
     }
-    if (!strncasecmp(url, "redis://", 8)) {
-        const char *rest = url + 8, *slash;
-        char *hostpart;
-        sl_hostport_t *hp = apr_array_push(out->nodes);
-
-        out->kind = SL_STORE_TCP;
-        /* The credentials end at the last '@', so a password may hold '@'. */
-        rest = sl_parse_userinfo(p, rest, strrchr(rest, '@'), out);
-        slash = strchr(rest, '/');
-        hostpart = slash ? apr_pstrmemdup(p, rest, slash - rest)
-                         : apr_pstrdup(p, rest);
-        if ((err = sl_parse_hostport(p, hostpart, hp))) {
-            return err;
+    for (i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++) {
+        apr_size_t n = strlen(schemes[i].scheme);
+        if (!strncasecmp(url, schemes[i].scheme, n) &&
+            !strncmp(url + n, "://", 3)) {
+            out->kind = schemes[i].kind;
+            out->tls = schemes[i].tls;
+            return sl_parse_network(p, schemes[i].scheme, url + n + 3, out);
         }
-        if (slash && slash[1] &&
-            (err = sl_parse_int(p, slash + 1, 0, 65535, &db))) {
-            return apr_pstrcat(p, "db ", err, NULL);
-        }
-        out->db = (int) db;
-        out->display =
-            apr_psprintf(p, "redis://%s%s:%d/%d", out->password ? "***@" : "",
-                         hp->host, hp->port, out->db);
-        return NULL;
     }
-    if (!strncasecmp(url, "cluster://", 10)) {
-        const char *seeds =
-            sl_parse_userinfo(p, url + 10, strrchr(url + 10, '@'), out);
-        char *list = apr_pstrdup(p, seeds), *tok, *state;
-        out->kind = SL_STORE_CLUSTER;
-        for (tok = apr_strtok(list, ",", &state); tok;
-             tok = apr_strtok(NULL, ",", &state)) {
-            sl_hostport_t *hp = apr_array_push(out->nodes);
-            if ((err = sl_parse_hostport(p, tok, hp))) {
-                return err;
-            }
-        }
-        if (!out->nodes->nelts) {
-            return apr_psprintf(p, "'%s': no seed node", url);
-        }
-        out->display = apr_pstrcat(p, "cluster://", out->password ? "***@" : "",
-                                   seeds, NULL);
-        return NULL;
-    }
-    return apr_psprintf(p,
-                        "'%s' is not a store (redis://host[:port][/db], "
-                        "unix:/path[?db=N], cluster://host:port[,...] or shm)",
-                        url);
+    return apr_psprintf(
+        p,
+        "'%s' is not a store (redis[s]://[user:password@]host[:port][/db], "
+        "unix:[user:password@]/path[?db=N], cluster[s]://host:port[,...], "
+        "sentinel[s]://host:port[,...]/MASTERNAME[/db] or shm)",
+        sl_redact_url(p, url));
 }
 
 const char *sl_parse_store_url(apr_pool_t *p, const char *url,

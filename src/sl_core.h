@@ -140,10 +140,11 @@ const char *sl_i64toa(apr_pool_t *p, apr_int64_t v);
 const char *sl_json_body(apr_pool_t *p, int unavailable, apr_int64_t retry);
 
 /* SlidingLimitStore */
-#define SL_STORE_SHM     0
-#define SL_STORE_TCP     1
-#define SL_STORE_UNIX    2
-#define SL_STORE_CLUSTER 3
+#define SL_STORE_SHM      0
+#define SL_STORE_TCP      1
+#define SL_STORE_UNIX     2
+#define SL_STORE_CLUSTER  3
+#define SL_STORE_SENTINEL 4
 
 typedef struct sl_hostport {
     const char *host;
@@ -152,17 +153,25 @@ typedef struct sl_hostport {
 
 typedef struct sl_store_url {
     int kind;
-    apr_array_header_t *nodes; /* sl_hostport_t: one, or cluster seeds */
-    const char *path;          /* unix socket */
+    int tls; /* rediss://, clusters://, sentinels:// */
+    /* sl_hostport_t: one node, the cluster seeds, or the Sentinels */
+    apr_array_header_t *nodes;
+    const char *path;   /* unix socket */
+    const char *master; /* Sentinel: the master's name */
     int db;
-    const char *user;
+    const char *user; /* the data node's credentials */
     const char *password;
-    const char *display; /* for logs: never the password */
+    const char *display; /* for logs: "user:***@" at most, never a password */
     apr_uint32_t tag;    /* the same for URLs naming the same data */
 } sl_store_url_t;
 
+/* Every error names the bad token without the URL's password. */
 const char *sl_parse_store_url(apr_pool_t *p, const char *url,
                                sl_store_url_t *out);
+
+/* url, well formed or not, with its userinfo (user and password) replaced
+ * by "***": what an error message may quote. */
+const char *sl_redact_url(apr_pool_t *p, const char *url);
 
 /* FNV-1a over len bytes, continuing from h (SL_FNV_INIT to start): the
  * spread of the shm store's stripes, the deny cache's slots and store

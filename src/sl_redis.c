@@ -26,14 +26,6 @@ const char *sl_redis_script_sha(apr_pool_t *p)
     return hex;
 }
 
-static struct timeval sl_tv(apr_interval_time_t t)
-{
-    struct timeval tv;
-    tv.tv_sec = (long) apr_time_sec(t);
-    tv.tv_usec = (long) apr_time_usec(t);
-    return tv;
-}
-
 /* Child exit, the workers gone: every node and its idle connections. */
 static apr_status_t sl_redis_cleanup(void *data)
 {
@@ -81,8 +73,8 @@ apr_status_t sl_redis_create(apr_pool_t *p, const sl_store_url_t *url,
 
     rs->pool = p;
     rs->url = url;
-    rs->connect_tv = sl_tv(connect_timeout);
-    rs->command_tv = sl_tv(command_timeout);
+    rs->connect_timeout = connect_timeout;
+    rs->command_timeout = command_timeout;
     rs->max_connections = max_connections > 0 ? max_connections : 1;
 #if APR_HAS_THREADS
     rs->pipeline = rs->max_connections > 1 && SL_PIPE_INFLIGHT > 0;
@@ -91,6 +83,13 @@ apr_status_t sl_redis_create(apr_pool_t *p, const sl_store_url_t *url,
     rs->sha = sl_redis_script_sha(p);
     rs->load = sl_resp_format(p, 3, argv, argvlen, &rs->load_len);
     rv = apr_thread_mutex_create(&rs->mutex, APR_THREAD_MUTEX_DEFAULT, p);
+    if (rv == APR_SUCCESS && url->kind == SL_STORE_SENTINEL) {
+        rs->master.sentinel.url = url;
+        rs->master.sentinel.connect_timeout = connect_timeout;
+        rs->master.sentinel.command_timeout = command_timeout;
+        rv = apr_thread_mutex_create(&rs->master.lock, APR_THREAD_MUTEX_DEFAULT,
+                                     p);
+    }
     if (rv != APR_SUCCESS) {
         return rv;
     }
@@ -113,6 +112,19 @@ void sl_redis_breaker_set(sl_redis_t *rs, sl_breaker_t *b)
 sl_breaker_t *sl_redis_breaker(const sl_redis_t *rs)
 {
     return rs->breaker;
+}
+
+void sl_redis_tls_set(sl_redis_t *rs, struct sl_tls *tls)
+{
+    rs->tls = tls;
+    rs->master.sentinel.tls = tls;
+}
+
+void sl_redis_sentinel_auth(sl_redis_t *rs, const char *user,
+                            const char *password)
+{
+    rs->master.sentinel.user = user;
+    rs->master.sentinel.password = password;
 }
 
 static const char *sl_reply_decision(apr_pool_t *p, const redisReply *r, int n,
@@ -206,7 +218,7 @@ static apr_status_t sl_direct(sl_redis_t *rs, sl_node_t *node, apr_pool_t *p,
     apr_status_t rv = sl_conn_acquire(node, &conn);
 
     if (rv != APR_SUCCESS) {
-        *err = sl_conn_error(rv);
+        *err = apr_pstrdup(p, sl_conn_error(rv));
         return rv;
     }
     (*trips)++;
@@ -239,6 +251,7 @@ static apr_status_t sl_direct(sl_redis_t *rs, sl_node_t *node, apr_pool_t *p,
     }
     if (last->type == REDIS_REPLY_ERROR &&
         !sl_error_usable(last->str ? last->str : "")) {
+        sl_conn_error_reply(rs, last->str);
         sl_conn_destroy(conn);
     }
     else {

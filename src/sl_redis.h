@@ -44,6 +44,14 @@ apr_status_t sl_redis_refund(sl_redis_t *rs, apr_pool_t *p,
 void sl_redis_breaker_set(sl_redis_t *rs, sl_breaker_t *b);
 sl_breaker_t *sl_redis_breaker(const sl_redis_t *rs);
 
+/* Set in child_init, before the first request: a TLS store's client
+ * context (sl_config_tls_setup), a Sentinel store's Sentinel credentials
+ * (SlidingLimitSentinelAuth). */
+struct sl_tls;
+void sl_redis_tls_set(sl_redis_t *rs, struct sl_tls *tls);
+void sl_redis_sentinel_auth(sl_redis_t *rs, const char *user,
+                            const char *password);
+
 /* The script's SHA-1, fixed at build time. */
 const char *sl_redis_script_sha(apr_pool_t *p);
 

@@ -7,6 +7,8 @@
 
 #include "sl_breaker.h"
 #include "sl_redis.h"
+#include "sl_sentinel.h"
+#include "sl_transport.h"
 
 #include <apr_atomic.h>
 #include <apr_thread_mutex.h>
@@ -44,9 +46,11 @@
 /* Allocated with malloc, not from the child's pool: connections come and go
  * with every Redis restart for the life of the child, and a pool would keep
  * each one's memory until the child exits. Only sl_conn.c touches the
- * transport (ctx). */
+ * transport. */
 typedef struct sl_conn {
-    redisContext *ctx;
+    sl_transport_t *t;
+    char *out; /* commands sent with the next read */
+    apr_size_t outlen, outcap;
     int uses;
     apr_uint32_t gen; /* the node's generation when it was made */
 } sl_conn_t;
@@ -122,11 +126,26 @@ typedef struct sl_topology {
     void *ctx;
 } sl_topology_t;
 
+/* A Sentinel store's master as the Sentinels last named it (sl_conn.c),
+ * under lock. */
+typedef struct sl_master {
+    apr_thread_mutex_t *lock;
+    sl_sentinel_t sentinel;
+    char host[256];
+    int port;  /* 0: none known yet */
+    int stale; /* it failed, timed out or said READONLY: ask again */
+    int asking;
+    apr_time_t asked_at;
+    char why[160]; /* the last answer, when it was no master */
+} sl_master_t;
+
 struct sl_redis {
     apr_pool_t *pool;
     const sl_store_url_t *url;
-    struct timeval connect_tv;
-    struct timeval command_tv;
+    apr_interval_time_t connect_timeout;
+    apr_interval_time_t command_timeout;
+    sl_tls_t *tls;      /* TLS stores */
+    sl_master_t master; /* Sentinel stores */
     int max_connections;
     /* Threads of a child share round trips to a node (see sl_pipe_exec);
      * never under a single-threaded MPM. */
@@ -153,7 +172,13 @@ void sl_node_destroy(sl_node_t *node);
 apr_status_t sl_conn_acquire(sl_node_t *node, sl_conn_t **out);
 void sl_conn_release(sl_node_t *node, sl_conn_t *conn);
 void sl_conn_destroy(sl_conn_t *conn);
+/* Why the calling thread's last sl_conn_acquire failed. */
 const char *sl_conn_error(apr_status_t rv);
+/* A Sentinel store's master failed, or said it is one no more
+ * (sl_conn_error_reply with READONLY or MASTERDOWN): ask the Sentinels
+ * again before the next connection. */
+void sl_conn_master_failed(sl_redis_t *rs);
+void sl_conn_error_reply(sl_redis_t *rs, const char *msg);
 /* Queues one command in RESP; written by the next sl_conn_read. */
 apr_status_t sl_conn_send(sl_conn_t *conn, const char *buf, apr_size_t len);
 /* The next reply, or APR_TIMEUP, APR_ECONNRESET or APR_EGENERAL with the

@@ -69,6 +69,8 @@ static sl_store_t *sl_store_redis(apr_pool_t *pchild, server_rec *s,
         st->redis = NULL;
         return st;
     }
+    sl_redis_tls_set(st->redis, sc->tls);
+    sl_redis_sentinel_auth(st->redis, sc->sentinel_user, sc->sentinel_password);
     st->breaker = sl_store_breaker(pchild, proc, s, vs, sc->store);
     sl_redis_breaker_set(st->redis, st->breaker);
     return st;
@@ -91,7 +93,8 @@ void sl_store_child_init(apr_pool_t *pchild, server_rec *s, sl_proc_t *proc,
         }
         for (other = s; other != vs; other = other->next) {
             sl_server_conf_t *oc = sl_server_conf(other);
-            if (oc->store == sc->store && oc->backend) {
+            if (oc->store == sc->store && oc->tls == sc->tls &&
+                oc->sentinel_password == sc->sentinel_password && oc->backend) {
                 sc->backend = oc->backend;
                 break;
             }

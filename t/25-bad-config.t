@@ -18,6 +18,13 @@ for ([ $short, "0123456789abcde\n" ], [ $empty, '' ], [ $good16, "0123456789abcd
     chmod 0600, $_->[0];
 }
 
+my $certs = tls_certs();
+# A file this user cannot read (root reads everything: then a missing one).
+my $unreadable = "$certs/unreadable.pem";
+system('cp', "$certs/ca.pem", $unreadable);
+chmod 0, $unreadable;
+$unreadable = '/nonexistent/unreadable.pem' if $> == 0;
+
 # [ configuration, directive named, token named (undef: none to name) ]
 my @bad = (
     # SlidingLimit
@@ -139,6 +146,30 @@ my @bad = (
     [ 'SlidingLimitStore cluster://',             'SlidingLimitStore', "'cluster://'" ],
     [ 'SlidingLimitStore cluster://a:1,b:x',      'SlidingLimitStore', "'x'" ],
     [ 'SlidingLimitStore shared',                 'SlidingLimitStore', "'shared'" ],
+    [ 'SlidingLimitStore sentinel://s1:26379',    'SlidingLimitStore', 'MASTERNAME' ],
+    [ 'SlidingLimitStore sentinel://s1:26379/',   'SlidingLimitStore', 'MASTERNAME' ],
+    [ 'SlidingLimitStore sentinels://s1/m/x',     'SlidingLimitStore', "'x'" ],
+    [ 'SlidingLimitStore clusters://a:1/2',       'SlidingLimitStore', "'2'" ],
+    [ 'SlidingLimitStore rediss://h:7x',          'SlidingLimitStore', "'7x'" ],
+
+    # SlidingLimitSentinelAuth, SlidingLimitStoreTLS*
+    [ 'SlidingLimitSentinelAuth',                 'SlidingLimitSentinelAuth', undef ],
+    [ 'SlidingLimitSentinelAuth ""',              'SlidingLimitSentinelAuth', 'PASSWORD' ],
+    [ 'SlidingLimitSentinelAuth a b c',           'SlidingLimitSentinelAuth', undef ],
+    [ 'SlidingLimitStoreTLSVerify maybe',         'SlidingLimitStoreTLSVerify', "'maybe'" ],
+    [ 'SlidingLimitStoreTLSCA /nonexistent/ca.pem', 'SlidingLimitStoreTLSCA', '/nonexistent/ca.pem' ],
+    [ "SlidingLimitStoreTLSCA $certs/client.key", 'SlidingLimitStoreTLSCA', "$certs/client.key" ],
+    [ "SlidingLimitStoreTLSCA $unreadable",       'SlidingLimitStoreTLSCA', $unreadable ],
+    [ 'SlidingLimitStoreTLSCert /nonexistent/c.pem /nonexistent/c.key',
+                                                  'SlidingLimitStoreTLSCert', '/nonexistent/c.pem' ],
+    [ "SlidingLimitStoreTLSCert $certs/client.pem /nonexistent/c.key",
+                                                  'SlidingLimitStoreTLSCert', '/nonexistent/c.key' ],
+    [ "SlidingLimitStoreTLSCert $certs/client.pem $certs/server.key",
+                                                  'SlidingLimitStoreTLSCert', "$certs/server.key" ],
+    [ "SlidingLimitStoreTLSCert $certs/client.pem $unreadable",
+                                                  'SlidingLimitStoreTLSCert', $unreadable ],
+    [ "SlidingLimitStoreTLSCert $certs/client.pem",
+                                                  'SlidingLimitStoreTLSCert', "$certs/client.pem" ],
 
     # SlidingLimitStoreTimeout
     [ 'SlidingLimitStoreTimeout 0ms',             'SlidingLimitStoreTimeout', "'0ms'" ],
@@ -175,6 +206,9 @@ my @bad = (
     [ "<Location /x>\nSlidingLimitKeyPrefix x\n</Location>",        'SlidingLimitKeyPrefix', undef ],
     [ "<Directory /tmp>\nSlidingLimitShmSize 8M\n</Directory>",     'SlidingLimitShmSize', undef ],
     [ "<If \"true\">\nSlidingLimitStore shm\n</If>",                'SlidingLimitStore', undef ],
+    [ "<Location /x>\nSlidingLimitStoreTLSVerify off\n</Location>", 'SlidingLimitStoreTLSVerify', undef ],
+    [ "<Location /x>\nSlidingLimitStoreTLSCA $certs/ca.pem\n</Location>", 'SlidingLimitStoreTLSCA', undef ],
+    [ "<Location /x>\nSlidingLimitSentinelAuth pw\n</Location>",     'SlidingLimitSentinelAuth', undef ],
     [ "<VirtualHost 127.0.0.1:1>\nSlidingLimitShmSize 8M\n</VirtualHost>",
                                                   'SlidingLimitShmSize', undef ],
 );
@@ -183,6 +217,23 @@ my @bad = (
 # refusals above would prove nothing.
 my $good = <<'CONF';
 SlidingLimitStore redis://user:p%40ss@127.0.0.1:6379/2
+SlidingLimitSentinelAuth sentinel-user s3ntinel
+SlidingLimitStoreTLSCA @CERTS@/ca.pem
+SlidingLimitStoreTLSCert @CERTS@/client.pem @CERTS@/client.key
+SlidingLimitStoreTLSVerify on
+<VirtualHost 127.0.0.1:1>
+    SlidingLimitStore sentinels://app:pw@127.0.0.1:26379,127.0.0.1:26380/mymaster/1
+    SlidingLimitSentinelAuth s3ntinel
+    SlidingLimitStoreTLSCA @CERTS@
+    SlidingLimitStoreTLSCert @CERTS@/client.pem
+    SlidingLimitStoreTLSVerify off
+</VirtualHost>
+<VirtualHost 127.0.0.1:1>
+    SlidingLimitStore clusters://app:pw@127.0.0.1:7000,127.0.0.1:7001
+</VirtualHost>
+<VirtualHost 127.0.0.1:1>
+    SlidingLimitStore unix:app:pw@/run/redis.sock?db=3
+</VirtualHost>
 SlidingLimitStoreTimeout 100ms 50ms
 SlidingLimitKeyPrefix sl-prod
 SlidingLimitShmSize 16M
@@ -216,6 +267,25 @@ SlidingLimitAlgorithm counter
 CONF
 $good =~ s/GOOD16/$good16/;
 
+$good =~ s/\@CERTS\@/$certs/g;
+# The client certificate in one file with its key.
+system("cat '$certs/client.pem' '$certs/client.key' > '$certs/client-both.pem'");
+$good =~ s{\Q$certs\E/client.pem\n}{$certs/client-both.pem\n};
+
+# Store URLs with a password: refused or not, no output shows it.
+my $pw = 'Hunter2' . tag();
+my @secret = (
+    [ "SlidingLimitStore redis://app:$pw\@127.0.0.1:99999", "'99999'" ],
+    [ "SlidingLimitStore rediss://$pw\@h/x",                 "'x'" ],
+    [ "SlidingLimitStore cluster://app:$pw\@a:1,b:x",        "'x'" ],
+    [ "SlidingLimitStore sentinel://app:$pw\@s1:26379",      'MASTERNAME' ],
+    [ "SlidingLimitStore unix:app:$pw\@relative.sock",       '***@relative.sock' ],
+    [ "SlidingLimitStore unix:app:$pw\@/r.sock?database=1",  "'?database=1'" ],
+    [ "SlidingLimitStore memcached://app:$pw\@h",            "'memcached://***\@h'" ],
+    [ "SlidingLimitStore redis://app:$pw\@[::1",             "'[::1'" ],
+);
+
+
 # One name, one budget: sections that share a name but whose algorithm
 # default differs (set before or after the line, or inherited from the
 # virtual host) are refused, naming the name and both places.
@@ -238,7 +308,7 @@ my $same = "SlidingLimitAlgorithm counter\n"
   . "<Location /c>\nSlidingLimitAlgorithm log\nSlidingLimit 10 1m name=k algorithm=counter\n</Location>\n"
   . "<VirtualHost 127.0.0.1:1>\n<Location /d>\nSlidingLimit 10 1m name=k\n</Location>\n</VirtualHost>";
 
-plan tests => 2 + @bad + @split + 1;
+plan tests => 2 + @bad + @split + 1 + 2 * @secret + 1;
 
 for my $conf (@split) {
     my ($rc, $out) = httpd_check($conf);
@@ -268,4 +338,19 @@ for my $case (@bad) {
         "refused: $one" . (defined $token ? "  [$token]" : ''))
         or diag("rc=$rc\n$out");
     note($out) if $ENV{SL_TEST_SHOW};
+}
+
+for my $case (@secret) {
+    my ($conf, $token) = @$case;
+    my ($rc, $out) = httpd_check($conf);
+    (my $shown = $conf) =~ s/\Q$pw\E/***/g;
+    ok($rc != 0 && $out =~ /SlidingLimitStore/ && $out =~ /\Q$token\E/,
+        "refused: $shown  [$token]") or diag("rc=$rc\n$out");
+    unlike($out, qr/Hunter2/, "... without the password");
+}
+{
+    my $ok = "SlidingLimitStore redis://app:$pw\@127.0.0.1:6379\n"
+        . "SlidingLimitSentinelAuth sentinel $pw\nSlidingLimitDryRun maybe";
+    my ($rc, $out) = httpd_check($ok);
+    unlike($out, qr/Hunter2/, 'a good store URL and Sentinel password are never shown');
 }

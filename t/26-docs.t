@@ -35,6 +35,10 @@ for my $d (@directives) {
     like($conf, qr/^\s*#?(?: {4})*\Q$d\E\s/m, "conf/slidinglimit.conf shows $d");
 }
 
+# The example client certificate is the suite's.
+my $certs = tls_certs();
+$enabled =~ s{/etc/apache2/redis-client\.(pem|key)}{$certs/client.$1}g;
+
 my $settings = () = $enabled =~ /^\s*SlidingLimit\w*\s/mg;
 ok($settings >= 20, "$settings SlidingLimit* settings enabled in the copy");
 like($enabled, qr/^\s*<ElseIf "req\('X-Api-Key'\)/m, 'the tiers example is enabled too');

@@ -7,6 +7,7 @@ package SL::Httpd;
 #
 #   my $h = SL::Httpd->start(conf => ['algorithms.conf'],
 #                            faketime => '-37m');
+#   (store => URL and extra => "more server directives" change the store)
 #   http_get($h->url . '/alg/log/', ...);
 #   $h->stop;    # also done when $h goes away or the test exits
 #

@@ -16,7 +16,7 @@ use MIME::Base64 qw(encode_base64);
 use SL::Test;
 
 our @EXPORT = qw(basic tag req raw_request policy_unnamed key_of keyed_identity
-  httpd_bin httpd_check top_dir shape_ok);
+  httpd_bin httpd_check top_dir shape_ok tls_certs);
 
 my $tags = 0;
 
@@ -108,6 +108,17 @@ sub httpd_check {
     my $bin = httpd_bin();
     my $output = `'$bin' -t -d '$dir' -f '$dir/httpd.conf' 2>&1`;
     return ($? >> 8, $output);
+}
+
+# The suite's test CA and certificates (t/servers-tls.sh): made once by
+# t/run, or here when a test runs on its own.
+sub tls_certs {
+    return $ENV{SL_TEST_TLS_CERTS} if $ENV{SL_TEST_TLS_CERTS};
+    my $top = top_dir();
+    my $dir = tempdir(CLEANUP => 1, TMPDIR => 1);
+    system('bash', '-c', '. "$1/t/servers-tls.sh" && sl_tls_certs "$2"',
+        'certs', $top, $dir) == 0 or die "cannot make the test certificates";
+    return $ENV{SL_TEST_TLS_CERTS} = $dir;
 }
 
 1;

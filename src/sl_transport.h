@@ -1,0 +1,64 @@
+/* The module's own connection to a Redis node, over TCP, a unix socket or
+ * TLS (OpenSSL): Debian's hiredis 0.14 has no TLS and resolves names with
+ * no time limit. hiredis still encodes the commands (redisFormatCommand*)
+ * and decodes the replies (redisReader), so pipelining works as before:
+ * several formatted commands in one send, their replies read in order.
+ *
+ * Every step is bounded: the connect timeout covers name resolution, the
+ * TCP connect and the TLS handshake together; the command timeout covers a
+ * whole round trip, from the start of a send to the last reply read. APR
+ * only (and OpenSSL, hiredis), no httpd.h: tested on its own in tests/. */
+#ifndef SL_TRANSPORT_H
+#define SL_TRANSPORT_H
+
+#include <apr_pools.h>
+#include <apr_time.h>
+
+#include <hiredis/hiredis.h>
+
+typedef struct sl_tls sl_tls_t;
+typedef struct sl_transport sl_transport_t;
+
+/* Configuration checks, as root at start-up: NULL, or an error that names
+ * the file and OpenSSL's reason. */
+const char *sl_tls_check_ca(apr_pool_t *p, const char *path);
+const char *sl_tls_check_cert(apr_pool_t *p, const char *cert, const char *key);
+
+/* One client context for the TLS stores of a server: ca NULL trusts the
+ * system's store; cert/key NULL sends no client certificate; verify 0
+ * accepts any certificate for any name. Freed with p. */
+const char *sl_tls_create(apr_pool_t *p, const char *ca, const char *cert,
+                          const char *key, int verify, sl_tls_t **out);
+
+/* Connects to host:port (path NULL), or to the unix socket path; tls NULL
+ * for plaintext. On failure *out is NULL and err says why (for the log:
+ * "connect timed out", "certificate verify failed: ...", "hostname
+ * mismatch: ..."). APR_TIMEUP: a timeout; APR_ECONNREFUSED: no server
+ * there (or no address for the name); APR_EGENERAL: TLS refused. */
+apr_status_t sl_transport_connect(const char *host, int port, const char *path,
+                                  sl_tls_t *tls,
+                                  apr_interval_time_t connect_timeout,
+                                  apr_interval_time_t command_timeout,
+                                  sl_transport_t **out, char *err,
+                                  apr_size_t errlen);
+
+/* Writes all of buf (one or several formatted commands) and starts the
+ * round trip's deadline. */
+apr_status_t sl_transport_send(sl_transport_t *t, const char *buf,
+                               apr_size_t len);
+
+/* The next reply (freeReplyObject it), within the round trip's deadline.
+ * APR_TIMEUP, APR_ECONNRESET (closed by the server) or APR_EGENERAL (TLS
+ * or protocol error); the transport is unusable after any failure. */
+apr_status_t sl_transport_reply(sl_transport_t *t, redisReply **reply);
+
+/* Formats, sends and reads one command (connection setup, Sentinel). */
+apr_status_t sl_transport_command(sl_transport_t *t, redisReply **reply,
+                                  const char *fmt, ...);
+
+/* Why the last call failed. */
+const char *sl_transport_error(const sl_transport_t *t);
+
+void sl_transport_close(sl_transport_t *t);
+
+#endif

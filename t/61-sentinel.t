@@ -1,0 +1,96 @@
+# sentinel:// against a master, two replicas and three Sentinels on
+# loopback (t/servers-tls.sh, started once by t/run; down-after 1 s): the
+# limit is exact through the Sentinels' master; SIGKILL of the master under
+# traffic is followed within the Sentinels' promotion time plus 3 s (the
+# fail mode meanwhile, no request waiting past the timeouts); the old
+# master back as a replica changes nothing; exact again afterwards.
+use strict;
+use warnings;
+
+use Apache::Test qw(-withtestmore);
+use HTTP::Tiny;
+use Time::HiRes qw(time sleep);
+use SL::Test;
+use SL::Httpd;
+
+plan skip_all => 'Sentinel servers not started (t/run starts them)'
+  unless $ENV{SL_SENTINEL_PORTS};
+plan skip_all => "runs once, under $ENV{SL_TEST_ONCE_MPM}"
+  if ($ENV{SL_TEST_ONCE_MPM} // 'event') ne ($ENV{SL_TEST_MPM} // 'event');
+plan tests => 9;
+
+my $dpw = $ENV{SL_TEST_SENTINEL_DATA_PASSWORD};
+my $spw = $ENV{SL_TEST_SENTINEL_PASSWORD};
+my @sentinels = split /,/, $ENV{SL_SENTINEL_PORTS};
+my $old = $ENV{SL_SENTINEL_MASTER_PORT};
+
+sub sentinel_master {
+    for my $p (@sentinels) {
+        my $out = `REDISCLI_AUTH='$spw' redis-cli -p $p SENTINEL get-master-addr-by-name slmaster 2>/dev/null`;
+        my (undef, $port) = split /\n/, $out;
+        return $port if $port;
+    }
+    return 0;
+}
+
+my $h = SL::Httpd->start(conf => ['tls.inc'],
+    store => 'sentinel://' . ":$dpw\@" . join(',', map {"127.0.0.1:$_"} @sentinels) . '/slmaster',
+    extra => "SlidingLimitSentinelAuth $spw\nSlidingLimitStoreTimeout 200ms 200ms");
+my $ua = HTTP::Tiny->new(timeout => 10);
+
+sub burst {
+    my ($n) = @_;
+    my $ip = fresh_ip();
+    return join ' ', map {
+        $ua->get($h->url . '/sentinel/', { headers => { 'X-Forwarded-For' => $ip } })->{status}
+    } 1 .. $n;
+}
+
+is(sentinel_master(), $old, 'the Sentinels name the first master');
+is(burst(7), '200 200 200 200 200 429 429', 'limit of 5 exact through the Sentinels');
+
+# SIGKILL the master under traffic: one request every 50 ms until Redis
+# decides again (fail-closed: 503 meanwhile).
+my $pidf = "$ENV{SL_SENTINEL_DIR}/master/redis.pid";
+open my $fh, '<', $pidf or die "$pidf: $!";
+chomp(my $pid = <$fh>);
+close $fh;
+my $t0 = time;
+kill 'KILL', $pid;
+my ($promoted, $back, $slowest, %seen) = (0, 0, 0);
+while (time - $t0 < 30) {
+    my $t = time;
+    my $r = $ua->get($h->url . '/sentinel/', { headers => { 'X-Forwarded-For' => fresh_ip() } });
+    $slowest = time - $t if time - $t > $slowest;
+    $seen{$r->{status}}++;
+    if (!$promoted) {
+        my $m = sentinel_master();
+        $promoted = time - $t0 if $m && $m != $old;
+    }
+    if ($r->{status} == 200) {
+        $back = time - $t0;
+        last;
+    }
+    sleep 0.05;
+}
+my $new = sentinel_master();
+ok($promoted && $new != $old, sprintf 'the Sentinels promoted %d after %.1f s', $new, $promoted);
+ok($back && $back <= $promoted + 3,
+    sprintf 'decided by the new master %.1f s after the kill (promotion + %.1f s)',
+    $back, $back - $promoted);
+ok($slowest < 1.5, sprintf 'no request waited past the timeouts meanwhile (slowest %.2f s; %s)',
+    $slowest, join ' ', map {"$_:$seen{$_}"} sort keys %seen);
+is(burst(7), '200 200 200 200 200 429 429', 'exact on the new master');
+
+# The old master back, as a replica of the new one.
+system("redis-server '$ENV{SL_SENTINEL_DIR}/master/redis.conf' --replicaof 127.0.0.1 $new") == 0
+  or die "cannot restart the old master";
+my $role = '';
+for (1 .. 100) {
+    $role = `REDISCLI_AUTH='$dpw' redis-cli -p $old ROLE 2>/dev/null`;
+    last if $role =~ /^slave/ && $role =~ /connected/;
+    sleep 0.1;
+}
+like($role, qr/^slave/, 'the old master is back as a replica');
+is(sentinel_master(), $new, 'the Sentinels still name the new master');
+is(burst(7), '200 200 200 200 200 429 429', 'still exact, on the new master');
