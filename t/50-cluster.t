@@ -13,7 +13,6 @@ use POSIX ();
 use HTTP::Tiny;
 use SL::Test;
 use SL::Httpd;
-use Time::HiRes qw(sleep);
 
 my @ports;
 for (1 .. 3) {
@@ -53,15 +52,12 @@ for my $p (@ports) {
     push @pids, $pid;
 }
 for my $p (@ports) {
-    for (1 .. 50) { last if eval { redis({ port => $p }, 'PING') }; sleep 0.1 }
+    wait_until(sub { eval { redis({ port => $p }, 'PING') } }, 30);
 }
 my $out = `redis-cli --cluster create @{[ map { "127.0.0.1:$_" } @ports ]} --cluster-replicas 0 --cluster-yes 2>&1`;
-my $ok = 0;
-for (1 .. 100) {
-    $ok = !grep { (eval { redis({ port => $_ }, 'CLUSTER', 'INFO') } // '') !~ /cluster_state:ok/ } @ports;
-    last if $ok;
-    sleep 0.1;
-}
+my $ok = wait_until(sub {
+    !grep { (eval { redis({ port => $_ }, 'CLUSTER', 'INFO') } // '') !~ /cluster_state:ok/ } @ports;
+}, 30);
 ok($ok, 'three-node cluster is up') or diag $out;
 
 # An identity whose slot the first seed does not own: the module must
