@@ -1,6 +1,10 @@
 # The store goes away (SIGTERM) and comes back: fail-open passes (and its
 # local fallback still limits), fail-closed answers 503, nothing waits long,
 # the error log gets one line each way, and Redis decides again promptly.
+# On the virtual host with generous timeouts (1 s connect, 2 s command): a
+# stopped server refuses connections at once, so nothing waits for a
+# timeout there either, and a slow answer on a loaded host is never taken
+# for the outage.
 use strict;
 use warnings;
 
@@ -10,6 +14,7 @@ use JSON::PP qw(decode_json);
 use Time::HiRes qw(time sleep);
 use SL::Test;
 use SL::Fault;
+use SL::Wire;
 
 plan tests => 26;
 
@@ -22,29 +27,32 @@ my $up0   = () = error_log_lines($up_re);
 # Paths unique to this run: the access log outlives a run of the suite.
 my $tag = sprintf '%d-%d', $$, time;
 my $ip = fresh_ip();
-my $res = vhost_get('sl_fault', '/f/open/a', 'X-Forwarded-For' => $ip);
+my $res = vhost_get('sl_fault_patient', '/f/open/a', 'X-Forwarded-For' => $ip);
 ok t_cmp($res->{status}, 200, 'store up: admitted');
 ok t_cmp($res->{headers}{'x-sl-result'}, 'allowed', 'store up: allowed');
 
 fault_stop();
 
 # Fail open without the fallback: every request passes, marked failed-open.
-my ($max, @st, @rs) = (0);
-for (1 .. 6) {
-    my ($r, $t) = timed_get('sl_fault', '/f/nofb/x', 'X-Forwarded-For' => $ip);
+# How long each took is httpd's measure (SL::Wire's took).
+my $id = test_id('stop');
+my (@st, @rs);
+for my $k (1 .. 6) {
+    my $r = vhost_get('sl_fault_patient', '/f/nofb/x', 'X-Forwarded-For' => $ip,
+        'X-Test-Id' => "$id.$k");
     push @st, $r->{status};
     push @rs, $r->{headers}{'x-sl-result'} // '';
-    $max = $t if $t > $max;
 }
+my ($max) = sort { $b <=> $a } took($id, 1 .. 6);
 ok t_cmp("@st", '200 200 200 200 200 200', 'fail-open, no fallback: all pass');
 ok t_cmp("@rs", join(' ', ('failed-open') x 6), 'marked failed-open');
-ok($max < 1, "each request under 1 s while the store is down (max $max s)");
+ok($max < 1, "each request under 1 s (the connect timeout) while the store is down (max $max s)");
 
 # Fail open with the local fallback: the same limit, from shared memory.
 my $ip2 = fresh_ip();
 @st = @rs = ();
 for (1 .. 5) {
-    my $r = vhost_get('sl_fault', "/f/open/y$tag", 'X-Forwarded-For' => $ip2);
+    my $r = vhost_get('sl_fault_patient', "/f/open/y$tag", 'X-Forwarded-For' => $ip2);
     push @st, $r->{status};
     push @rs, $r->{headers}{'x-sl-result'} // '';
 }
@@ -58,14 +66,16 @@ sub access_lines {
         open my $fh, '<', Apache::Test::vars('t_logs') . '/sl_access.log' or die $!;
         @l = grep { /$re/ } <$fh>;
         @l >= $want;
-    }, 3);
+    }, 10);
     return scalar @l;
 }
 ok t_cmp(access_lines(qr{ 429 /f/open/y$tag sl=denied }, 2), 2,
     'the refused ones are logged as denied');
 
 # Fail closed: 503, Retry-After, the JSON shape with SERVICE_UNAVAILABLE.
-my ($r, $t) = timed_get('sl_fault', "/f/closed/z$tag", 'X-Forwarded-For' => fresh_ip());
+my $r = vhost_get('sl_fault_patient', "/f/closed/z$tag", 'X-Forwarded-For' => fresh_ip(),
+    'X-Test-Id' => "$id.7");
+my ($t) = took($id, 7);
 ok t_cmp($r->{status}, 503, 'fail-closed: 503');
 my $ra = $r->{headers}{'retry-after'} // '';
 ok($ra =~ /^\d+$/ && $ra >= 1 && $ra <= 2, "Retry-After '$ra' (the next probe, at most 2 s)");
@@ -79,7 +89,7 @@ ok t_cmp(access_lines(qr{ 503 /f/closed/z$tag sl=failed-closed }, 1), 1,
 
 # A few seconds of outage: still one line in the error log.
 for (1 .. 10) {
-    vhost_get('sl_fault', '/f/wide/w', 'X-Forwarded-For' => fresh_ip());
+    vhost_get('sl_fault_patient', '/f/wide/w', 'X-Forwarded-For' => fresh_ip());
     sleep 0.2;
 }
 my $down1 = () = error_log_lines($down_re);
@@ -89,20 +99,20 @@ ok t_cmp($down1 - $down0, 1, 'one error log line for the outage');
 fault_start();
 my $t0 = time;
 my $back = wait_until(sub {
-    my $x = vhost_get('sl_fault', '/f/wide/w', 'X-Forwarded-For' => fresh_ip());
+    my $x = vhost_get('sl_fault_patient', '/f/wide/w', 'X-Forwarded-For' => fresh_ip());
     ($x->{headers}{'x-sl-result'} // '') eq 'allowed';
-}, 5);
+}, 10);
 my $took = time - $t0;
 ok($back, sprintf('decided by Redis again %.2f s after it returned', $took));
 my $up1 = () = error_log_lines($up_re);
 ok t_cmp($up1 - $up0, 1, 'one error log line for the recovery');
 
 my $ip3 = fresh_ip();
-@st = map { vhost_get('sl_fault', '/f/open/v', 'X-Forwarded-For' => $ip3)->{status} } 1 .. 4;
+@st = map { vhost_get('sl_fault_patient', '/f/open/v', 'X-Forwarded-For' => $ip3)->{status} } 1 .. 4;
 ok t_cmp("@st", '200 200 200 429', 'the limit holds from Redis again');
 my $key = sl_key(ip => $ip3, policy => 'fopen', prefix => 'slfault');
 ok t_cmp(fault_redis('ZCARD', $key), 3, 'the admissions are in Redis');
-$r = vhost_get('sl_fault', '/f/closed/v', 'X-Forwarded-For' => fresh_ip());
+$r = vhost_get('sl_fault_patient', '/f/closed/v', 'X-Forwarded-For' => fresh_ip());
 ok t_cmp($r->{status}, 200, 'fail-closed location admits again');
 ok t_cmp($r->{headers}{'x-sl-result'}, 'allowed', 'as allowed');
 my $down2 = () = error_log_lines($down_re);

@@ -26,7 +26,7 @@ my $after = () = error_log_lines($re);
 ok t_cmp($after - $before, 1, 'one line says the store refused the password');
 
 # The right password on the same redis works meanwhile.
-$r = vhost_get('sl_fault', '/f/closed/a', 'X-Forwarded-For' => fresh_ip());
+$r = vhost_get('sl_fault_patient', '/f/closed/a', 'X-Forwarded-For' => fresh_ip());
 ok t_cmp("$r->{status} $r->{headers}{'x-sl-result'}", '200 allowed',
     'right password: decided by Redis');
 

@@ -9,8 +9,9 @@ use Apache::TestUtil;
 use Time::HiRes qw(time sleep);
 use SL::Test;
 use SL::Fault;
+use SL::Wire;
 
-plan tests => 7;
+plan tests => 8;
 
 my $logs = Apache::Test::vars('t_logs');
 open my $pf, '<', "$logs/httpd.pid" or die "httpd.pid: $!";
@@ -38,38 +39,48 @@ sub redis_clients {
     return (() = $list =~ /^id=/mg) - 1;
 }
 
-require Apache::TestRequest;
-my $old  = Apache::TestRequest::module('sl_fault_patient');
-my $base = 'http://' . Apache::TestRequest::hostport();
-Apache::TestRequest::module($old);
+my $base = server_url('sl_fault_patient');
 
 my $maps0 = shared_maps();
 my %kids0 = map { $_ => 1 } children();
 my $workers = 4;
+my $d0 = decisions('fwideclosed', 'allowed') // die "status page: no answer\n";
 # A new connection per request: a graceful restart closes idle keep-alive
-# connections, which a client must expect anyway.
-my $collect = load("$base/f/wideclosed/g", workers => $workers, seconds => 5,
+# connections, which a client must expect anyway. The load goes on until
+# requests were decided before, between and after the restarts.
+my $collect = load("$base/f/wideclosed/g", workers => $workers, seconds => 120,
     keep_alive => 0);
-sleep 1;
+my $running = decided_more('fwideclosed', 'allowed', 20);
+my $restarts = 0;
 for (1 .. 2) {
+    my %before = map { $_ => 1 } children();
     kill 'USR1', $parent or die "cannot signal httpd $parent: $!";
-    sleep 1.5;
+    # A child that was not there: the new generation is up.
+    wait_until(sub { grep { !$before{$_} } children() }, 30)
+      and decided_more('fwideclosed', 'allowed', 20)
+      and $restarts++;
 }
 my %total = %{ $collect->() };
 delete $total{max};
 my $n = 0;
 $n += $_ for values %total;
 t_debug(join ' ', map {"$_=$total{$_}"} sort keys %total);
-ok($n > 50, "$n requests during two graceful restarts");
+ok($running && $restarts == 2,
+    "$n requests, decided before, between and after two graceful restarts");
 ok t_cmp(join(',', sort keys %total), '200:allowed',
     'every one answered and decided by Redis (none lost, none failed)');
+ok t_cmp(decisions('fwideclosed', 'allowed') - $d0, $n,
+    "the server decided each of the $n requests once");
 
-# Old generations finish their requests and exit; let them.
-wait_until(sub { my @k = children(); @k <= 6 }, 10);
-sleep 1;
-my @kids    = children();
-my $clients = redis_clients();
+# Old generations finish their requests and exit, and Redis sees their
+# connections close.
 my $threads = $ENV{SL_TEST_MPM} && $ENV{SL_TEST_MPM} eq 'prefork' ? 1 : $workers;
+my (@kids, $clients);
+wait_until(sub {
+    @kids    = children();
+    $clients = redis_clients();
+    $clients <= @kids * $threads;
+}, 30);
 ok($clients <= @kids * $threads,
     "$clients Redis connections for " . scalar(@kids) . ' children: at most one per concurrent request each');
 ok(kill(0, $parent), 'httpd survived');

@@ -17,11 +17,11 @@ my $ip = fresh_ip();
 my $key = sl_key(ip => $ip, policy => 'wire-logvars');
 my $id = test_id('logvars');
 my @status = map {
-    http_get('/wire/logvars.html', 'X-Forwarded-For' => $ip, 'X-Test-Id' => $id)
+    http_get('/wire/logvars.html', 'X-Forwarded-For' => $ip, 'X-Test-Id' => "$id.$_")
       ->{status}
 } 1 .. 4;
 ok t_cmp("@status", '200 200 429 429', 'two admitted, two refused');
-my $lines = wire_log($id);
+my $lines = wire_log($id, 4);
 ok t_cmp(scalar(@$lines), 4, 'four log lines');
 ok t_cmp(join(' ', map { $_->{result} } @$lines), 'allowed allowed denied denied',
     'SLIDINGLIMIT_RESULT logged per request');
@@ -36,7 +36,7 @@ ok t_cmp(redis('ZCARD', $key), 2, 'and Redis agrees: two admissions');
 # Requests to unlimited URLs carry no decision.
 my $id0 = test_id('logvars');
 http_get('/wire-pages/429.html', 'X-Test-Id' => $id0);
-ok t_cmp(wire_log($id0)->[0]{result}, '-', 'no limit here: nothing logged');
+ok t_cmp(wire_log($id0, 1)->[0]{result}, '-', 'no limit here: nothing logged');
 
 # --- a back end: CGI environment and a request header built from it
 $ip = fresh_ip();

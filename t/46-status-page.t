@@ -24,7 +24,7 @@ ok t_cmp($got->{200} // 0, 8, 'the burst: 8 admitted');
 ok t_cmp($got->{429} // 0, 12, 'the burst: 12 refused');
 ok t_cmp(redis('ZCARD', sl_key(ip => $ip, policy => 'wire-metrics')), 8,
     'Redis holds the 8 admissions');
-my %pids = map { $_->{pid} => 1 } @{ wire_log($id) };
+my %pids = map { $_->{pid} => 1 } @{ wire_log($id, 20) };
 t_debug('children that decided: ' . join(' ', sort keys %pids));
 
 my $dip = fresh_ip();

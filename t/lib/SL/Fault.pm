@@ -16,7 +16,7 @@ use SL::Test qw(wait_until);
 
 our @EXPORT = qw(fault_redis fault_pid fault_stop fault_start fault_hang
   fault_resume vhost_get timed_get error_log_lines fault_port
-  store_display);
+  store_display breaker_calls_max);
 
 sub fault_port { $ENV{SL_TEST_FAULT_REDIS_PORT} or die "SL_TEST_FAULT_REDIS_PORT unset" }
 
@@ -56,17 +56,32 @@ sub fault_stop {
     my $pid = fault_pid() or die "no fault redis pid";
     kill 'CONT', $pid;
     kill 'TERM', $pid;
-    wait_until(sub { !kill(0, $pid) }, 10) or die "fault redis $pid did not stop";
+    wait_until(sub { !kill(0, $pid) }, 30) or die "fault redis $pid did not stop";
 }
 
 sub fault_start {
     system('redis-server', $ENV{SL_TEST_FAULT_REDIS_CONF}) == 0
       or die "redis-server: $?";
-    wait_until(\&_up, 10) or die "fault redis did not come back";
+    wait_until(\&_up, 30) or die "fault redis did not come back";
 }
 
 sub fault_hang   { kill 'STOP', fault_pid() }
 sub fault_resume { kill 'CONT', fault_pid() }
+
+# The most store calls that $secs of sequential requests to a failing store
+# can make: the first failure opens the breaker, then one probe per backoff
+# interval, which starts at 100 ms and doubles up to 2 s after each failed
+# probe (src/sl_breaker.h). Counted from the status page, this tells the
+# requests the breaker spared from those that waited, on any host speed.
+sub breaker_calls_max {
+    my ($secs) = @_;
+    my ($calls, $at, $backoff) = (1, 0, 0.1);
+    while (($at += $backoff) <= $secs) {
+        $calls++;
+        $backoff = $backoff * 2 > 2 ? 2 : $backoff * 2;
+    }
+    return $calls;
+}
 
 # The store as the module names it in its log lines (no password).
 sub store_display { sprintf 'redis://***@127.0.0.1:%d/0', fault_port() }

@@ -14,7 +14,7 @@ use IO::Socket::INET;
 use MIME::Base64 qw(encode_base64);
 use Time::HiRes qw(sleep time);
 
-our @EXPORT = qw(redis sl_identity sl_policy_named sl_key fresh_ip
+our @EXPORT = qw(redis redis_connect sl_identity sl_policy_named sl_key fresh_ip
   burst workers load server_url http_get wait_until);
 
 sub redis_port { $ENV{SL_TEST_REDIS_PORT} or die "SL_TEST_REDIS_PORT unset" }
@@ -44,24 +44,36 @@ sub _read_reply {
     die "redis: bad reply '$line'";
 }
 
-# redis(qw(ZCARD key)) -> the reply; dies on an error reply.
-# redis({ port => P }, ...) talks to another server.
-sub redis {
-    my @args = @_;
-    my $port = redis_port();
-    $port = (shift @args)->{port} if @args && ref $args[0] eq 'HASH';
+# redis_connect(port => P, password => PW) -> a connection to a Redis
+# server (default: the suite's), to call as $c->(qw(ZCARD key)) for each
+# reply in turn; dies on an error reply. One connection for many calls
+# keeps a sequence of calls as close together as the server allows.
+sub redis_connect {
+    my %a    = @_;
+    my $port = $a{port} // redis_port();
     my $sock = IO::Socket::INET->new(
         PeerAddr => '127.0.0.1',
         PeerPort => $port,
         Timeout  => 5
     ) or die "redis: cannot connect to $port: $!";
     binmode $sock;
-    my $cmd = '*' . scalar(@args) . "\r\n";
-    $cmd .= '$' . length($_) . "\r\n$_\r\n" for @args;
-    print $sock $cmd;
-    my $reply = _read_reply($sock);
-    close $sock;
-    return $reply;
+    my $call = sub {
+        my @args = @_;
+        my $cmd = '*' . scalar(@args) . "\r\n";
+        $cmd .= '$' . length($_) . "\r\n$_\r\n" for @args;
+        print $sock $cmd;
+        return _read_reply($sock);
+    };
+    $call->('AUTH', $a{password}) if defined $a{password};
+    return $call;
+}
+
+# redis(qw(ZCARD key)) -> the reply, on a connection of its own; dies on an
+# error reply. redis({ port => P }, ...) talks to another server.
+sub redis {
+    my @args = @_;
+    my %to = @args && ref $args[0] eq 'HASH' ? %{ shift @args } : ();
+    return redis_connect(%to)->(@args);
 }
 
 sub _b64 { my $s = encode_base64($_[0], ''); return $s }
@@ -118,17 +130,20 @@ sub server_url {
     return "http://$hp";
 }
 
-# http_get($path, %headers) -> HTTP::Tiny response (headers lower-cased)
+# http_get($path, %headers) -> HTTP::Tiny response (headers lower-cased);
+# a path on the main server, or a whole URL.
 sub http_get {
-    my ($path, %h) = @_;
+    my ($where, %h) = @_;
     my $ua = HTTP::Tiny->new(timeout => 10, max_redirect => 0);
-    return $ua->get(server_url() . $path, { headers => \%h });
+    return $ua->get($where =~ m{^https?://} ? $where : server_url() . $where,
+        { headers => \%h });
 }
 
 # workers(W, sub { my ($w) = @_; ...; return \%counts }) -> a collector:
 # forks W processes, each running the sub (worker number 0 .. W-1) and
 # sending back its counts; the collector waits for them all and returns the
-# counts added up (a key named "max" keeps the largest value instead).
+# counts added up (a key that begins with "max" keeps the largest value
+# instead, one that begins with "min" the smallest).
 sub workers {
     my ($n, $body) = @_;
     my @pipes;
@@ -154,8 +169,11 @@ sub workers {
             chomp $line;
             for (split /,/, $line) {
                 my ($k, $c) = split /=/;
-                if ($k eq 'max') {
-                    $total{max} = $c if !defined $total{max} || $c > $total{max};
+                if ($k =~ /^max/) {
+                    $total{$k} = $c if !defined $total{$k} || $c > $total{$k};
+                }
+                elsif ($k =~ /^min/) {
+                    $total{$k} = $c if !defined $total{$k} || $c < $total{$k};
                 }
                 else {
                     $total{$k} += $c;
@@ -189,18 +207,25 @@ sub burst {
 
 # load($url, workers => W, seconds => S, keep_alive => 0|1) -> a collector
 # of { "status:X-SL-Result" => count, max => slowest seconds }: W processes
-# request $url for S seconds, each request from a fresh client address,
-# while the caller does something to the server or the store meanwhile.
+# request $url, each request from a fresh client address, while the caller
+# does something to the server or the store meanwhile; calling the
+# collector stops them (each finishes its request in flight) and adds up
+# their counts. S bounds the load should the caller never call it.
 sub load {
     my ($url, %a) = @_;
     my $secs = $a{seconds};
     my $keep = $a{keep_alive} // 1;
-    return workers($a{workers}, sub {
+    # Closed by the caller to stop the load: then it reads as end of file.
+    pipe(my $stop_r, my $stop_w) or die "pipe: $!";
+    my $collect = workers($a{workers}, sub {
+        close $stop_w;
         my $ua = HTTP::Tiny->new(timeout => 10, keep_alive => $keep);
         my %count;
         my $max = 0;
         my $end = time + $secs;
-        while (time < $end) {
+        my $bits = '';
+        vec($bits, fileno($stop_r), 1) = 1;
+        while (time < $end && !select(my $r = $bits, undef, undef, 0)) {
             my $t0  = time;
             my $res = $ua->get($url, { headers => { 'X-Forwarded-For' => fresh_ip() } });
             my $t   = time - $t0;
@@ -210,6 +235,11 @@ sub load {
         $count{max} = $max;
         return \%count;
     });
+    close $stop_r;
+    return sub {
+        close $stop_w;
+        return $collect->();
+    };
 }
 
 1;
