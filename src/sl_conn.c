@@ -26,22 +26,12 @@ static apr_status_t sl_setup_command(sl_transport_t *t, apr_status_t fail_rv,
                                      const char *what, const char *fmt, ...)
 {
     redisReply *reply = NULL;
-    char *cmd = NULL;
     apr_status_t rv;
     va_list ap;
-    int len;
 
     va_start(ap, fmt);
-    len = redisvFormatCommand(&cmd, fmt, ap);
+    rv = sl_transport_vcommand(t, &reply, fmt, ap);
     va_end(ap);
-    if (len < 0) {
-        return APR_ENOMEM;
-    }
-    rv = sl_transport_send(t, cmd, (apr_size_t) len);
-    free(cmd);
-    if (rv == APR_SUCCESS) {
-        rv = sl_transport_reply(t, &reply);
-    }
     if (rv != APR_SUCCESS) {
         apr_snprintf(sl_conn_why, sizeof(sl_conn_why), "%s: %s", what,
                      sl_transport_error(t));

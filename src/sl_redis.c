@@ -672,9 +672,18 @@ static int sl_way_next(sl_way_t *w, int cls, const redisReply *reply,
 /* The way's call through the store, rerouted, redirected and retried as
  * its replies ask: APR_SUCCESS with the script's *reply, else the failure
  * with *err. */
-static apr_status_t sl_way_run(sl_way_t *w, redisReply **reply,
+static apr_status_t sl_way_run(sl_redis_t *rs, apr_pool_t *p,
+                               const sl_budget_t *budgets, const char *buf,
+                               apr_size_t len, redisReply **reply,
                                const char **err, int *trips)
 {
+    sl_way_t way = {.rs = rs,
+                    .p = p,
+                    .slot = sl_key_slot(budgets[0].key, budgets[0].key_len),
+                    .cluster = rs->topo.slots != NULL,
+                    .buf = buf,
+                    .len = len};
+    sl_way_t *w = &way;
     apr_status_t rv = APR_EGENERAL;
     int attempt;
 
@@ -727,15 +736,12 @@ apr_status_t sl_redis_decide(sl_redis_t *rs, apr_pool_t *p,
                              const char *member, apr_size_t member_len,
                              sl_decision_t *d, const char **err, int *trips)
 {
-    sl_way_t w = {.rs = rs,
-                  .p = p,
-                  .slot = sl_key_slot(budgets[0].key, budgets[0].key_len),
-                  .cluster = rs->topo.slots != NULL};
     redisReply *reply = NULL;
-    apr_status_t rv;
+    apr_size_t len;
+    const char *buf =
+        sl_decide_command(rs, p, budgets, n, member, member_len, &len);
+    apr_status_t rv = sl_way_run(rs, p, budgets, buf, len, &reply, err, trips);
 
-    w.buf = sl_decide_command(rs, p, budgets, n, member, member_len, &w.len);
-    rv = sl_way_run(&w, &reply, err, trips);
     if (rv == APR_SUCCESS) {
         *err = sl_reply_decision(p, reply, n, d);
         rv = *err ? APR_EGENERAL : APR_SUCCESS;
@@ -749,16 +755,13 @@ apr_status_t sl_redis_refund(sl_redis_t *rs, apr_pool_t *p,
                              const char *member, apr_size_t member_len,
                              apr_time_t at, const char **err)
 {
-    sl_way_t w = {.rs = rs,
-                  .p = p,
-                  .slot = sl_key_slot(budgets[0].key, budgets[0].key_len),
-                  .cluster = rs->topo.slots != NULL};
     redisReply *reply = NULL;
-    apr_status_t rv;
+    apr_size_t len;
+    const char *buf =
+        sl_refund_command(p, budgets, n, member, member_len, at, &len);
     int trips;
+    apr_status_t rv = sl_way_run(rs, p, budgets, buf, len, &reply, err, &trips);
 
-    w.buf = sl_refund_command(p, budgets, n, member, member_len, at, &w.len);
-    rv = sl_way_run(&w, &reply, err, &trips);
     if (reply) {
         freeReplyObject(reply);
     }

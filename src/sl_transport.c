@@ -575,24 +575,33 @@ apr_status_t sl_transport_reply(sl_transport_t *t, redisReply **reply)
     }
 }
 
-apr_status_t sl_transport_command(sl_transport_t *t, redisReply **reply,
-                                  const char *fmt, ...)
+apr_status_t sl_transport_vcommand(sl_transport_t *t, redisReply **reply,
+                                   const char *fmt, va_list ap)
 {
     char *cmd = NULL;
-    va_list ap;
     int len;
     apr_status_t rv;
 
     *reply = NULL;
-    va_start(ap, fmt);
     len = redisvFormatCommand(&cmd, fmt, ap);
-    va_end(ap);
     if (len < 0) {
         return sl_fail(t, APR_ENOMEM, "cannot format a command");
     }
     rv = sl_transport_send(t, cmd, (apr_size_t) len);
     free(cmd);
     return rv == APR_SUCCESS ? sl_transport_reply(t, reply) : rv;
+}
+
+apr_status_t sl_transport_command(sl_transport_t *t, redisReply **reply,
+                                  const char *fmt, ...)
+{
+    apr_status_t rv;
+    va_list ap;
+
+    va_start(ap, fmt);
+    rv = sl_transport_vcommand(t, reply, fmt, ap);
+    va_end(ap);
+    return rv;
 }
 
 const char *sl_transport_error(const sl_transport_t *t)

@@ -11,6 +11,8 @@
 #ifndef SL_TRANSPORT_H
 #define SL_TRANSPORT_H
 
+#include <stdarg.h>
+
 #include <apr_pools.h>
 #include <apr_time.h>
 
@@ -55,6 +57,8 @@ apr_status_t sl_transport_reply(sl_transport_t *t, redisReply **reply);
 /* Formats, sends and reads one command (connection setup, Sentinel). */
 apr_status_t sl_transport_command(sl_transport_t *t, redisReply **reply,
                                   const char *fmt, ...);
+apr_status_t sl_transport_vcommand(sl_transport_t *t, redisReply **reply,
+                                   const char *fmt, va_list ap);
 
 /* Why the last call failed. */
 const char *sl_transport_error(const sl_transport_t *t);
