@@ -183,7 +183,7 @@ static const char *sl_args(apr_pool_t *p, int argc, char *const argv[])
 /* A name is one budget wherever it is used, so every use must define the
  * same limit: otherwise two sections would read one store key with
  * different quotas, and whichever ran last would decide. The algorithm is
- * compared as it applies (sl_check_algorithms). The state lives in the
+ * compared as it applies (sl_algorithms_agree). The state lives in the
  * configuration pool, so each read of the configuration starts empty. */
 typedef struct sl_named_state {
     apr_hash_t *first; /* name -> the first sl_limit_t with that name */
@@ -213,7 +213,7 @@ static sl_named_state_t *sl_named_state(apr_pool_t *p)
     return st;
 }
 
-static const char *sl_check_named(cmd_parms *cmd, const sl_limit_t *l)
+static const char *sl_named_agree(cmd_parms *cmd, const sl_limit_t *l)
 {
     sl_named_state_t *st = sl_named_state(cmd->pool);
     const sl_limit_t *o = apr_hash_get(st->first, l->name, APR_HASH_KEY_STRING);
@@ -275,7 +275,7 @@ static const char *sl_place(apr_pool_t *p, const ap_directive_t *d)
  * two budgets (the algorithm is part of the store key). Checked after
  * every SlidingLimit with a name and every SlidingLimitAlgorithm, as
  * either can come last: the last one read that splits a name is refused. */
-static const char *sl_check_algorithms(cmd_parms *cmd)
+static const char *sl_algorithms_agree(cmd_parms *cmd)
 {
     sl_named_state_t *st = sl_named_state(cmd->pool);
     apr_hash_index_t *hi;
@@ -364,8 +364,8 @@ static const char *sl_cmd_limit(cmd_parms *cmd, void *dconf, int argc,
     if (l->named && cmd->pool == cmd->temp_pool) {
         sl_limit_scope(cmd->pool, l, sl_section(cmd));
     }
-    else if (l->named && ((err = sl_check_named(cmd, l)) ||
-                          (err = sl_check_algorithms(cmd)))) {
+    else if (l->named && ((err = sl_named_agree(cmd, l)) ||
+                          (err = sl_algorithms_agree(cmd)))) {
         return sl_err(cmd, err);
     }
     APR_ARRAY_PUSH(dc->limits, sl_limit_t *) = l;
@@ -485,7 +485,7 @@ static const char *sl_cmd_algorithm(cmd_parms *cmd, void *dconf,
     /* The section whose default this is (NULL: the main server). */
     *section = cmd->directive ? cmd->directive->parent : NULL;
     apr_hash_set(st->algs, section, sizeof(*section), dc);
-    return (err = sl_check_algorithms(cmd)) ? sl_err(cmd, err) : NULL;
+    return (err = sl_algorithms_agree(cmd)) ? sl_err(cmd, err) : NULL;
 }
 
 static const char *sl_cmd_fail_mode(cmd_parms *cmd, void *dconf,

@@ -104,9 +104,9 @@ static apr_status_t sl_ask(const sl_sentinel_t *s, const sl_hostport_t *hp,
 }
 
 /* Whether host:port says it is the master. */
-static apr_status_t sl_check_role(const sl_sentinel_t *s, const char *host,
-                                  int port, apr_time_t deadline, char *why,
-                                  apr_size_t whylen)
+static apr_status_t sl_master_role(const sl_sentinel_t *s, const char *host,
+                                   int port, apr_time_t deadline, char *why,
+                                   apr_size_t whylen)
 {
     sl_transport_t *t;
     redisReply *r = NULL;
@@ -160,7 +160,7 @@ apr_status_t sl_sentinel_master(sl_sentinel_t *s, apr_time_t deadline,
 
         rv = sl_ask(s, hp, deadline, host, hostlen, port, why, sizeof(why));
         if (rv == APR_SUCCESS) {
-            rv = sl_check_role(s, host, *port, deadline, why, sizeof(why));
+            rv = sl_master_role(s, host, *port, deadline, why, sizeof(why));
             if (rv == APR_SUCCESS) {
                 s->first = k;
                 return APR_SUCCESS;
