@@ -151,7 +151,7 @@ apr_status_t sl_store_decide(sl_store_t *st, request_rec *r, sl_proc_t *proc,
         rv = sl_shm_decide(proc->shm, r->pool, budgets, n, start, d);
         if (rv != APR_SUCCESS) {
             /* sl_shm_decide logs each change of its state once (full,
-             * superseded by a restart, emptied): not once per request. */
+             * emptied): not once per request. */
             ap_log_rerror(APLOG_MARK, APLOG_DEBUG, rv, r,
                           "mod_slidinglimit: the shared memory store did not "
                           "decide; applying the fail mode");
