@@ -42,18 +42,9 @@ sub cnode { my $port = shift; return redis({ port => $port }, @_) }
 # connection (a slot being imported answers only so).
 sub cnode_asking {
     my ($port, @args) = @_;
-    my $sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port,
-        Timeout => 5) or die "redis: cannot connect to $port: $!";
-    binmode $sock;
-    for my $cmd (['ASKING'], \@args) {
-        my $out = '*' . scalar(@$cmd) . "\r\n";
-        $out .= '$' . length($_) . "\r\n$_\r\n" for @$cmd;
-        print $sock $out;
-    }
-    SL::Test::_read_reply($sock);
-    my $reply = SL::Test::_read_reply($sock);
-    close $sock;
-    return $reply;
+    my $c = SL::Test::redis_connect(port => $port);
+    $c->('ASKING');
+    return $c->(@args);
 }
 
 sub node_ok {

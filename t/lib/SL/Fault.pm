@@ -22,23 +22,9 @@ sub fault_port { $ENV{SL_TEST_FAULT_REDIS_PORT} or die "SL_TEST_FAULT_REDIS_PORT
 
 # fault_redis(qw(CLIENT LIST)): the reply, after AUTH; dies when it is down.
 sub fault_redis {
-    my @args = @_;
-    my $sock = IO::Socket::INET->new(
-        PeerAddr => '127.0.0.1',
-        PeerPort => fault_port(),
-        Timeout  => 2
-    ) or die "fault redis: cannot connect: $!";
-    binmode $sock;
-    my $out = '';
-    for my $cmd ([ 'AUTH', $ENV{SL_TEST_FAULT_REDIS_PASSWORD} ], \@args) {
-        $out .= '*' . scalar(@$cmd) . "\r\n";
-        $out .= '$' . length($_) . "\r\n$_\r\n" for @$cmd;
-    }
-    print $sock $out;
-    SL::Test::_read_reply($sock);
-    my $reply = SL::Test::_read_reply($sock);
-    close $sock;
-    return $reply;
+    my $c = SL::Test::redis_connect(port => fault_port(),
+        password => $ENV{SL_TEST_FAULT_REDIS_PASSWORD});
+    return $c->(@_);
 }
 
 sub fault_pid {
