@@ -1,5 +1,6 @@
 # Redis forgets the script (SCRIPT FLUSH, restart): the module loads it again
 # and the next requests are still limited correctly.
+# Runs under each MPM: the reload after NOSCRIPT, pipelined or direct.
 use strict;
 use warnings;
 

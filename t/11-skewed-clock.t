@@ -10,7 +10,7 @@ use HTTP::Date qw(str2time);
 use POSIX qw(ceil);
 use Time::HiRes qw(time);
 use SL::Test;
-use SL::Httpd qw(burst_split);
+use SL::Httpd;
 use SL::Algo;
 
 plan skip_all => 'libfaketime is not installed (Debian package faketime)'
@@ -28,7 +28,7 @@ my @urls = (server_url(), $ahead->url, $behind->url);
 for ([ $ahead, 37 * 60 ], [ $behind, -37 * 60 ]) {
     my ($h, $shift) = @$_;
     my $before = time;
-    my $res = HTTP::Tiny->new->get($h->url . '/alg/a-only/', { headers => { 'X-Forwarded-For' => fresh_ip() } });
+    my $res = http_get($h->url . '/alg/a-only/', 'X-Forwarded-For' => fresh_ip());
     my $after = time;
     my $date = str2time($res->{headers}{date}) // 0;
     ok($date >= int($before) + $shift && $date <= $after + $shift,
@@ -40,7 +40,7 @@ my $N = 20;
 for my $alg (qw(log gcra counter)) {
     my $ip = fresh_ip();
     my $t0 = store_now();
-    my ($all) = burst_split([ map {"$_/alg/$alg/"} @urls ],
+    my ($all) = burst([ map {"$_/alg/$alg/"} @urls ],
         total => 240, workers => 12, headers => { 'X-Forwarded-For' => $ip });
     my $t1 = store_now();
     my $ok = $all->{200} // 0;
@@ -80,13 +80,13 @@ for my $alg (qw(log gcra counter)) {
 # store time, rounded up, and X-RateLimit-Reset is E rounded up, the same
 # for all three.
 my $ip = fresh_ip();
-http_get_url("$urls[0]/alg/a-only/", $ip) for 1 .. 3;
+http_get("$urls[0]/alg/a-only/", 'X-Forwarded-For' => $ip) for 1 .. 3;
 my $key = sl_key(ip => $ip, policy => 'two-a', alg => 'l');
 my $E = redis('ZRANGE', $key, 0, 0, 'WITHSCORES')->[1] + 600e6;
 my (@st, @ra, @reset, @range);
 for my $u (@urls) {
     my $t0 = store_now();
-    my $res = http_get_url("$u/alg/a-only/", $ip);
+    my $res = http_get("$u/alg/a-only/", 'X-Forwarded-For' => $ip);
     my $t1 = store_now();
     push @st, $res->{status};
     push @ra, $res->{headers}{'retry-after'} // -1;
@@ -101,8 +101,3 @@ ok(!grep({ $ra[$_] < $range[$_][0] || $ra[$_] > $range[$_][1] } 0 .. 2),
 my $want = ceil($E / 1e6);
 ok t_cmp("@reset", "$want $want $want", 'and the same X-RateLimit-Reset, the expiry in store time');
 ok t_cmp(redis('ZCARD', $key), 3, 'the refusals consumed nothing');
-
-sub http_get_url {
-    my ($url, $ip) = @_;
-    return HTTP::Tiny->new(timeout => 10)->get($url, { headers => { 'X-Forwarded-For' => $ip } });
-}

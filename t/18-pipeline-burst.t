@@ -10,12 +10,12 @@
 # reaches the module, so in each child one thread's EVALSHA waits in Redis
 # and the others queue behind it; once Redis answers, each child's queue
 # goes out in one round trip.
+# Runs under each MPM: shared round trips under threads, none under prefork.
 use strict;
 use warnings;
 
 use Apache::Test qw(-withtestmore);
 use Apache::TestUtil;
-use HTTP::Tiny;
 use Time::HiRes qw(sleep time);
 use SL::Test;
 use SL::Wire;
@@ -98,7 +98,7 @@ my $K = 16;
 # scoreboard, 'W': past reading, before the answer is written), this one
 # included.
 sub busy_workers {
-    my $res = HTTP::Tiny->new(timeout => 10)->get(server_url() . '/server-status?auto');
+    my $res = http_get('/server-status?auto');
     return 0 unless $res->{success};
     my ($board) = $res->{content} =~ /^Scoreboard: (\S+)$/m;
     return defined $board ? $board =~ tr/W// : 0;
@@ -118,9 +118,8 @@ my ($pgot, $pd) = measured(sub {
     ok t_cmp(redis('CLIENT', 'PAUSE', $pause_ms, 'WRITE'), 'OK',
         'Redis holds its answers to writes');
     my $t0 = time;
-    my $url = server_url('sl_pipe') . '/pipe/wide/';
     my $collect = workers($K, sub {
-        my $res = HTTP::Tiny->new(timeout => 60)->get($url);
+        my $res = http_get({ vhost => 'sl_pipe', timeout => 60 }, '/pipe/wide/');
         return { $res->{status} => 1 };
     });
     # Every request in a worker thread, then a moment for the last of them

@@ -11,8 +11,6 @@ use SL::Keys;
 
 plan tests => 28;
 
-sub get { local $_; req('GET', @_) }
-
 # An address outside 10.99.0.0/16 (the exempt network below).
 my $n = 0;
 sub outside_ip { $n++; sprintf('172.16.%d.%d', $$ % 250 + 1, ($n + int(rand(200))) % 250 + 1) }
@@ -20,18 +18,18 @@ sub outside_ip { $n++; sprintf('172.16.%d.%d', $$ % 250 + 1, ($n + int(rand(200)
 # Users: the module runs in fixups, after authentication, so r->user is set.
 {
     my $ip = fresh_ip();
-    my @a = map { get('/keys/users/', 'X-Forwarded-For' => $ip,
+    my @a = map { http_get('/keys/users/', 'X-Forwarded-For' => $ip,
             Authorization => basic('alice', 'alice-pw'))->{status} } 1 .. 4;
     is("@a", '200 200 200 429', 'users: alice (bcrypt) has 3');
-    is(redis('ZCARD', key_of(identity => sl_identity('user', 'alice'),
+    is(redis('ZCARD', sl_key(identity => sl_identity('user', 'alice'),
         policy => 'keys-users')), 3, 'users: her budget is the hashed user name');
-    my $res = get('/keys/users/', 'X-Forwarded-For' => $ip,
+    my $res = http_get('/keys/users/', 'X-Forwarded-For' => $ip,
         Authorization => basic('bob', 'bob-pw'));
     is($res->{status}, 200, 'users: bob (apr1), same address, has his own budget');
     is($res->{headers}{'x-ratelimit-remaining'}, 2, '... and it is full');
-    is(get('/keys/users/', 'X-Forwarded-For' => $ip)->{status}, 401,
+    is(http_get('/keys/users/', 'X-Forwarded-For' => $ip)->{status}, 401,
         'users: no credentials, no answer but 401');
-    is(get('/keys/users/', 'X-Forwarded-For' => $ip,
+    is(http_get('/keys/users/', 'X-Forwarded-For' => $ip,
         Authorization => basic('alice', 'nope'))->{status}, 401,
         'users: a wrong password is 401, not 429');
     my $keys = redis('KEYS', 'sltest:*');
@@ -42,47 +40,47 @@ sub outside_ip { $n++; sprintf('172.16.%d.%d', $$ % 250 + 1, ($n + int(rand(200)
 {
     # Anonymous: 2 per address.
     my $ip = outside_ip();
-    my @s = map { get('/keys/tiers/', 'X-Forwarded-For' => $ip)->{status} } 1 .. 3;
+    my @s = map { http_get('/keys/tiers/', 'X-Forwarded-For' => $ip)->{status} } 1 .. 3;
     is("@s", '200 200 429', 'tiers: anonymous address gets 2');
-    is(redis('ZCARD', key_of(identity => sl_identity('ip', $ip),
+    is(redis('ZCARD', sl_key(identity => sl_identity('ip', $ip),
         policy => 'keys-tier-anon')), 2, 'tiers: anonymous budget in Redis');
-    my $res = get('/keys/tiers/', 'X-Forwarded-For' => outside_ip());
+    my $res = http_get('/keys/tiers/', 'X-Forwarded-For' => outside_ip());
     is($res->{headers}{'ratelimit-policy'}, '"keys-tier-anon";q=2;w=60',
         'tiers: anonymous policy announced');
 
     # Users: 4 each, whatever the address.
     @s = map {
-        get('/keys/tiers/', 'X-Forwarded-For' => outside_ip(),
+        http_get('/keys/tiers/', 'X-Forwarded-For' => outside_ip(),
             Authorization => basic('carol', 'carol-pw'))->{status}
     } 1 .. 5;
     is("@s", '200 200 200 200 429', 'tiers: a user gets 4 across addresses');
-    is(redis('ZCARD', key_of(identity => sl_identity('user', 'carol'),
+    is(redis('ZCARD', sl_key(identity => sl_identity('user', 'carol'),
         policy => 'keys-tier-user')), 4, 'tiers: user budget in Redis');
-    is(get('/keys/tiers/', 'X-Forwarded-For' => $ip,
+    is(http_get('/keys/tiers/', 'X-Forwarded-For' => $ip,
         Authorization => basic('bob', 'bob-pw'))->{status}, 200,
         'tiers: a user on a spent anonymous address is not anonymous');
-    is(get('/keys/tiers/', 'X-Forwarded-For' => $ip,
+    is(http_get('/keys/tiers/', 'X-Forwarded-For' => $ip,
         Authorization => basic('bob', 'forged'))->{status}, 401,
         'tiers: forged credentials do not buy the user tier');
 
     # Enterprise keys: 6 per key, whatever the address.
-    my $ekey = key_of(identity => sl_identity('header:x-keys-enterprise', 'ent-alpha'),
+    my $ekey = sl_key(identity => sl_identity('header:x-keys-enterprise', 'ent-alpha'),
         policy => 'keys-tier-enterprise');
     redis('DEL', $ekey);
     @s = map {
-        get('/keys/tiers/', 'X-Forwarded-For' => outside_ip(),
+        http_get('/keys/tiers/', 'X-Forwarded-For' => outside_ip(),
             'X-Keys-Enterprise' => 'ent-alpha')->{status}
     } 1 .. 7;
     is("@s", '200 200 200 200 200 200 429', 'tiers: an enterprise key gets 6');
     is(redis('ZCARD', $ekey), 6, 'tiers: enterprise budget in Redis');
-    $res = get('/keys/tiers/', 'X-Forwarded-For' => outside_ip(),
+    $res = http_get('/keys/tiers/', 'X-Forwarded-For' => outside_ip(),
         'X-Keys-Enterprise' => 'ent-beta');
     is($res->{status}, 200, 'tiers: another enterprise key has its own budget');
     is($res->{headers}{'x-ratelimit-limit'}, 6, '... of 6');
 
     # An unknown key is just anonymous.
     @s = map {
-        get('/keys/tiers/', 'X-Forwarded-For' => $ip,
+        http_get('/keys/tiers/', 'X-Forwarded-For' => $ip,
             'X-Keys-Enterprise' => 'made-up-' . tag())->{status}
     } 1 .. 2;
     is("@s", '429 429', 'tiers: an unknown enterprise key is anonymous (and spent)');
@@ -90,14 +88,14 @@ sub outside_ip { $n++; sprintf('172.16.%d.%d', $$ % 250 + 1, ($n + int(rand(200)
     # The exempt network: no limit, no headers, no store key.
     my $internal = sprintf('10.99.%d.%d', int(rand(250)) + 1, int(rand(250)) + 1);
     my $before = redis('DBSIZE');
-    @s = map { get('/keys/tiers/', 'X-Forwarded-For' => $internal)->{status} } 1 .. 5;
+    @s = map { http_get('/keys/tiers/', 'X-Forwarded-For' => $internal)->{status} } 1 .. 5;
     is("@s", '200 200 200 200 200', 'tiers: 10.99.0.0/16 is exempt');
-    $res = get('/keys/tiers/', 'X-Forwarded-For' => $internal);
+    $res = http_get('/keys/tiers/', 'X-Forwarded-For' => $internal);
     ok(!exists $res->{headers}{'ratelimit-policy'}
           && !exists $res->{headers}{'x-ratelimit-limit'},
         'tiers: an exempt request gets no quota headers');
     is(redis('DBSIZE'), $before, 'tiers: and makes no store key');
-    $res = get('/keys/tiers/', 'X-Forwarded-For' => $internal,
+    $res = http_get('/keys/tiers/', 'X-Forwarded-For' => $internal,
         Authorization => basic('carol', 'carol-pw'));
     is($res->{status}, 200, 'tiers: the exemption comes first, even for a spent user');
     ok(!exists $res->{headers}{'x-ratelimit-limit'}, '... with no headers');
@@ -105,13 +103,13 @@ sub outside_ip { $n++; sprintf('172.16.%d.%d', $$ % 250 + 1, ($n + int(rand(200)
     # The exemption follows mod_remoteip's r->useragent_ip: a client that
     # is not a trusted proxy cannot claim the network by header.
     my $hops = "$internal, $ip";
-    @s = map { get('/keys/tiers/', 'X-Forwarded-For' => $hops)->{status} } 1 .. 2;
+    @s = map { http_get('/keys/tiers/', 'X-Forwarded-For' => $hops)->{status} } 1 .. 2;
     is("@s", '429 429',
         'tiers: "10.99.x, spent address" is the spent address, not exempt');
-    $res = get('/keys/tiers/', 'X-Forwarded-For' => '10.98.0.1');
+    $res = http_get('/keys/tiers/', 'X-Forwarded-For' => '10.98.0.1');
     is($res->{headers}{'x-ratelimit-limit'}, 2, 'tiers: 10.98.0.1 is outside /16');
-    is(get('/keys/tiers/', 'X-Forwarded-For' => '10.99.255.254')->{status}, 200,
+    is(http_get('/keys/tiers/', 'X-Forwarded-For' => '10.99.255.254')->{status}, 200,
         'tiers: 10.99.255.254 is inside /16');
-    is(get('/keys/tiers/', 'X-Forwarded-For' => '10.99.255.254')->{headers}{'x-ratelimit-limit'},
+    is(http_get('/keys/tiers/', 'X-Forwarded-For' => '10.99.255.254')->{headers}{'x-ratelimit-limit'},
         undef, '... and exempt');
 }

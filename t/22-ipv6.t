@@ -11,8 +11,6 @@ use SL::Keys;
 
 plan tests => 21;
 
-sub get { local $_; req('GET', @_) }
-
 # A fresh 2001:db8:XXXX:YYYY::/64 for this run.
 my ($h1, $h2) = (sprintf('%x', ($$ % 0xfff0) + 1), sprintf('%x', int(rand(0xffff))));
 my $net64 = "2001:db8:$h1:$h2";
@@ -20,22 +18,22 @@ my $net64 = "2001:db8:$h1:$h2";
 # /64 (default)
 {
     my @s = (
-        get('/keys/v6/', 'X-Forwarded-For' => "${net64}::1")->{status},
-        get('/keys/v6/', 'X-Forwarded-For' => "$net64:dead:beef:0:2")->{status},
-        get('/keys/v6/', 'X-Forwarded-For' => "$net64:ffff:ffff:ffff:ffff")->{status},
-        get('/keys/v6/', 'X-Forwarded-For' => "${net64}:1234::99")->{status},
+        http_get('/keys/v6/', 'X-Forwarded-For' => "${net64}::1")->{status},
+        http_get('/keys/v6/', 'X-Forwarded-For' => "$net64:dead:beef:0:2")->{status},
+        http_get('/keys/v6/', 'X-Forwarded-For' => "$net64:ffff:ffff:ffff:ffff")->{status},
+        http_get('/keys/v6/', 'X-Forwarded-For' => "${net64}:1234::99")->{status},
     );
     is("@s", '200 200 200 429', 'v6: four addresses of one /64 share 3');
-    my $key = key_of(identity => sl_identity('ip', "$net64\::/64"), policy => 'keys-v6');
+    my $key = sl_key(identity => sl_identity('ip', "$net64\::/64"), policy => 'keys-v6');
     is(redis('ZCARD', $key), 3, 'v6: the budget is the hashed /64');
     my $other = sprintf('2001:db8:%s:%x::1', $h1, (hex($h2) + 1) % 0x10000);
-    is(get('/keys/v6/', 'X-Forwarded-For' => $other)->{status}, 200,
+    is(http_get('/keys/v6/', 'X-Forwarded-For' => $other)->{status}, 200,
         'v6: the neighbouring /64 has its own budget');
-    is(get('/keys/v6/', 'X-Forwarded-For' => uc("${net64}::abcd"))->{status}, 429,
+    is(http_get('/keys/v6/', 'X-Forwarded-For' => uc("${net64}::abcd"))->{status}, 429,
         'v6: upper-case spelling of the same /64 is the same budget');
     my $long = join(':', '2001', '0db8', sprintf('%04s', $h1), sprintf('%04s', $h2),
         0, 0, 0, 7);
-    is(get('/keys/v6/', 'X-Forwarded-For' => $long)->{status}, 429,
+    is(http_get('/keys/v6/', 'X-Forwarded-For' => $long)->{status}, 429,
         'v6: the uncompressed spelling too');
 }
 
@@ -44,17 +42,17 @@ my $net64 = "2001:db8:$h1:$h2";
     my $a = "2001:db8:$h1:1::1";
     my $b = "2001:db8:$h1:ffff::2";
     my $c = "2001:db8:$h1:42:1:2:3:4";
-    my @s = map { get('/keys/v6-48/', 'X-Forwarded-For' => $_)->{status} } $a, $b, $c,
+    my @s = map { http_get('/keys/v6-48/', 'X-Forwarded-For' => $_)->{status} } $a, $b, $c,
         "2001:db8:$h1:abc::5";
     is("@s", '200 200 200 429', 'v6 /48: four /64s of one /48 share 3');
-    my $key = key_of(identity => sl_identity('ip', "2001:db8:$h1\::/48"),
+    my $key = sl_key(identity => sl_identity('ip', "2001:db8:$h1\::/48"),
         policy => 'keys-v6-48');
     is(redis('ZCARD', $key), 3, 'v6 /48: the budget is the hashed /48');
     my $other48 = sprintf('2001:db8:%x::1', (hex($h1) + 1) % 0x10000);
-    is(get('/keys/v6-48/', 'X-Forwarded-For' => $other48)->{status}, 200,
+    is(http_get('/keys/v6-48/', 'X-Forwarded-For' => $other48)->{status}, 200,
         'v6 /48: another /48 has its own budget');
     # The /64 location is not affected by the /48 one.
-    is(get('/keys/v6/', 'X-Forwarded-For' => $a)->{status}, 200,
+    is(http_get('/keys/v6/', 'X-Forwarded-For' => $a)->{status}, 200,
         'v6: the prefix is per location');
 }
 
@@ -63,20 +61,20 @@ my $net64 = "2001:db8:$h1:$h2";
 # get a budget per /64 of its /48.
 {
     my $ip = fresh_ip();
-    my $key = key_of(identity => sl_identity('ip', $ip), policy => 'keys-v6');
+    my $key = sl_key(identity => sl_identity('ip', $ip), policy => 'keys-v6');
     my @s = (
-        get('/keys/v6/', 'X-Forwarded-For' => "64:ff9b::$ip")->{status},
-        get('/keys/v6/', 'X-Forwarded-For' => $ip)->{status},
-        get('/keys/v6/', 'X-Forwarded-For' => "::$ip")->{status},
-        get('/keys/v6/', 'X-Forwarded-For' => "64:ff9b::$ip")->{status},
+        http_get('/keys/v6/', 'X-Forwarded-For' => "64:ff9b::$ip")->{status},
+        http_get('/keys/v6/', 'X-Forwarded-For' => $ip)->{status},
+        http_get('/keys/v6/', 'X-Forwarded-For' => "::$ip")->{status},
+        http_get('/keys/v6/', 'X-Forwarded-For' => "64:ff9b::$ip")->{status},
     );
     is("@s", '200 200 200 429', 'nat64, plain and ipv4-compatible: one budget');
     is(redis('ZCARD', $key), 3, 'nat64: keyed as the IPv4 address');
-    is(get('/keys/v6/', 'X-Forwarded-For' => '64:ff9b::' . fresh_ip())->{status}, 200,
+    is(http_get('/keys/v6/', 'X-Forwarded-For' => '64:ff9b::' . fresh_ip())->{status}, 200,
         'nat64: another IPv4 client behind the translator has its own budget');
     my $v4 = fresh_ip();
     my $six = sprintf('2002:%02x%02x:%02x%02x', split /\./, $v4);
-    @s = map { get('/keys/v6/', 'X-Forwarded-For' => "$six:$_\::1")->{status} }
+    @s = map { http_get('/keys/v6/', 'X-Forwarded-For' => "$six:$_\::1")->{status} }
         qw(1 2 ffff 42);
     is("@s", '200 200 200 429', '6to4: every /64 of the site shares the IPv4 budget');
 }
@@ -84,18 +82,18 @@ my $net64 = "2001:db8:$h1:$h2";
 # IPv4-mapped
 {
     my $ip = fresh_ip();
-    my $key = key_of(identity => sl_identity('ip', $ip), policy => 'keys-v6');
+    my $key = sl_key(identity => sl_identity('ip', $ip), policy => 'keys-v6');
     my @s = (
-        get('/keys/v6/', 'X-Forwarded-For' => $ip)->{status},
-        get('/keys/v6/', 'X-Forwarded-For' => "::ffff:$ip")->{status},
-        get('/keys/v6/', 'X-Forwarded-For' => "::FFFF:$ip")->{status},
-        get('/keys/v6/', 'X-Forwarded-For' => $ip)->{status},
+        http_get('/keys/v6/', 'X-Forwarded-For' => $ip)->{status},
+        http_get('/keys/v6/', 'X-Forwarded-For' => "::ffff:$ip")->{status},
+        http_get('/keys/v6/', 'X-Forwarded-For' => "::FFFF:$ip")->{status},
+        http_get('/keys/v6/', 'X-Forwarded-For' => $ip)->{status},
     );
     is("@s", '200 200 200 429', 'v4-mapped: the same budget as plain IPv4');
     is(redis('ZCARD', $key), 3, 'v4-mapped: keyed as the IPv4 address');
     # Not masked to /64 with the mapped prefix: another IPv4 address stays apart.
     my $ip2 = fresh_ip();
-    is(get('/keys/v6/', 'X-Forwarded-For' => "::ffff:$ip2")->{status}, 200,
+    is(http_get('/keys/v6/', 'X-Forwarded-For' => "::ffff:$ip2")->{status}, 200,
         'v4-mapped: another IPv4 address has its own budget');
 }
 
@@ -111,7 +109,7 @@ my $net64 = "2001:db8:$h1:$h2";
 # Garbage in X-Forwarded-For is mod_remoteip's business: the peer address
 # stays the client.
 {
-    my $res = get('/keys/v6/', 'X-Forwarded-For' => 'not-an-address');
+    my $res = http_get('/keys/v6/', 'X-Forwarded-For' => 'not-an-address');
     ok($res->{status} == 200 || $res->{status} == 429 || $res->{status} == 400,
         "garbage X-Forwarded-For answered sanely ($res->{status})");
     isnt($res->{status}, 500, '... never 500');

@@ -11,8 +11,6 @@ use Apache::TestUtil;
 use SL::Test;
 use SL::Keys;
 
-sub get { local $_; req('GET', @_) }
-
 # Sends one request with X-Keys-Hostile: $value, raw bytes.
 sub hostile {
     my ($value) = @_;
@@ -21,7 +19,7 @@ sub hostile {
 }
 
 sub key_for {
-    key_of(identity => sl_identity('header:x-keys-hostile', $_[0]),
+    sl_key(identity => sl_identity('header:x-keys-hostile', $_[0]),
         policy => 'keys-hostile');
 }
 
@@ -37,26 +35,23 @@ my @accepted = (
     [ 'Redis protocol', "\$3 DEL *1 $u FLUSHALL" ],
     [ 'non-UTF-8 bytes', "\xff\xfe\xc0\xaf$u\x80" ],
     [ 'tab inside', "a\tb$u" ],
+    # Two values that differ only after 8000 bytes: two budgets (a cap on
+    # the hashed length, as an earlier 1024 bytes, would merge them and
+    # refuse the second value's first requests).
     [ '8 KB value', $big ],
     [ '8 KB value, other tail', ('A' x 8000) . "$u-other" ],
 );
 
-plan tests => 4 * @accepted + 13;
+plan tests => 2 * @accepted + 12;
 
+# (The key shape is checked on what the store holds, below: key_for is the
+# test's own computation, and its shape says nothing about the module.)
 for my $case (@accepted) {
     my ($name, $v) = @$case;
     my @s = map { hostile($v) } 1 .. 3;
     is("@s", '200 200 429', "$name: its own budget of 2");
-    my $key = key_for($v);
-    ok(shape_ok($key), "$name: fixed key shape ($key)");
-    is(redis('ZCARD', $key), 2, "$name: the budget in Redis is the hash of the whole value");
-    is(redis('PING'), 'PONG', "$name: Redis is fine");
+    is(redis('ZCARD', key_for($v)), 2, "$name: the budget in Redis is the hash of the whole value");
 }
-
-# The two 8 KB values differ only after 8000 bytes: not one budget (the
-# earlier prefix cap of 1024 bytes would have merged them).
-isnt(key_for($big), key_for(('A' x 8000) . "$u-other"),
-    '8 KB values differing at the end have different keys');
 
 # Bytes httpd itself refuses (400) before any module runs: never a 500.
 my @refused = (
@@ -103,7 +98,7 @@ for my $case (@refused) {
 # The server is still up and limiting.
 {
     my $ip = fresh_ip();
-    my $res = get('/keys/ip/', 'X-Forwarded-For' => $ip);
+    my $res = http_get('/keys/ip/', 'X-Forwarded-For' => $ip);
     is($res->{status}, 200, 'server still answers');
     is($res->{headers}{'x-ratelimit-remaining'}, 2, '... and still limits');
 }

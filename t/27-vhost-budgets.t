@@ -8,7 +8,6 @@ use Apache::Test qw(-withtestmore);
 use SL::Test;
 use SL::Keys;
 use SL::Httpd;
-use IO::Socket::INET;
 
 plan tests => 7;
 
@@ -18,13 +17,8 @@ my $two = SL::Httpd->start(conf => ['vhosts.inc'], name => 'vh-two');
 # HTTP::Tiny will not send a Host header of our choosing.
 sub get {
     my ($server, $host, %h) = @_;
-    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
-        PeerPort => $server->{port}, Timeout => 10) or die "connect: $!";
-    print $s "GET /basic/ HTTP/1.0\r\nHost: $host\r\n",
-      (map {"$_: $h{$_}\r\n"} sort keys %h), "\r\n";
-    my $line = <$s> // '';
-    close $s;
-    return $line =~ m{^HTTP/1\.\d (\d{3})} ? $1 : 0;
+    return raw_request("GET /basic/ HTTP/1.0\r\nHost: $host\r\n"
+          . join('', map {"$_: $h{$_}\r\n"} sort keys %h) . "\r\n", $server->url);
 }
 
 {

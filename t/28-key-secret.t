@@ -6,31 +6,28 @@ use strict;
 use warnings;
 
 use Apache::Test qw(-withtestmore);
-use HTTP::Tiny;
 use SL::Test;
 use SL::Keys;
 use File::Temp qw(tempdir);
 
-plan tests => 14;
+plan tests => 12;
 
 my $conf = top_dir() . '/t/conf';
 
 sub get {
     my ($vhost, $ip) = @_;
-    my $ua = HTTP::Tiny->new(timeout => 10, max_redirect => 0);
-    return $ua->get(server_url($vhost) . '/keys/secret/',
-        { headers => { 'X-Forwarded-For' => $ip } })->{status};
+    return http_get({ vhost => $vhost }, '/keys/secret/', 'X-Forwarded-For' => $ip)->{status};
 }
 
 my $ip = fresh_ip();
-my $ka = key_of(identity => keyed_identity("$conf/keysecret-a", 'ip', $ip),
+my $ka = sl_key(identity => keyed_identity("$conf/keysecret-a", 'ip', $ip),
     policy => 'keys-secret');
-my $kb = key_of(identity => keyed_identity("$conf/keysecret-b", 'ip', $ip),
+my $kb = sl_key(identity => keyed_identity("$conf/keysecret-b", 'ip', $ip),
     policy => 'keys-secret');
-my $plain = key_of(identity => sl_identity('ip', $ip), policy => 'keys-secret');
+my $plain = sl_key(identity => sl_identity('ip', $ip), policy => 'keys-secret');
 
-ok(shape_ok($ka) && shape_ok($kb), 'keyed keys keep the shape');
-isnt($ka, $kb, 'another secret, another key');
+# (Whether $ka and $kb differ, or keep the key shape, is the test's own
+# computation: what the store holds under them is checked below.)
 
 is(get('sl_secret_a', $ip), 200, 'secret a: admitted');
 is(redis('ZCARD', $ka), 1, 'secret a: counted under the keyed identity');

@@ -5,6 +5,7 @@
 # stopped server refuses connections at once, so nothing waits for a
 # timeout there either, and a slow answer on a loaded host is never taken
 # for the outage.
+# Runs under each MPM: the failure path, pipelined or direct.
 use strict;
 use warnings;
 
@@ -27,7 +28,7 @@ my $up0   = () = error_log_lines($up_re);
 # Paths unique to this run: the access log outlives a run of the suite.
 my $tag = sprintf '%d-%d', $$, time;
 my $ip = fresh_ip();
-my $res = vhost_get('sl_fault_patient', '/f/open/a', 'X-Forwarded-For' => $ip);
+my $res = http_get({ vhost => 'sl_fault_patient' }, '/f/open/a', 'X-Forwarded-For' => $ip);
 ok t_cmp($res->{status}, 200, 'store up: admitted');
 ok t_cmp($res->{headers}{'x-sl-result'}, 'allowed', 'store up: allowed');
 
@@ -38,7 +39,7 @@ fault_stop();
 my $id = test_id('stop');
 my (@st, @rs);
 for my $k (1 .. 6) {
-    my $r = vhost_get('sl_fault_patient', '/f/nofb/x', 'X-Forwarded-For' => $ip,
+    my $r = http_get({ vhost => 'sl_fault_patient' }, '/f/nofb/x', 'X-Forwarded-For' => $ip,
         'X-Test-Id' => "$id.$k");
     push @st, $r->{status};
     push @rs, $r->{headers}{'x-sl-result'} // '';
@@ -52,7 +53,7 @@ ok($max < 1, "each request under 1 s (the connect timeout) while the store is do
 my $ip2 = fresh_ip();
 @st = @rs = ();
 for (1 .. 5) {
-    my $r = vhost_get('sl_fault_patient', "/f/open/y$tag", 'X-Forwarded-For' => $ip2);
+    my $r = http_get({ vhost => 'sl_fault_patient' }, "/f/open/y$tag", 'X-Forwarded-For' => $ip2);
     push @st, $r->{status};
     push @rs, $r->{headers}{'x-sl-result'} // '';
 }
@@ -73,7 +74,7 @@ ok t_cmp(access_lines(qr{ 429 /f/open/y$tag sl=denied }, 2), 2,
     'the refused ones are logged as denied');
 
 # Fail closed: 503, Retry-After, the JSON shape with SERVICE_UNAVAILABLE.
-my $r = vhost_get('sl_fault_patient', "/f/closed/z$tag", 'X-Forwarded-For' => fresh_ip(),
+my $r = http_get({ vhost => 'sl_fault_patient' }, "/f/closed/z$tag", 'X-Forwarded-For' => fresh_ip(),
     'X-Test-Id' => "$id.7");
 my ($t) = took($id, 7);
 ok t_cmp($r->{status}, 503, 'fail-closed: 503');
@@ -89,7 +90,7 @@ ok t_cmp(access_lines(qr{ 503 /f/closed/z$tag sl=failed-closed }, 1), 1,
 
 # A few seconds of outage: still one line in the error log.
 for (1 .. 10) {
-    vhost_get('sl_fault_patient', '/f/wide/w', 'X-Forwarded-For' => fresh_ip());
+    http_get({ vhost => 'sl_fault_patient' }, '/f/wide/w', 'X-Forwarded-For' => fresh_ip());
     sleep 0.2;
 }
 my $down1 = () = error_log_lines($down_re);
@@ -99,7 +100,7 @@ ok t_cmp($down1 - $down0, 1, 'one error log line for the outage');
 fault_start();
 my $t0 = time;
 my $back = wait_until(sub {
-    my $x = vhost_get('sl_fault_patient', '/f/wide/w', 'X-Forwarded-For' => fresh_ip());
+    my $x = http_get({ vhost => 'sl_fault_patient' }, '/f/wide/w', 'X-Forwarded-For' => fresh_ip());
     ($x->{headers}{'x-sl-result'} // '') eq 'allowed';
 }, 10);
 my $took = time - $t0;
@@ -108,11 +109,11 @@ my $up1 = () = error_log_lines($up_re);
 ok t_cmp($up1 - $up0, 1, 'one error log line for the recovery');
 
 my $ip3 = fresh_ip();
-@st = map { vhost_get('sl_fault_patient', '/f/open/v', 'X-Forwarded-For' => $ip3)->{status} } 1 .. 4;
+@st = map { http_get({ vhost => 'sl_fault_patient' }, '/f/open/v', 'X-Forwarded-For' => $ip3)->{status} } 1 .. 4;
 ok t_cmp("@st", '200 200 200 429', 'the limit holds from Redis again');
 my $key = sl_key(ip => $ip3, policy => 'fopen', prefix => 'slfault');
 ok t_cmp(fault_redis('ZCARD', $key), 3, 'the admissions are in Redis');
-$r = vhost_get('sl_fault_patient', '/f/closed/v', 'X-Forwarded-For' => fresh_ip());
+$r = http_get({ vhost => 'sl_fault_patient' }, '/f/closed/v', 'X-Forwarded-For' => fresh_ip());
 ok t_cmp($r->{status}, 200, 'fail-closed location admits again');
 ok t_cmp($r->{headers}{'x-sl-result'}, 'allowed', 'as allowed');
 my $down2 = () = error_log_lines($down_re);

@@ -1,6 +1,7 @@
 # The store hangs (SIGSTOP: connections are accepted by the kernel, nothing
 # answers): the command timeout bounds every request, the breaker spares
 # most requests even that, and SIGCONT brings Redis decisions back.
+# Runs under each MPM: the command timeout, pipelined or direct.
 use strict;
 use warnings;
 
@@ -19,7 +20,7 @@ my $down0 = () = error_log_lines(qr/store $store failed \(/);
 # Checks of the store itself on the virtual host with generous timeouts
 # (the same store and breaker): a slow answer on a loaded host is not a
 # hang there.
-my $res = vhost_get('sl_fault_patient', '/f/wide/h', 'X-Forwarded-For' => fresh_ip());
+my $res = http_get({ vhost => 'sl_fault_patient' }, '/f/wide/h', 'X-Forwarded-For' => fresh_ip());
 ok t_cmp($res->{headers}{'x-sl-result'}, 'allowed', 'store up: allowed');
 
 my $m0 = metrics();
@@ -30,7 +31,7 @@ my $ok = eval {
     my $id = test_id('hang');
     $t0 = time;
     for my $k (1 .. 25) {
-        my $r = vhost_get('sl_fault', $k <= 20 ? '/f/wide/h' : '/f/wideclosed/h',
+        my $r = http_get({ vhost => 'sl_fault' }, $k <= 20 ? '/f/wide/h' : '/f/wideclosed/h',
             'X-Forwarded-For' => fresh_ip(), 'X-Test-Id' => "$id.$k");
         $k <= 20
           ? push(@open, "$r->{status}:" . ($r->{headers}{'x-sl-result'} // ''))
@@ -66,12 +67,12 @@ ok t_cmp($d->('slidinglimit_store_errors_total'), $calls, '... and each of them 
 
 my $t = time;
 my $back = wait_until(sub {
-    my $x = vhost_get('sl_fault_patient', '/f/wide/h', 'X-Forwarded-For' => fresh_ip());
+    my $x = http_get({ vhost => 'sl_fault_patient' }, '/f/wide/h', 'X-Forwarded-For' => fresh_ip());
     ($x->{headers}{'x-sl-result'} // '') eq 'allowed';
 }, 10);
 ok($back, sprintf 'Redis decides again %.2f s after SIGCONT', time - $t);
 my $ip = fresh_ip();
-my @st = map { vhost_get('sl_fault_patient', '/f/closed/h', 'X-Forwarded-For' => $ip)->{status} } 1 .. 4;
+my @st = map { http_get({ vhost => 'sl_fault_patient' }, '/f/closed/h', 'X-Forwarded-For' => $ip)->{status} } 1 .. 4;
 ok t_cmp("@st", '200 200 200 429', 'the limit holds from Redis after the hang');
 my $key = sl_key(ip => $ip, policy => 'fclosed', prefix => 'slfault');
 ok t_cmp(fault_redis('ZCARD', $key), 3, 'the admissions are in Redis');

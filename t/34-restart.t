@@ -1,6 +1,7 @@
 # Redis restarted while every child holds pooled connections to it: the
 # stale connections are replaced and the script reloaded without a single
 # request falling back to the fail mode.
+# Runs under each MPM: stale pooled connections, per thread or per child.
 use strict;
 use warnings;
 
@@ -32,7 +33,7 @@ fault_start();
 # Right after the restart: every request decided by Redis (not failed-open).
 my %seen;
 for (1 .. 30) {
-    my $r = vhost_get('sl_fault_patient', '/f/wideclosed/r', 'X-Forwarded-For' => fresh_ip());
+    my $r = http_get({ vhost => 'sl_fault_patient' }, '/f/wideclosed/r', 'X-Forwarded-For' => fresh_ip());
     $seen{"$r->{status}:" . ($r->{headers}{'x-sl-result'} // '')}++;
 }
 ok t_cmp(join(',', sort keys %seen), '200:allowed',

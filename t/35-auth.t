@@ -15,18 +15,18 @@ my $re = qr/mod_slidinglimit: store $store failed \(authentication refused\)/;
 my $before = () = error_log_lines($re);
 
 my @st = map {
-    my $r = vhost_get('sl_badauth', '/f/closed/a', 'X-Forwarded-For' => fresh_ip());
+    my $r = http_get({ vhost => 'sl_badauth' }, '/f/closed/a', 'X-Forwarded-For' => fresh_ip());
     $r->{status};
 } 1 .. 3;
 ok t_cmp("@st", '503 503 503', 'wrong password, fail-closed: 503');
-my $r = vhost_get('sl_badauth', '/f/nofb/a', 'X-Forwarded-For' => fresh_ip());
+my $r = http_get({ vhost => 'sl_badauth' }, '/f/nofb/a', 'X-Forwarded-For' => fresh_ip());
 ok t_cmp("$r->{status} $r->{headers}{'x-sl-result'}", '200 failed-open',
     'wrong password, fail-open: passes');
 my $after = () = error_log_lines($re);
 ok t_cmp($after - $before, 1, 'one line says the store refused the password');
 
 # The right password on the same redis works meanwhile.
-$r = vhost_get('sl_fault_patient', '/f/closed/a', 'X-Forwarded-For' => fresh_ip());
+$r = http_get({ vhost => 'sl_fault_patient' }, '/f/closed/a', 'X-Forwarded-For' => fresh_ip());
 ok t_cmp("$r->{status} $r->{headers}{'x-sl-result'}", '200 allowed',
     'right password: decided by Redis');
 

@@ -1,6 +1,7 @@
 # A store address that never completes a connection (a listening socket
 # whose backlog is full: the kernel drops further SYNs, as a firewall that
 # drops packets would): the connect timeout bounds the wait.
+# Runs under each MPM: concurrent connects within a child.
 use strict;
 use warnings;
 
@@ -42,7 +43,7 @@ my $n = 0;
 sub get {
     my ($path) = @_;
     $n++;
-    my $res = http_get(server_url('sl_blackhole') . $path,
+    my $res = http_get({ vhost => 'sl_blackhole' }, $path,
         'X-Forwarded-For' => fresh_ip(), 'X-Test-Id' => "$id.$n");
     return ($res, $n);
 }
@@ -54,7 +55,7 @@ sub get {
 # eight.
 my $collect = workers(8, sub {
     my ($w) = @_;
-    my $res = http_get(server_url('sl_blackhole') . '/f/nofb/c',
+    my $res = http_get({ vhost => 'sl_blackhole' }, '/f/nofb/c',
         'X-Forwarded-For' => fresh_ip(), 'X-Test-Id' => "$id." . ($w + 1));
     return { "status$res->{status}" => 1 };
 });

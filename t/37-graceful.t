@@ -1,6 +1,7 @@
 # Graceful restarts (SIGUSR1, as apachectl -k graceful) under load: no
 # request lost or failed, no Redis connection left behind, no shared memory
 # segment added per generation.
+# Runs under each MPM: each MPM restarts its children its own way.
 use strict;
 use warnings;
 
@@ -86,5 +87,5 @@ ok($clients <= @kids * $threads,
 ok(kill(0, $parent), 'httpd survived');
 ok(!grep({ $kids0{$_} } @kids), 'the restarts replaced every child');
 ok t_cmp(shared_maps(), $maps0, 'no shared memory mapping added by the restarts');
-my $r = vhost_get('sl_fault_patient', '/f/wideclosed/g', 'X-Forwarded-For' => fresh_ip());
+my $r = http_get({ vhost => 'sl_fault_patient' }, '/f/wideclosed/g', 'X-Forwarded-For' => fresh_ip());
 ok t_cmp($r->{headers}{'x-sl-result'}, 'allowed', 'the new generation decides with Redis');

@@ -4,6 +4,7 @@
 # request is answered (fail-open), and however many children and requests
 # see the failure, the error log gets one line when the store goes away and
 # one when it returns.
+# Runs under each MPM: one log line however many children and threads.
 use strict;
 use warnings;
 
@@ -50,7 +51,7 @@ my $slow = store_calls_slower($m0, $m1, 1);
 ok t_cmp($slow, 0, 'no store call took a second or more (a timeout)');
 
 ok(wait_until(sub {
-    my $x = vhost_get('sl_fault_patient', '/f/wide/u', 'X-Forwarded-For' => fresh_ip());
+    my $x = http_get({ vhost => 'sl_fault_patient' }, '/f/wide/u', 'X-Forwarded-For' => fresh_ip());
     ($x->{headers}{'x-sl-result'} // '') eq 'allowed';
 }, 10), 'Redis decides again');
 my $down1 = () = error_log_lines($down_re);

@@ -3,6 +3,7 @@
 # batch fail after the command timeout, those queued behind it give up at
 # their deadline without being sent, nobody hangs or crashes, and after
 # SIGCONT the store decides again.
+# Runs under each MPM: a stuck batch and its queue under threads.
 use strict;
 use warnings;
 
@@ -54,11 +55,11 @@ ok t_cmp($slow, 0, 'no store call, its wait in the queue included, took a second
 # The store itself checked on the virtual host with generous timeouts (the
 # same store): a slow answer on a loaded host is not a hang there.
 ok(wait_until(sub {
-    my $x = vhost_get('sl_fault_patient', '/f/wide/p', 'X-Forwarded-For' => fresh_ip());
+    my $x = http_get({ vhost => 'sl_fault_patient' }, '/f/wide/p', 'X-Forwarded-For' => fresh_ip());
     ($x->{headers}{'x-sl-result'} // '') eq 'allowed';
 }, 10), 'Redis decides again after SIGCONT');
 my $ip = fresh_ip();
-my @st = map { vhost_get('sl_fault_patient', '/f/closed/p', 'X-Forwarded-For' => $ip)->{status} } 1 .. 4;
+my @st = map { http_get({ vhost => 'sl_fault_patient' }, '/f/closed/p', 'X-Forwarded-For' => $ip)->{status} } 1 .. 4;
 ok t_cmp("@st", '200 200 200 429', 'the limit holds from Redis after the hang');
 my $crash1 = () = error_log_lines($crash_re);
 ok t_cmp($crash1 - $crash0, 0, 'no child crashed');

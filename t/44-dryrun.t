@@ -39,7 +39,7 @@ ok t_cmp("@results", 'allowed allowed dryrun-denied dryrun-denied dryrun-denied'
 my @rem = map { $_->{remaining} } @{ wire_log($id, 5) };
 ok t_cmp("@rem", '1 0 0 0 0', 'SLIDINGLIMIT_REMAINING logged');
 # HEAD over the limit passes too
-my $res = http_req('HEAD', '/wire/dryrun.html', 'X-Forwarded-For' => $ip);
+my $res = http_get({ method => 'HEAD' }, '/wire/dryrun.html', 'X-Forwarded-For' => $ip);
 ok(($res->{status} == 200 && !defined $res->{headers}{'retry-after'}
         && defined $res->{headers}{ratelimit}),
     'HEAD over the limit passes with the quota headers');

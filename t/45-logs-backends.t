@@ -60,10 +60,10 @@ ok($res->{content} !~ /SLIDINGLIMIT_RESULT=/, '... (no CGI output)');
 # --- HEAD
 $ip = fresh_ip();
 $key = sl_key(ip => $ip, policy => 'wire-head');
-$res = http_req('HEAD', '/wire/head.html', 'X-Forwarded-For' => $ip);
+$res = http_get({ method => 'HEAD' }, '/wire/head.html', 'X-Forwarded-For' => $ip);
 ok t_cmp($res->{status}, 200, 'HEAD admitted');
 ok t_cmp(redis('ZCARD', $key), 1, 'HEAD counts');
-$res = http_req('HEAD', '/wire/head.html', 'X-Forwarded-For' => $ip);
+$res = http_get({ method => 'HEAD' }, '/wire/head.html', 'X-Forwarded-For' => $ip);
 ok t_cmp($res->{status}, 429, 'HEAD refused');
 ok(defined $res->{headers}{ratelimit} && $res->{headers}{'retry-after'} >= 1,
     'HEAD refusal carries RateLimit and Retry-After');

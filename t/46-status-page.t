@@ -3,6 +3,7 @@
 # under prefork, several children decide) and compare the deltas per result
 # and policy with the decisions this test saw. The tests of the suite run
 # one after another, so nothing else moves these counters meanwhile.
+# Runs under each MPM: counters shared by children and threads.
 use strict;
 use warnings;
 

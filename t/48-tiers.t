@@ -6,13 +6,10 @@ use warnings;
 
 use Apache::Test qw(-withtestmore);
 use Apache::TestUtil;
-use MIME::Base64 qw(encode_base64);
 use SL::Test;
-use SL::Wire;
+use SL::Keys;
 
 plan tests => 10;
-
-sub basic { 'Basic ' . encode_base64(join(':', @_), '') }
 
 my $ip = fresh_ip();
 my $anon = sl_key(ip => $ip, policy => 'wire-anonymous');

@@ -10,6 +10,7 @@
 #    one child is refused by every other child without a store call;
 #  - the cache never refuses what the store admits: a concurrent burst
 #    gets exactly the quota.
+# Runs under each MPM: the table shared by children and threads, single flight.
 use strict;
 use warnings;
 
@@ -211,7 +212,7 @@ sub exhaust {
     my $url = $h->url . '/dc/flood-g.html';
     my $id  = "dc-flood-$$-" . time;
     my $status = sub {
-        my $res = HTTP::Tiny->new(timeout => 10)->get($h->url . '/dc-status');
+        my $res = http_get($h->url . '/dc-status');
         my %m = $res->{content} =~ /^(slidinglimit_[a-z_]+(?:\{[^}]*\})?) (\d+)$/mg;
         return \%m;
     };
@@ -289,9 +290,8 @@ sub exhaust {
     # child answers: every child's entry ended by then).
     my $E = $earliest{g}->($key, $N, $W);
     sleep_until($E + 0.03e6);
-    ok t_cmp(HTTP::Tiny->new(timeout => 10)->get($url,
-            { headers => { 'X-Forwarded-For' => $ip } })->{status},
-        200, 'flood: admitted right after the earliest time');
+    ok t_cmp(http_get($url, 'X-Forwarded-For' => $ip)->{status}, 200,
+        'flood: admitted right after the earliest time');
     $h->stop;
 }
 

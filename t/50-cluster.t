@@ -7,7 +7,6 @@ use warnings;
 
 use Apache::Test qw(-withtestmore);
 use Apache::TestUtil;
-use HTTP::Tiny;
 use SL::Test;
 use SL::Httpd;
 use SL::Cluster;
@@ -41,22 +40,9 @@ is(get($h[1], '/cluster/', fresh_ip())->{status}, 200, 'another client has its o
 # client, and its pipeline, per node).
 for my $i (0 .. 2) {
     my $who = identity_on($m[$i], 'cl-burst');
-    my %count;
-    my @collect = map {
-        my $h = $_;
-        SL::Test::workers(4, sub {
-            my $ua = HTTP::Tiny->new(timeout => 10, keep_alive => 1);
-            my %c;
-            $c{ $ua->get($h->url . '/cl-burst/', { headers => { 'X-Forwarded-For' => $who } })->{status} }++
-              for 1 .. 4;
-            return \%c;
-        });
-    } @h[0, 1];
-    for my $c (@collect) {
-        my $t = $c->();
-        $count{$_} += $t->{$_} for keys %$t;
-    }
-    my $sum = join ' ', map {"$_=$count{$_}"} sort keys %count;
+    my $count = burst([ map { $_->url . '/cl-burst/' } @h[0, 1] ], total => 32,
+        workers => 8, headers => { 'X-Forwarded-For' => $who });
+    my $sum = join ' ', map {"$_=$count->{$_}"} sort keys %$count;
     t_debug("burst on master $m[$i]: $sum");
     is($sum, '200=10 429=22', "master $m[$i]: exactly 10 of 32 concurrent requests admitted");
 }
@@ -112,6 +98,5 @@ is($seen, 0, 'the password appears in no log (error_log, access_log, stdout)');
 
 sub get {
     my ($h, $path, $ip) = @_;
-    return HTTP::Tiny->new(timeout => 10)->get($h->url . $path,
-        { headers => { 'X-Forwarded-For' => $ip } });
+    return http_get($h->url . $path, 'X-Forwarded-For' => $ip);
 }

@@ -8,7 +8,6 @@ use warnings;
 
 use Apache::Test qw(-withtestmore);
 use Apache::TestUtil;
-use HTTP::Tiny;
 use Time::HiRes qw(time sleep);
 use SL::Test;
 use SL::Httpd;
@@ -29,8 +28,7 @@ my @ips = map { @{ $on{$_} } } @m;
 my $h = SL::Httpd->start(conf => ['cluster.conf'],
     store => 'cluster://' . seeds(@m),
     extra => "SlidingLimitStoreTimeout 200ms 200ms\nLogLevel slidinglimit:debug\n");
-my $ua = HTTP::Tiny->new(timeout => 10);
-my @warm = map { $ua->get($h->url . '/cl-ha/', { headers => { 'X-Forwarded-For' => $_ } })->{status} } @ips;
+my @warm = map { http_get($h->url . '/cl-ha/', 'X-Forwarded-For' => $_)->{status} } @ips;
 is("@warm", join(' ', (200) x @ips), 'every identity decided before the kill');
 
 my $collect = traffic($h->url . '/cl-ha/', \@ips, workers => 4, seconds => 12);

@@ -7,7 +7,6 @@ use warnings;
 
 use Apache::Test qw(-withtestmore);
 use Apache::TestUtil;
-use HTTP::Tiny;
 use Time::HiRes qw(time sleep);
 use SL::Test;
 use SL::Httpd;
@@ -18,7 +17,6 @@ plan tests => 11;
 
 ok(wait_cluster(30), 'cluster up');
 my @m = masters();
-my $ua = HTTP::Tiny->new(timeout => 10);
 
 # The first seed is a dead replica, the second a master: the map comes
 # from the second and names all three masters.
@@ -30,12 +28,12 @@ my $h = SL::Httpd->start(conf => ['cluster.conf'],
     extra => "LogLevel slidinglimit:debug\n");
 my @res = map {
     my $ip = identity_on($_, 'cl-ha');
-    $ua->get($h->url . '/cl-ha/', { headers => { 'X-Forwarded-For' => $ip } })->{headers}{'x-sl-result'} // ''
+    http_get($h->url . '/cl-ha/', 'X-Forwarded-For' => $ip)->{headers}{'x-sl-result'} // ''
 } @m;
 is("@res", 'allowed allowed allowed', 'first seed dead at start: every master decides');
 my @again = map {
     my $ip = identity_on($_, 'cl-ha');
-    $ua->get($h->url . '/cl-ha/', { headers => { 'X-Forwarded-For' => $ip } })->{status}
+    http_get($h->url . '/cl-ha/', 'X-Forwarded-For' => $ip)->{status}
 } @m;
 is("@again", '200 200 200', '... and keeps deciding');
 $h->stop;

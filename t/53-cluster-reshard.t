@@ -8,7 +8,6 @@ use warnings;
 
 use Apache::Test qw(-withtestmore);
 use Apache::TestUtil;
-use HTTP::Tiny;
 use Time::HiRes qw(time sleep);
 use SL::Test;
 use SL::Httpd;
@@ -21,9 +20,8 @@ ok(wait_cluster(30), 'cluster up');
 my @m = masters();
 my ($src, $dst) = @m[0, 1];
 my %id = map { ($_ => cnode($_, 'CLUSTER', 'MYID')) } @m;
-my $ua = HTTP::Tiny->new(timeout => 10);
 my $h = SL::Httpd->start(conf => ['cluster.conf'], store => 'cluster://' . seeds(@m));
-sub get { $ua->get($h->url . $_[0], { headers => { 'X-Forwarded-For' => $_[1] } })->{status} }
+sub get { http_get($h->url . $_[0], 'X-Forwarded-For' => $_[1])->{status} }
 
 # Step by step, one identity (limit 4, two keys of one hash tag).
 my $ip   = identity_on($src, 'cl-log');

@@ -8,7 +8,6 @@ use strict;
 use warnings;
 
 use Apache::Test qw(-withtestmore);
-use HTTP::Tiny;
 use Time::HiRes qw(time);
 use SL::Test;
 use SL::Keys qw(tls_certs);
@@ -37,11 +36,10 @@ sub server {
 sub statuses {
     my ($h, $n) = @_;
     my $ip = fresh_ip();
-    my $ua = HTTP::Tiny->new(timeout => 10);
     my @st;
     for (1 .. $n) {
         my $t0 = time;
-        my $r = $ua->get($h->url . '/tls/', { headers => { 'X-Forwarded-For' => $ip } });
+        my $r = http_get($h->url . '/tls/', 'X-Forwarded-For' => $ip);
         push @st, $r->{status};
         $h->{slowest} = time - $t0 if time - $t0 > ($h->{slowest} // 0);
     }

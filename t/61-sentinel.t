@@ -8,7 +8,6 @@ use strict;
 use warnings;
 
 use Apache::Test qw(-withtestmore);
-use HTTP::Tiny;
 use Time::HiRes qw(time sleep);
 use SL::Test;
 use SL::Httpd;
@@ -36,18 +35,16 @@ sub sentinel_master {
 my $h = SL::Httpd->start(conf => ['tls.inc'],
     store => 'sentinel://' . ":$dpw\@" . join(',', map {"127.0.0.1:$_"} @sentinels) . '/slmaster',
     extra => "SlidingLimitSentinelAuth $spw\nSlidingLimitStoreTimeout 200ms 200ms");
-my $ua = HTTP::Tiny->new(timeout => 10);
-
-sub burst {
+sub statuses {
     my ($n) = @_;
     my $ip = fresh_ip();
     return join ' ', map {
-        $ua->get($h->url . '/sentinel/', { headers => { 'X-Forwarded-For' => $ip } })->{status}
+        http_get($h->url . '/sentinel/', 'X-Forwarded-For' => $ip)->{status}
     } 1 .. $n;
 }
 
 is(sentinel_master(), $old, 'the Sentinels name the first master');
-is(burst(7), '200 200 200 200 200 429 429', 'limit of 5 exact through the Sentinels');
+is(statuses(7), '200 200 200 200 200 429 429', 'limit of 5 exact through the Sentinels');
 
 # SIGKILL the master under traffic: one request every 50 ms until Redis
 # decides again (fail-closed: 503 meanwhile).
@@ -60,7 +57,7 @@ kill 'KILL', $pid;
 my ($promoted, $back, $slowest, %seen) = (0, 0, 0);
 while (time - $t0 < 30) {
     my $t = time;
-    my $r = $ua->get($h->url . '/sentinel/', { headers => { 'X-Forwarded-For' => fresh_ip() } });
+    my $r = http_get($h->url . '/sentinel/', 'X-Forwarded-For' => fresh_ip());
     $slowest = time - $t if time - $t > $slowest;
     $seen{$r->{status}}++;
     if (!$promoted) {
@@ -80,7 +77,7 @@ ok($back && $back <= $promoted + 3,
     $back, $back - $promoted);
 ok($slowest < 1.5, sprintf 'no request waited past the timeouts meanwhile (slowest %.2f s; %s)',
     $slowest, join ' ', map {"$_:$seen{$_}"} sort keys %seen);
-is(burst(7), '200 200 200 200 200 429 429', 'exact on the new master');
+is(statuses(7), '200 200 200 200 200 429 429', 'exact on the new master');
 
 # The old master back, as a replica of the new one.
 system("redis-server '$ENV{SL_SENTINEL_DIR}/master/redis.conf' --replicaof 127.0.0.1 $new") == 0
@@ -93,4 +90,4 @@ for (1 .. 100) {
 }
 like($role, qr/^slave/, 'the old master is back as a replica');
 is(sentinel_master(), $new, 'the Sentinels still name the new master');
-is(burst(7), '200 200 200 200 200 429 429', 'still exact, on the new master');
+is(statuses(7), '200 200 200 200 200 429 429', 'still exact, on the new master');

@@ -55,11 +55,11 @@ ok t_cmp(redis('ZCARD', $key), 1, 'neither the refusals nor their pages counted'
 
 # Fail-closed: on a host whose store refuses every call, a redirect into
 # the fail-closed location gets its 503.
-$res = vhost_get('sl_badauth', '/redir/cgi/go.cgi?/redir/closed/index.html',
+$res = http_get({ vhost => 'sl_badauth' }, '/redir/cgi/go.cgi?/redir/closed/index.html',
     'X-Forwarded-For' => fresh_ip());
 ok t_cmp("$res->{status} $res->{headers}{'x-sl-result'}", '503 failed-closed',
     'a redirect into a fail-closed location fails closed');
-$res = vhost_get('sl_badauth', '/redir/closed/index.html',
+$res = http_get({ vhost => 'sl_badauth' }, '/redir/closed/index.html',
     'X-Forwarded-For' => fresh_ip());
 ok t_cmp("$res->{status} $res->{headers}{'x-sl-result'}", '503 failed-closed',
     'as the location itself does');

@@ -16,7 +16,7 @@ plan tests => 5;
 
 sub result {
     my ($path, $ip) = @_;
-    my $r = vhost_get('sl_noclient', $path, 'X-Forwarded-For' => $ip);
+    my $r = http_get({ vhost => 'sl_noclient' }, $path, 'X-Forwarded-For' => $ip);
     return "$r->{status} " . ($r->{headers}{'x-sl-result'} // '-');
 }
 

@@ -13,19 +13,19 @@ use SL::Fault;
 
 plan tests => 7;
 
-my $r = vhost_get('sl_badauth', '/f/closed504/a', 'X-Forwarded-For' => fresh_ip());
+my $r = http_get({ vhost => 'sl_badauth' }, '/f/closed504/a', 'X-Forwarded-For' => fresh_ip());
 ok t_cmp($r->{status}, 504, 'store down, fail-closed, SlidingLimitFailStatus 504: 504');
 ok t_cmp($r->{headers}{'x-sl-result'}, 'failed-closed', '... marked failed-closed');
 ok(($r->{headers}{'retry-after'} // '') =~ /^\d+$/, '... with Retry-After');
 my $body = eval { decode_json($r->{content}) } // {};
 ok t_cmp($body->{error}{code}, 'SERVICE_UNAVAILABLE', '... and the JSON body');
 
-$r = vhost_get('sl_badauth', '/f/closed504/inner/a', 'X-Forwarded-For' => fresh_ip());
+$r = http_get({ vhost => 'sl_badauth' }, '/f/closed504/inner/a', 'X-Forwarded-For' => fresh_ip());
 ok t_cmp($r->{status}, 504, 'an inner section inherits it');
 
-$r = vhost_get('sl_badauth', '/f/closed/a', 'X-Forwarded-For' => fresh_ip());
+$r = http_get({ vhost => 'sl_badauth' }, '/f/closed/a', 'X-Forwarded-For' => fresh_ip());
 ok t_cmp($r->{status}, 503, 'without it: 503');
 
 # The store up: the limit decides as usual.
-$r = vhost_get('sl_fault', '/f/closed504/b', 'X-Forwarded-For' => fresh_ip());
+$r = http_get({ vhost => 'sl_fault' }, '/f/closed504/b', 'X-Forwarded-For' => fresh_ip());
 ok t_cmp("$r->{status} $r->{headers}{'x-sl-result'}", '200 allowed', 'store up: decided by Redis');

@@ -29,7 +29,7 @@ for my $vhost (qw(sl_fault sl_shm)) {
     my $ip    = fresh_ip();
     my (@st, @left);
     for (1 .. 4) {
-        my $r = vhost_get($vhost, '/f/cost/a', 'X-Forwarded-For' => $ip);
+        my $r = http_get({ vhost => $vhost }, '/f/cost/a', 'X-Forwarded-For' => $ip);
         push @st,   $r->{status};
         push @left, $r->{headers}{'x-ratelimit-remaining'} // '-';
     }
@@ -37,15 +37,15 @@ for my $vhost (qw(sl_fault sl_shm)) {
     ok t_cmp("@left", '7 4 1 0', "$store: ... leaving 7, 4, 1");
 
     $ip = fresh_ip();
-    my $r1 = vhost_get($vhost, '/f/block/a', 'X-Forwarded-For' => $ip);
-    my $r2 = vhost_get($vhost, '/f/block/a', 'X-Forwarded-For' => $ip);
+    my $r1 = http_get({ vhost => $vhost }, '/f/block/a', 'X-Forwarded-For' => $ip);
+    my $r2 = http_get({ vhost => $vhost }, '/f/block/a', 'X-Forwarded-For' => $ip);
     my $t2 = time;
     ok t_cmp("$r1->{status} $r2->{status}", '200 429', "$store: block=3s: the second request in 300 ms is refused");
     ok t_cmp($r2->{headers}{'retry-after'}, 3, "$store: ... with the block's end as Retry-After");
     # The 300 ms window has passed: only the block refuses now.
     sleep 0.5;
     my $calls = $store eq 'redis' ? script_calls() : 0;
-    my @b = map { vhost_get($vhost, '/f/block/a', 'X-Forwarded-For' => $ip) } 1 .. 3;
+    my @b = map { http_get({ vhost => $vhost }, '/f/block/a', 'X-Forwarded-For' => $ip) } 1 .. 3;
     my $in_block = time - $t2 < 2.5;
     ok($in_block && !grep({ $_->{status} != 429 } @b) && $b[0]{headers}{'retry-after'} =~ /^[123]$/,
         "$store: after the window freed, still refused (Retry-After $b[0]{headers}{'retry-after'})");
@@ -55,6 +55,6 @@ for my $vhost (qw(sl_fault sl_shm)) {
     # The block ends 3 s after the refusal that started it.
     my $wait = $t2 + 3.1 - time;
     sleep $wait if $wait > 0;
-    my $r = vhost_get($vhost, '/f/block/a', 'X-Forwarded-For' => $ip);
+    my $r = http_get({ vhost => $vhost }, '/f/block/a', 'X-Forwarded-For' => $ip);
     ok t_cmp($r->{status}, 200, "$store: after the block: admitted");
 }

@@ -6,25 +6,25 @@
 # concurrent wrong passwords against count=401 5 let at most 5 through to
 # their 401, and keyed by user the attempted name (as sent, hashed) is the
 # budget whatever the address.
+# Runs under each MPM: reservations given back under concurrency, by
+# children or threads.
 use strict;
 use warnings;
 
 use Apache::Test qw(-withtestmore);
 use Apache::TestUtil;
-use MIME::Base64 qw(encode_base64);
 use SL::Test;
 use SL::Fault;
+use SL::Keys qw(basic);
 
 plan tests => 2 * 6;
-
-sub basic { 'Basic ' . encode_base64("$_[0]:$_[1]", '') }
 
 for my $vhost (qw(sl_fault sl_shm)) {
     my $store = $vhost eq 'sl_shm' ? 'shm' : 'redis';
     my $ip    = fresh_ip();
     my $get   = sub {
         my ($path, $user, $pw, $from) = @_;
-        return vhost_get($vhost, $path, 'X-Forwarded-For' => $from // $ip,
+        return http_get({ vhost => $vhost }, $path, 'X-Forwarded-For' => $from // $ip,
             Authorization => basic($user, $pw))->{status};
     };
 

@@ -12,7 +12,6 @@ use warnings;
 
 use Exporter qw(import);
 use HTTP::Tiny;
-use IO::Socket::INET;
 use Time::HiRes qw(time sleep);
 use SL::Test qw(redis fresh_ip sl_key);
 
@@ -142,42 +141,28 @@ sub wait_cluster {
 # traffic($url, \@ips, workers => 4, seconds => 10): requests from each
 # worker in turn for the given addresses until the time is up; returns a
 # sub that waits for the workers and gives [[time, ip, status, result],
-# ...] sorted by time. The timestamps are the answers' arrival.
+# ...] sorted by time. The timestamps are the answers' arrival. The workers
+# are SL::Test::workers, each answer counted under its event line.
 sub traffic {
     my ($url, $ips, %a) = @_;
-    my $n    = $a{workers} // 4;
     my $secs = $a{seconds};
-    my @kids;
-    for my $w (0 .. $n - 1) {
-        pipe(my $r, my $wr) or die "pipe: $!";
-        my $pid = fork() // die "fork: $!";
-        if (!$pid) {
-            close $r;
-            my $ua  = HTTP::Tiny->new(timeout => 10, keep_alive => 1);
-            my $end = time + $secs;
-            my $i   = $w;
-            while (time < $end) {
-                my $ip  = $ips->[ $i++ % @$ips ];
-                my $res = $ua->get($url, { headers => { 'X-Forwarded-For' => $ip } });
-                printf $wr "%.4f %s %d %s\n", time, $ip, $res->{status},
-                  $res->{headers}{'x-sl-result'} // '-';
-            }
-            close $wr;
-            require POSIX;
-            POSIX::_exit(0);
+    my $collect = SL::Test::workers($a{workers} // 4, sub {
+        my ($w) = @_;
+        my $ua  = HTTP::Tiny->new(timeout => 10, keep_alive => 1);
+        my $end = time + $secs;
+        my $i   = $w;
+        my %ev;
+        while (time < $end) {
+            my $ip  = $ips->[ $i++ % @$ips ];
+            my $res = $ua->get($url, { headers => { 'X-Forwarded-For' => $ip } });
+            $ev{ sprintf '%.4f %s %d %s', time, $ip, $res->{status},
+                  $res->{headers}{'x-sl-result'} // '-' }++;
         }
-        close $wr;
-        push @kids, [ $pid, $r ];
-    }
+        return \%ev;
+    });
     return sub {
-        my @ev;
-        for my $k (@kids) {
-            my $fh = $k->[1];
-            while (my $line = <$fh>) {
-                push @ev, [ split ' ', $line ];
-            }
-            waitpid($k->[0], 0);
-        }
+        my $got = $collect->();
+        my @ev = map { my $e = [ split ' ', $_ ]; ($e) x $got->{$_} } keys %$got;
         return [ sort { $a->[0] <=> $b->[0] } @ev ];
     };
 }

@@ -2,29 +2,24 @@ package SL::Fault;
 
 # Helpers for the failure tests (t/3*.t): the failure tests' own redis
 # (started by t/run with a password, daemonized so that a test can stop and
-# restart it), requests to the failure virtual hosts with their duration,
-# and the error log.
+# restart it), the circuit breaker's bound, and the error log.
 
 use strict;
 use warnings;
 
 use Exporter qw(import);
-use HTTP::Tiny;
-use IO::Socket::INET;
 use Time::HiRes qw(time sleep);
 use SL::Test qw(wait_until);
 
 our @EXPORT = qw(fault_redis fault_pid fault_stop fault_start fault_hang
-  fault_resume vhost_get timed_get error_log_lines fault_port
-  store_display breaker_calls_max);
+  fault_resume error_log_lines fault_port store_display breaker_calls_max);
 
 sub fault_port { $ENV{SL_TEST_FAULT_REDIS_PORT} or die "SL_TEST_FAULT_REDIS_PORT unset" }
 
 # fault_redis(qw(CLIENT LIST)): the reply, after AUTH; dies when it is down.
 sub fault_redis {
-    my $c = SL::Test::redis_connect(port => fault_port(),
-        password => $ENV{SL_TEST_FAULT_REDIS_PASSWORD});
-    return $c->(@_);
+    return SL::Test::redis_connect(port => fault_port(),
+        password => $ENV{SL_TEST_FAULT_REDIS_PASSWORD})->(@_);
 }
 
 sub fault_pid {
@@ -71,18 +66,6 @@ sub breaker_calls_max {
 
 # The store as the module names it in its log lines (no password).
 sub store_display { sprintf 'redis://***@127.0.0.1:%d/0', fault_port() }
-
-# timed_get($vhost, $path, %headers) -> ($response, $seconds)
-sub timed_get {
-    my ($vhost, $path, %h) = @_;
-    my $ua    = HTTP::Tiny->new(timeout => 10, max_redirect => 0);
-    my $url   = SL::Test::server_url($vhost) . $path;
-    my $start = time;
-    my $res   = $ua->get($url, { headers => \%h });
-    return ($res, time - $start);
-}
-
-sub vhost_get { my ($res) = timed_get(@_); return $res }
 
 # The error log's lines matching a regex (the suite's t/logs/error_log).
 sub error_log_lines {

@@ -24,35 +24,14 @@ use warnings;
 use Cwd qw(abs_path);
 use File::Basename qw(dirname);
 use File::Path qw(make_path);
-use IO::Socket::INET;
 use POSIX qw(WNOHANG);
+use SL::Test ();
 use Time::HiRes qw(sleep time);
-
-use Exporter qw(import);
-our @EXPORT_OK = qw(burst_split);
 
 my $LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 my %running;    # pid -> object, for the END block
 
 sub _tdir { abs_path(dirname(__FILE__) . '/../..') }
-
-sub _free_port {
-    for (1 .. 100) {
-        # Below the suite's ports (20000-31999) and Linux's ephemeral range.
-        my $p = 10000 + int(rand(10000));
-        my $s = IO::Socket::INET->new(
-            LocalAddr => '127.0.0.1',
-            LocalPort => $p,
-            Proto     => 'tcp',
-            ReuseAddr => 1,
-            Listen    => 1
-        );
-        next unless $s;
-        close $s;
-        return $p;
-    }
-    die "SL::Httpd: no free port\n";
-}
 
 sub _httpd {
     if (eval { require Apache::Test; 1 }) {
@@ -92,7 +71,8 @@ sub start {
     my $t    = _tdir();
     my $root = abs_path("$t/..");
     my $mpm  = $ENV{SL_TEST_MPM} || 'event';
-    my $port = _free_port();
+    # Below the suite's ports (20000-31999) and Linux's ephemeral range.
+    my $port = SL::Test::free_port(10000, 10000);
     my $name = $a{name} || "sl-httpd-$$-$port";
     my $dir  = "$t/tmp/httpd-$name";
     my $redis = $ENV{SL_TEST_REDIS_PORT} or die "SL_TEST_REDIS_PORT unset\n";
@@ -185,16 +165,8 @@ EOT
 
 sub _answers {
     my ($self) = @_;
-    my $s = IO::Socket::INET->new(
-        PeerAddr => '127.0.0.1',
-        PeerPort => $self->{port},
-        Timeout  => 1
-    ) or return 0;
-    print $s "GET /sl-httpd-probe HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-    local $/;
-    my $head = <$s> // '';
-    close $s;
-    return $head =~ m{^HTTP/1\.\d \d{3}} && $head =~ m{^X-SL-Httpd: \Q$self->{name}\E\r?$}mi;
+    my $res = SL::Test::http_get({ timeout => 1 }, $self->url . '/sl-httpd-probe');
+    return ($res->{headers}{'x-sl-httpd'} // '') eq $self->{name};
 }
 
 sub _log_tail {
@@ -243,60 +215,6 @@ sub stop {
 }
 
 sub DESTROY { $_[0]->stop }
-
-# burst_split([$url1, $url2], total => N, workers => W, headers => {..})
-# W processes share N requests; worker i sends to url i mod the number of
-# urls, on its own keep-alive connection, and every worker starts at once.
-# Returns ({ status => count }, { url => { status => count } }).
-sub burst_split {
-    my ($urls, %a) = @_;
-    my $total   = $a{total};
-    my $workers = $a{workers} // 10;
-    my $headers = $a{headers} // {};
-    my $start   = time + 0.3;
-    my @kids;
-    for my $w (0 .. $workers - 1) {
-        my $n = int($total / $workers) + ($w < $total % $workers ? 1 : 0);
-        my $url = $urls->[ $w % @$urls ];
-        pipe(my $r, my $wr) or die "pipe: $!";
-        my $pid = fork() // die "fork: $!";
-        if (!$pid) {
-            close $r;
-            require HTTP::Tiny;
-            my $ua = HTTP::Tiny->new(timeout => 15, keep_alive => 1);
-            my %count;
-            my $d = $start - time;
-            sleep $d if $d > 0;
-            for (1 .. $n) {
-                my $res = $ua->get($url, { headers => $headers });
-                $count{ $res->{status} }++;
-                if ($res->{status} == 599 && !$count{err}++) {
-                    (my $e = $res->{content}) =~ s/[\s,=]+/ /g;
-                    print STDERR "# burst_split: $url: $e\n";
-                }
-            }
-            delete $count{err};
-            print $wr join(',', map {"$_=$count{$_}"} keys %count), "\n";
-            close $wr;
-            POSIX::_exit(0);
-        }
-        close $wr;
-        push @kids, [ $pid, $r, $url ];
-    }
-    my (%all, %per);
-    for my $k (@kids) {
-        my ($pid, $r, $url) = @$k;
-        my $line = <$r> // '';
-        chomp $line;
-        for (split /,/, $line) {
-            my ($s, $c) = split /=/;
-            $all{$s} += $c;
-            $per{$url}{$s} += $c;
-        }
-        waitpid($pid, 0);
-    }
-    return (\%all, \%per);
-}
 
 END {
     my $rc = $?;

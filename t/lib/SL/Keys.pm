@@ -1,8 +1,9 @@
 package SL::Keys;
 
 # Helpers of the key and configuration tests (t/20-*.t .. t/29-*.t): Basic
-# credentials, raw requests (for bytes HTTP::Tiny refuses to send), store
-# keys of a section's unnamed limit, and "apache2 -t" on a generated config.
+# credentials, raw requests (for bytes HTTP::Tiny refuses to send), the
+# policy id of a section's unnamed limit (for SL::Test::sl_key), and
+# "apache2 -t" on a generated config.
 
 use strict;
 use warnings;
@@ -10,12 +11,11 @@ use warnings;
 use Digest::SHA qw(sha1 hmac_sha1);
 use Exporter qw(import);
 use File::Temp qw(tempdir);
-use HTTP::Tiny;
 use IO::Socket::INET;
 use MIME::Base64 qw(encode_base64);
 use SL::Test;
 
-our @EXPORT = qw(basic tag req raw_request policy_unnamed key_of keyed_identity
+our @EXPORT = qw(basic tag raw_request policy_unnamed keyed_identity
   httpd_bin httpd_check top_dir shape_ok tls_certs);
 
 my $tags = 0;
@@ -25,18 +25,12 @@ sub tag { $tags++; return sprintf('%d-%d-%d', $$, time, $tags) }
 
 sub basic { return 'Basic ' . encode_base64("$_[0]:$_[1]", '') }
 
-# req($method, $path, %headers) -> HTTP::Tiny response
-sub req {
-    my ($method, $path, %h) = @_;
-    my $ua = HTTP::Tiny->new(timeout => 10, max_redirect => 0);
-    return $ua->request($method, server_url() . $path, { headers => \%h });
-}
-
-# Sends $bytes as they are; returns the status code (0 when the server
-# closed without an answer).
+# raw_request($bytes [, $base_url]): sends $bytes as they are to the main
+# server (or the server at $base_url); returns the status code (0 when the
+# server closed without an answer).
 sub raw_request {
-    my ($bytes) = @_;
-    my ($host, $port) = server_url() =~ m{^http://([^:/]+):(\d+)};
+    my ($bytes, $base) = @_;
+    my ($host, $port) = ($base // server_url()) =~ m{^http://([^:/]+):(\d+)};
     my $s = IO::Socket::INET->new(PeerAddr => $host, PeerPort => $port,
         Timeout => 10) or die "connect: $!";
     binmode $s;
@@ -64,13 +58,6 @@ sub keyed_identity {
     close $in;
     $secret =~ s/[\r\n]+\z//;
     return encode_base64(substr(hmac_sha1("$source\0$value", $secret), 0, 12), '');
-}
-
-# key_of(identity => ..., policy_id => ... | policy => NAME, alg => 'l')
-sub key_of {
-    my %a = @_;
-    my $pol = $a{policy_id} // sl_policy_named($a{policy});
-    return 'sltest:{' . $a{identity} . '}' . $pol . '.' . ($a{alg} // 'l');
 }
 
 # The fixed shape of every store key: prefix, a 16-character hash tag, an

@@ -7,7 +7,9 @@ package SL::Test;
 use strict;
 use warnings;
 
+use Cwd ();
 use Digest::SHA qw(sha1);
+use File::Basename ();
 use Exporter qw(import);
 use HTTP::Tiny;
 use IO::Socket::INET;
@@ -15,7 +17,7 @@ use MIME::Base64 qw(encode_base64);
 use Time::HiRes qw(sleep time);
 
 our @EXPORT = qw(redis redis_connect sl_identity sl_policy_named sl_key fresh_ip
-  burst workers load server_url http_get wait_until);
+  burst workers load server_url http_get wait_until free_port);
 
 sub redis_port { $ENV{SL_TEST_REDIS_PORT} or die "SL_TEST_REDIS_PORT unset" }
 
@@ -86,12 +88,16 @@ sub sl_identity {
 
 sub sl_policy_named { _b64(substr(sha1("n\n$_[0]"), 0, 6)) }
 
-# sl_key(ip => '10.1.2.3', policy => 'basic', alg => 'l')
+# The store key of a budget: sl_key(ip => '10.1.2.3', policy => 'basic',
+# alg => 'l'); identity => a hashed identity (sl_identity) instead of ip,
+# policy_id => an unnamed line's id (SL::Keys::policy_unnamed) instead of
+# policy, prefix => another key prefix.
 sub sl_key {
     my %a      = @_;
     my $prefix = $a{prefix} // 'sltest';
     my $ident  = $a{identity} // sl_identity($a{source} // 'ip', $a{ip});
-    return "$prefix:{$ident}" . sl_policy_named($a{policy}) . '.' . ($a{alg} // 'l');
+    my $pol    = $a{policy_id} // sl_policy_named($a{policy});
+    return "$prefix:{$ident}$pol." . ($a{alg} // 'l');
 }
 
 # wait_until(sub { condition }, $seconds) -> 1 once the condition holds
@@ -130,28 +136,50 @@ sub server_url {
     return "http://$hp";
 }
 
-# http_get($path, %headers) -> HTTP::Tiny response (headers lower-cased);
-# a path on the main server, or a whole URL.
+# http_get([{ method => 'HEAD', vhost => 'sl_fault', timeout => 60 },]
+#          $where, %headers) -> HTTP::Tiny response (headers lower-cased)
+# The suite's one request helper: $where is a path on the main server (or
+# on the virtual host named), or a whole URL; GET unless a method is named;
+# 10 s unless a timeout is.
 sub http_get {
+    local $_;
+    my $o = ref $_[0] eq 'HASH' ? shift : {};
     my ($where, %h) = @_;
-    my $ua = HTTP::Tiny->new(timeout => 10, max_redirect => 0);
-    return $ua->get($where =~ m{^https?://} ? $where : server_url() . $where,
-        { headers => \%h });
+    my $url = $where =~ m{^https?://} ? $where : server_url($o->{vhost}) . $where;
+    return HTTP::Tiny->new(timeout => $o->{timeout} // 10, max_redirect => 0)
+      ->request($o->{method} // 'GET', $url, { headers => \%h });
+}
+
+# free_port($low, $span, $count) -> the first of $count consecutive
+# loopback ports in $low .. $low + $span - 1 that nothing listens on
+# (tools/free-port.sh, which the shell scripts use too).
+sub free_port {
+    my ($low, $span, $count) = @_;
+    my $lib = Cwd::abs_path(File::Basename::dirname(__FILE__) . '/../../../tools/free-port.sh');
+    my $p = `bash -c '. "\$0"; free_port "\$@"' '$lib' $low $span ${\ ($count // 1)}`;
+    chomp $p;
+    die "no free port in $low.." . ($low + $span - 1) . "\n" unless $p =~ /^\d+$/;
+    return $p;
 }
 
 # workers(W, sub { my ($w) = @_; ...; return \%counts }) -> a collector:
-# forks W processes, each running the sub (worker number 0 .. W-1) and
-# sending back its counts; the collector waits for them all and returns the
-# counts added up (a key that begins with "max" keeps the largest value
-# instead, one that begins with "min" the smallest).
+# forks W processes, which all start the sub (worker number 0 .. W-1) once
+# every one is forked, and send back their counts; the collector waits for
+# them all and returns the counts added up (a key that begins with "max"
+# keeps the largest value instead, one that begins with "min" the
+# smallest). The suite's one fork-and-collect loop.
 sub workers {
     my ($n, $body) = @_;
     my @pipes;
+    # Closed once all are forked: then it reads as end of file.
+    pipe(my $go_r, my $go_w) or die "pipe: $!";
     for my $w (0 .. $n - 1) {
         pipe(my $r, my $wr) or die "pipe: $!";
         my $pid = fork() // die "fork: $!";
         if (!$pid) {
             close $r;
+            close $go_w;
+            my $go = <$go_r>;
             my $count = $body->($w);
             print $wr join(',', map {"$_=$count->{$_}"} sort keys %$count), "\n";
             close $wr;
@@ -161,6 +189,8 @@ sub workers {
         close $wr;
         push @pipes, [ $pid, $r ];
     }
+    close $go_w;
+    close $go_r;
     return sub {
         my %total;
         for my $p (@pipes) {
@@ -186,23 +216,40 @@ sub workers {
 }
 
 # burst($url, total => N, workers => W, headers => {..}) -> { status => count }
-# W processes share N requests, each on its own keep-alive connection.
+# W processes share N requests, each on its own keep-alive connection, and
+# start at once. With a list of URLs, [ $url1, $url2, ... ], worker i sends
+# to URL i mod their number, and in list context the counts per URL follow:
+# ({ status => count }, { url => { status => count } }).
 sub burst {
-    my ($url, %a) = @_;
+    my ($urls, %a) = @_;
+    $urls = [$urls] unless ref $urls;
     my $total   = $a{total};
     my $workers = $a{workers} // 10;
     my $headers = $a{headers} // {};
-    my $collect = workers($workers, sub {
+    my $got = workers($workers, sub {
         my ($w) = @_;
         my $n = int($total / $workers) + ($w < $total % $workers ? 1 : 0);
-        my $ua = HTTP::Tiny->new(timeout => 10, keep_alive => 1);
+        my $u = $w % @$urls;
+        my $ua = HTTP::Tiny->new(timeout => 15, keep_alive => 1);
         my %count;
         for (1 .. $n) {
-            $count{ $ua->get($url, { headers => $headers })->{status} }++;
+            my $res = $ua->get($urls->[$u], { headers => $headers });
+            $count{"$u $res->{status}"}++;
+            if ($res->{status} == 599 && !$count{"$u err"}++) {
+                (my $e = $res->{content}) =~ s/[\s,=]+/ /g;
+                print STDERR "# burst: $urls->[$u]: $e\n";
+            }
         }
+        delete $count{"$u err"};
         return \%count;
-    });
-    return $collect->();
+    })->();
+    my (%all, %per);
+    for my $k (keys %$got) {
+        my ($u, $status) = split / /, $k;
+        $all{$status} += $got->{$k};
+        $per{ $urls->[$u] }{$status} += $got->{$k};
+    }
+    return wantarray ? (\%all, \%per) : \%all;
 }
 
 # load($url, workers => W, seconds => S, keep_alive => 0|1) -> a collector

@@ -9,14 +9,13 @@ use strict;
 use warnings;
 
 use Exporter qw(import);
-use HTTP::Tiny;
 use JSON::PP ();
 use POSIX ();
 use SL::Test;
 use SL::Algo qw(store_now);
 
 our @EXPORT = qw(sf_parse sf_list_by_name http_get_timed log_expiry wait_range
-  wire_log test_id metrics metric http_req store_calls_slower took decisions
+  wire_log test_id metrics metric store_calls_slower took decisions
   decided_more);
 
 sub _sf_dir {
@@ -123,18 +122,10 @@ sub _wire_log_once {
     return [ sort { $a->{seq} <=> $b->{seq} } @lines ];
 }
 
-# http_req(METHOD, PATH, %headers) -> HTTP::Tiny response
-sub http_req {
-    my ($method, $path, %h) = @_;
-    my $ua = HTTP::Tiny->new(timeout => 10, max_redirect => 0);
-    return $ua->request($method, SL::Test::server_url() . $path,
-        { headers => \%h });
-}
-
 # The status page parsed: { 'name{labels}' => value } plus the raw text.
 # Every sample line must follow the Prometheus text format.
 sub metrics {
-    my $res = http_req('GET', '/wire-status');
+    my $res = http_get('/wire-status');
     die "status page: $res->{status}\n" unless $res->{status} == 200;
     my %m;
     for my $l (split /\n/, $res->{content}) {
