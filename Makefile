@@ -112,7 +112,8 @@ clean:
 
 # Algorithm measurements (docs/ALGORITHMS.md); not part of `make test`.
 #   make accuracy [SEED=n]   counter vs exact log on synthetic traces
-#   make memory [IDS=n]      bytes per identity / per log entry in Redis
+#   make memory [IDS=n]      bytes per identity / per log entry in Redis,
+#                            script time per call (SLOWLOG)
 SEED      ?= 1
 IDS       ?= 10000
 APR_CFLAGS = $(shell apr-1-config --includes 2>/dev/null || echo -I/usr/include/apr-1.0)

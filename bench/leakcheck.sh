@@ -30,50 +30,25 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/slidinglimit-leak.XXXXXX")
 chmod 755 "$WORK"
 cleanup() {
     [ -f "$WORK/httpd.pid" ] && apache2 -f "$WORK/httpd.conf" -k stop 2>/dev/null
-    [ -f "$WORK/redis.pid" ] && kill "$(cat "$WORK/redis.pid")" 2>/dev/null
+    redis_stop "$WORK"
     sleep 0.5
     rm -rf "$WORK"
 }
 trap cleanup EXIT
 
-. "$(dirname "${BASH_SOURCE[0]}")/../tools/free-port.sh"
+STAGE=$WORK
+MODS=/usr/lib/apache2/modules
+. "$ROOT/bench/lib.sh"
+USERCONF=$(user_conf)
 RP=$(free_port) || exit 1
 HP=$(free_port) || exit 1
 
-redis_start() {
-    redis-server --port "$RP" --bind 127.0.0.1 --save '' --appendonly no \
-        --daemonize yes --pidfile "$WORK/redis.pid" --dir "$WORK" \
-        --logfile "$WORK/redis.log"
-    for _ in $(seq 1 50); do
-        redis-cli -p "$RP" ping >/dev/null 2>&1 && return 0
-        sleep 0.05
-    done
-}
-redis_stop() {
-    local pid
-    pid=$(cat "$WORK/redis.pid")
-    kill "$pid"
-    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.02; done
-}
-
 mkdir -p "$WORK/htdocs" "$WORK/logs"
 echo ok >"$WORK/htdocs/index.html"
-USER_LINES=
-if [ "$(id -u)" -eq 0 ]; then
-    USER_LINES="User nobody
-Group nogroup"
-fi
-cat >"$WORK/httpd.conf" <<CONF
-ServerRoot $WORK
-ServerName 127.0.0.1
-Listen 127.0.0.1:$HP
-PidFile $WORK/httpd.pid
-ErrorLog $WORK/logs/error_log
+{
+    conf_head "$MPM" leak "$HP" "$WORK"
+    cat <<CONF
 LogLevel warn slidinglimit:notice
-DocumentRoot $WORK/htdocs
-$USER_LINES
-LoadModule mpm_${MPM}_module /usr/lib/apache2/modules/mod_mpm_${MPM}.so
-LoadModule authz_core_module /usr/lib/apache2/modules/mod_authz_core.so
 LoadModule slidinglimit_module $MODULE
 StartServers 1
 <IfModule mpm_prefork_module>
@@ -94,8 +69,9 @@ SlidingLimitStore redis://127.0.0.1:$RP
     SlidingLimit 1000000 1s algorithm=counter
 </Location>
 CONF
+} >"$WORK/httpd.conf"
 
-redis_start
+redis_start "$RP" "$WORK" || exit 1
 apache2 -f "$WORK/httpd.conf" -k start || exit 1
 for _ in $(seq 1 50); do [ -s "$WORK/httpd.pid" ] && break; sleep 0.1; done
 sleep 0.5
@@ -120,14 +96,15 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 for r in $(seq 1 "$ROUNDS"); do
     for _ in $(seq 1 20); do
-        redis_stop
+        redis_stop "$WORK"
         for _ in 1 2 3 4 5; do get; done
-        redis_start
+        redis_start "$RP" "$WORK" || exit 1
         sleep 0.1
         for _ in 1 2 3 4 5; do get; done
     done
     report "Redis stopped and started x $((r * 20))"
 done
-echo "module lines in the error log: $(grep -c 'mod_slidinglimit' "$WORK/logs/error_log")" \
-    "(store failed: $(grep -c 'failed (' "$WORK/logs/error_log")," \
-    "answering again: $(grep -c 'answering again' "$WORK/logs/error_log"))"
+ERRLOG=$WORK/logs/error-leak.log
+echo "module lines in the error log: $(grep -c 'mod_slidinglimit' "$ERRLOG")" \
+    "(store failed: $(grep -c 'failed (' "$ERRLOG")," \
+    "answering again: $(grep -c 'answering again' "$ERRLOG"))"

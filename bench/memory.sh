@@ -6,7 +6,7 @@
 # the counter layouts compared against it (the same state: the current
 # window's count and the previous one's, with the same TTL).
 #
-#   bash bench/memory.sh [IDENTITIES]     (default 10000)
+#   bash bench/memory.sh [IDENTITIES]     (default 10000; make memory)
 #
 # Keys have the module's shape: sltest:{16 base64 chars}8 base64 chars.X
 # (prefix sltest, a 12-byte identity hash, a 6-byte policy id). Log members
@@ -17,7 +17,6 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 IDS=${1:-10000}
 DIR=$(mktemp -d "${TMPDIR:-/tmp}/sl-memory.XXXXXX")
-PORT=
 PID=
 cleanup() {
     [ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
@@ -25,11 +24,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-for _ in $(seq 1 50); do
-    p=$((10000 + RANDOM % 10000))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then PORT=$p; break; fi
-done
-[ -n "$PORT" ] || { echo "no free port" >&2; exit 1; }
+. "$ROOT/tools/free-port.sh"
+PORT=$(free_port) || { echo "no free port" >&2; exit 1; }
 redis-server --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no \
     --dir "$DIR" --logfile "$DIR/redis.log" --maxmemory 1gb \
     --maxmemory-policy noeviction &
@@ -104,3 +100,26 @@ measure "log: 1 entry per identity" log "$IDS" 1 identity
 measure "log: 10 entries per identity" log $((IDS / 10)) 10 request
 measure "log: 100 entries per identity" log $((IDS / 100)) 100 request
 measure "log: 1000 entries (skiplist)" log $((IDS / 200 > 0 ? IDS / 200 : 1)) 1000 request
+
+# Script time, as SLOWLOG sees it (microseconds), for one more request on a
+# key that already holds N log entries: the work grows with the entries
+# trimmed and the log's size (ZREMRANGEBYSCORE, ZRANGE).
+echo "--- script time per call (SLOWLOG, microseconds; median of 200 calls)"
+for n in 1 100 1000 10000; do
+    $R flushall >/dev/null
+    gen log 1 "$n" | $R --pipe >/dev/null
+    key=$($R --scan --pattern 'sltest:*' | head -1)
+    $R config set slowlog-log-slower-than 0 >/dev/null
+    $R slowlog reset >/dev/null
+    for i in $(seq 200); do
+        echo "EVALSHA $SHA 1 $key probe-$i l 100000000 3600000000 100000000 1 0"
+    done | $R >/dev/null
+    med=$($R --no-raw slowlog get 200 | perl -ne '
+        if (/^\d+\) 1\) \(integer\)/) { push @d, $dur if $eval; $eval = 0 }
+        $dur = $1 if /^\s+3\) \(integer\) (\d+)/;
+        $eval = 1 if /4\) 1\) "EVALSHA"/;
+        END { push @d, $dur if $eval; @d = sort { $a <=> $b } @d;
+              print $d[$#d / 2] // "?" }')
+    printf '  log of %-6s entries: %s us\n' "$n" "$med"
+    $R config set slowlog-log-slower-than 10000 >/dev/null
+done

@@ -73,7 +73,7 @@ SlidingLimitStoreTimeout 1s 1s
 fi
 # The benchmarks' base configuration; httpd -X already runs as nobody.
 USERCONF=""
-{ conf_head event profile "$HTTP_PORT" "$STAGE/run"; printf '%s\n' "$MODCONF"; } \
+{ conf_head event profile "$HTTP_PORT" "$STAGE/run"; conf_size event; printf '%s\n' "$MODCONF"; } \
     >"$STAGE/httpd.conf"
 
 # Only sl_fixups (and what it calls) is counted: the module's whole request

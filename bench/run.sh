@@ -361,7 +361,7 @@ run_case() {
     port=$(free_port) || { echo "bench: no free port"; exit 1; }
     url=http://127.0.0.1:$port/r/index.html
     refurl=$(cat "$refrun/url")
-    { conf_head "$mpm" "$name" "$port" "$run"; printf '%s\n' "$block"; } >"$conf"
+    { conf_head "$mpm" "$name" "$port" "$run"; conf_size "$mpm"; printf '%s\n' "$block"; } >"$conf"
     printf '%-28s ' "$name"
     rcli flushall >/dev/null
     if ! start_httpd "$conf" "$name" "$run" "$url"; then
@@ -447,7 +447,7 @@ run_case() {
 start_ref() { # mpm
     local port run=$STAGE/run/ref-$1
     port=$(free_port) || { echo "bench: no free port"; exit 1; }
-    conf_head "$1" "ref-$1" "$port" "$run" >"$STAGE/conf/ref-$1.conf"
+    { conf_head "$1" "ref-$1" "$port" "$run"; conf_size "$1"; } >"$STAGE/conf/ref-$1.conf"
     start_httpd "$STAGE/conf/ref-$1.conf" "ref-$1" "$run" \
         "http://127.0.0.1:$port/r/index.html" || exit 1
     echo "http://127.0.0.1:$port/r/index.html" >"$run/url"

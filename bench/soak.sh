@@ -43,54 +43,26 @@ cleanup() {
         kill -TERM "$HTTPD_PID" 2>/dev/null
         for _ in $(seq 1 50); do kill -0 "$HTTPD_PID" 2>/dev/null || break; sleep 0.1; done
     fi
-    [ -f "$WORK/redis.pid" ] && kill "$(cat "$WORK/redis.pid")" 2>/dev/null
-    sleep 0.2
+    redis_stop "$WORK"
     rm -rf "$WORK"
 }
 trap cleanup EXIT
 
-. "$(dirname "${BASH_SOURCE[0]}")/../tools/free-port.sh"
+STAGE=$WORK
+MODS=/usr/lib/apache2/modules
+. "$ROOT/bench/lib.sh"
+USERCONF=$(user_conf)
 
 REDIS_PORT=$(free_port) || exit 1
 HTTP_PORT=$(free_port) || exit 1
-
-redis_start() {
-    redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' \
-        --appendonly no --daemonize yes --dir "$WORK" \
-        --pidfile "$WORK/redis.pid" --logfile "$WORK/redis.log"
-    for _ in $(seq 1 50); do
-        redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && return 0
-        sleep 0.1
-    done
-    echo "redis did not start"
-    exit 1
-}
-redis_stop() {
-    local pid
-    pid=$(cat "$WORK/redis.pid")
-    kill "$pid"
-    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.05; done
-}
+ERRLOG=$WORK/logs/error-soak.log
 
 mkdir -p "$WORK/htdocs" "$WORK/logs"
 echo ok >"$WORK/htdocs/index.html"
-USER_LINES=
-if [ "$(id -u)" -eq 0 ]; then
-    USER_LINES="User nobody
-Group nogroup"
-fi
-cat >"$WORK/httpd.conf" <<CONF
-ServerRoot $WORK
-ServerName 127.0.0.1
-Listen 127.0.0.1:$HTTP_PORT
-PidFile $WORK/httpd.pid
-ErrorLog $WORK/logs/error_log
+{
+    conf_head "$MPM" soak "$HTTP_PORT" "$WORK"
+    cat <<CONF
 LogLevel warn slidinglimit:notice
-DocumentRoot $WORK/htdocs
-$USER_LINES
-LoadModule mpm_${MPM}_module /usr/lib/apache2/modules/mod_mpm_${MPM}.so
-LoadModule authz_core_module /usr/lib/apache2/modules/mod_authz_core.so
-LoadModule remoteip_module /usr/lib/apache2/modules/mod_remoteip.so
 LoadModule slidinglimit_module $MODULE
 # A fixed set of children for the whole run (no spawning or reaping), so
 # that each child's figures can be followed from start to end.
@@ -110,10 +82,6 @@ LoadModule slidinglimit_module $MODULE
     MaxSpareThreads 64
 </IfModule>
 MaxConnectionsPerChild 0
-KeepAlive On
-MaxKeepAliveRequests 0
-RemoteIPHeader X-Forwarded-For
-RemoteIPInternalProxy 127.0.0.1
 SlidingLimitStore redis://127.0.0.1:$REDIS_PORT
 SlidingLimitStoreTimeout 100ms 50ms
 <Location />
@@ -123,6 +91,7 @@ SlidingLimitStoreTimeout 100ms 50ms
     SlidingLimitFailMode open
 </Location>
 CONF
+} >"$WORK/httpd.conf"
 
 # 5000 client addresses, so that requests reach Redis (not only the deny
 # cache) and some are refused.
@@ -141,8 +110,8 @@ done = function(summary, latency, requests)
 end
 LUA
 
-redis_start
-apache2 -f "$WORK/httpd.conf" -k start || { cat "$WORK/logs/error_log"; exit 1; }
+redis_start "$REDIS_PORT" "$WORK" || exit 1
+apache2 -f "$WORK/httpd.conf" -k start || { cat "$ERRLOG"; exit 1; }
 for _ in $(seq 1 50); do [ -s "$WORK/httpd.pid" ] && break; sleep 0.1; done
 HTTPD_PID=$(cat "$WORK/httpd.pid")
 
@@ -201,7 +170,8 @@ while kill -0 "$WRK_PID" 2>/dev/null; do
     ev=load
     if [ "$k" -le "$nev" ] && [ "$now" -ge $((k * step)) ]; then
         if [ $((k % 2)) -eq 1 ]; then
-            redis_stop; sleep 2; redis_start; ev=redis-restart
+            redis_stop "$WORK"; sleep 2; redis_start "$REDIS_PORT" "$WORK" || exit 1
+            ev=redis-restart
         else
             redis-cli -p "$REDIS_PORT" script flush >/dev/null; ev=script-flush
         fi
@@ -267,7 +237,7 @@ sample "$(( $(date +%s) - start ))" idle | tee -a "$OUT"
             printf "memory: see the per-child growth above; threaded MPMs add per-thread high-water marks as more threads take each path (bench/leakcheck.sh tells a leak from them)\n"
         }' "$WORK/per-child"
     grep -E '^wrk:|Requests/sec' "$WORK/wrk.out"
-    echo "error log lines from the module: $(grep -c 'mod_slidinglimit' "$WORK/logs/error_log")"
-    grep 'mod_slidinglimit' "$WORK/logs/error_log" | sed 's/^/  /' | cut -c1-200
+    echo "error log lines from the module: $(grep -c 'mod_slidinglimit' "$ERRLOG")"
+    grep 'mod_slidinglimit' "$ERRLOG" | sed 's/^/  /' | cut -c1-200
 } >"$WORK/summary"
 tee -a "$OUT" <"$WORK/summary"
