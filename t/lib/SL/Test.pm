@@ -1,8 +1,10 @@
 package SL::Test;
 
-# Helpers for the suite: a small Redis client (RESP over a socket, so the
-# tests need nothing but core Perl), the store key a request maps to, unique
-# client addresses, and concurrent bursts.
+# Helpers for the suite, one of each: a small Redis client (RESP over a
+# socket, so the tests need nothing but core Perl), the store key a request
+# maps to, unique client addresses, the request helper (http_get), the port
+# picker (free_port), and the fork-and-collect loop (workers) under
+# concurrent bursts and load.
 
 use strict;
 use warnings;
