@@ -132,12 +132,13 @@ int sl_prereq_problems(apr_pool_t *p, const sl_info_t *info,
             where, info->version, SL_PREREQ_MAJOR, SL_PREREQ_MINOR);
     }
     if (store->kind != SL_STORE_CLUSTER && info->cluster == 1) {
-        out[n].level = SL_PREREQ_ERROR;
+        out[n].level = SL_PREREQ_WARNING;
         out[n++].text = apr_psprintf(
             p,
-            "%s is a Redis Cluster node (cluster_enabled:1): keys of the "
-            "slots it does not serve fail with MOVED; use SlidingLimitStore "
-            "%s://%s with the same credentials",
+            "%s is a Redis Cluster node (cluster_enabled:1): every request "
+            "for a slot it does not serve is redirected (MOVED), a second "
+            "round trip each time; use SlidingLimitStore %s://%s with the "
+            "same credentials",
             where, store->tls ? "clusters" : "cluster",
             store->kind == SL_STORE_UNIX ? "HOST:PORT" : node);
     }

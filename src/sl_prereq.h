@@ -27,7 +27,7 @@ const char *sl_info_parse(apr_pool_t *p, const char *text, apr_size_t len,
 #define SL_PREREQ_MINOR 2
 
 #define SL_PREREQ_ERROR   1 /* decisions fail or go wrong */
-#define SL_PREREQ_WARNING 2 /* budgets may be lost */
+#define SL_PREREQ_WARNING 2 /* budgets may be lost, or cost more */
 
 typedef struct sl_prereq {
     int level;        /* SL_PREREQ_* */

@@ -58,11 +58,23 @@ typedef struct sl_prereq_ctx {
     apr_uint32_t gen;
 } sl_prereq_ctx_t;
 
+/* A cluster's nodes, and a Sentinel store's masters, are each asked; a
+ * plain store once, on its first connection, which goes to its one node
+ * (a node that redirects it to others is told by that answer). */
+static const char *sl_prereq_key(sl_prereq_ctx_t *c, const char *node)
+{
+    int many =
+        c->url->kind == SL_STORE_CLUSTER || c->url->kind == SL_STORE_SENTINEL;
+
+    return many ? node : "";
+}
+
 static int sl_prereq_ask(void *data, const char *node)
 {
     sl_prereq_ctx_t *c = data;
 
-    return sl_prereqs_claim(c->table, c->url->display, node, c->gen);
+    return sl_prereqs_claim(c->table, c->url->display, sl_prereq_key(c, node),
+                            c->gen);
 }
 
 static void sl_prereq_log(sl_prereq_ctx_t *c, apr_pool_t *p, const char *node,
@@ -111,7 +123,8 @@ static void sl_prereq_info(void *data, const char *node, const char *text,
     }
     else if (!text) {
         /* The connection failed before the answer: the next one asks. */
-        sl_prereqs_release(c->table, c->url->display, node, c->gen);
+        sl_prereqs_release(c->table, c->url->display, sl_prereq_key(c, node),
+                           c->gen);
     }
     else if (apr_pool_create_unmanaged_ex(&p, NULL, NULL) == APR_SUCCESS) {
         sl_prereq_log(c, p, node, text, len);

@@ -151,7 +151,8 @@ static void test_rules(void)
 
     n = problems("redis_version:7.0.15\r\ncluster_enabled:1\r\n", url,
                  "127.0.0.1:6379", pr);
-    EXPECT(n == 1 && pr[0].level == SL_PREREQ_ERROR, "redis:// on a cluster");
+    EXPECT(n == 1 && pr[0].level == SL_PREREQ_WARNING,
+           "redis:// on a cluster: a warning");
     EXPECT(n == 1 && strstr(pr[0].text, "cluster://127.0.0.1:6379"),
            "says to use cluster://: %s", n ? pr[0].text : "");
     n = problems("redis_version:7.0.15\r\ncluster_enabled:1\r\n",
