@@ -15,7 +15,7 @@ use SL::Test;
 use SL::Httpd;
 use SL::Fault;
 
-plan tests => 14;
+plan tests => 15;
 
 my $CHILDREN = 4;
 my $port = $ENV{SL_TEST_REDIS_PORT} or die "SL_TEST_REDIS_PORT unset\n";
@@ -75,16 +75,27 @@ fault_redis('CONFIG', 'SET', 'maxmemory', '100mb');
 fault_redis('CONFIG', 'SET', 'maxmemory-policy', 'allkeys-lru');
 my $pw = $ENV{SL_TEST_FAULT_REDIS_PASSWORD};
 ($h, $st, $kids) = serve("redis://:$pw\@127.0.0.1:" . fault_port());
-fault_redis('CONFIG', 'SET', $_, $was{$_}) for sort keys %was;
 is($st, $decided, 'evicting store: every request still decided');
 is($kids, $CHILDREN, "$CHILDREN children served them")
   or diag(join '', log_lines($h, 'pids', qr/./), log_lines($h, 'access_log', qr/./));
 my $display = quotemeta store_display();
-my @warn = log_lines($h, 'error_log',
-    qr/\[slidinglimit:warn\].*mod_slidinglimit: store $display has maxmemory 104857600 with maxmemory-policy allkeys-lru: .*set maxmemory-policy noeviction/);
+my $evict = qr/\[slidinglimit:warn\].*mod_slidinglimit: store $display has maxmemory 104857600 with maxmemory-policy allkeys-lru: .*set maxmemory-policy noeviction/;
+my @warn = log_lines($h, 'error_log', $evict);
 is(scalar(@warn), 1, 'one warning for all children, naming the setting')
   or diag(join '', problems($h));
 is(scalar(problems($h)), 1, '... and nothing else');
+# A graceful restart is a new generation: said once more, by one child.
+kill 'USR1', $h->pid;
+sub one_request {
+    my ($h) = @_;
+    HTTP::Tiny->new(timeout => 15, keep_alive => 0)->get($h->url . '/alg/log/',
+        { headers => { 'X-Forwarded-For' => fresh_ip() } });
+}
+wait_until(sub { one_request($h); log_lines($h, 'error_log', $evict) >= 2 }, 30);
+one_request($h) for 1 .. 2;
+is(scalar(log_lines($h, 'error_log', $evict)), 2,
+    'after a graceful restart: once more');
+fault_redis('CONFIG', 'SET', $_, $was{$_}) for sort keys %was;
 is(scalar(log_lines($h, 'error_log', qr/\Q$pw\E/)), 0, 'no password in the log');
 $h->stop;
 
