@@ -1,7 +1,8 @@
 /* Connections to one Redis node: made once (connect and command timeouts,
- * AUTH, SELECT) so that the request path sends nothing but the script, kept
- * in a per-node idle stack, and dropped by generation when the server
- * closed them. The transport (sl_transport.c: TCP, a unix socket or TLS)
+ * AUTH, SELECT) so that the request path sends nothing but the script (and,
+ * once per generation, INFO for the store's prerequisites), kept in a
+ * per-node idle stack, and dropped by generation when the server closed
+ * them. The transport (sl_transport.c: TCP, a unix socket or TLS)
  * is used here only; a Sentinel store's node is the master the Sentinels
  * name (sl_sentinel.c). */
 #include "sl_redis_private.h"
