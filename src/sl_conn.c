@@ -134,8 +134,8 @@ static void sl_conn_answered(sl_conn_t *conn, const redisReply *r)
         len = r->len;
     }
     else if (r) {
-        error =
-            r->type == REDIS_REPLY_ERROR && r->str ? r->str : "(not a string)";
+        /* Not text: a proxy's answer, say; read as a refusal. */
+        error = r->type == REDIS_REPLY_ERROR && r->str ? r->str : "NOT-TEXT";
     }
     conn->rs->prereq_info(conn->rs->prereq_ctx, conn->asked, text, len, error);
     free(conn->asked);
