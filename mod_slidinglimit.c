@@ -98,6 +98,10 @@ static int sl_post_config(apr_pool_t *pconf, apr_pool_t *plog,
                      "mod_slidinglimit: cannot create the breaker segment");
         return HTTP_INTERNAL_SERVER_ERROR;
     }
+    /* Without it the stores' prerequisites are not checked: nothing else
+     * changes. */
+    rv = sl_shm_retain(s, "prereqs", sl_prereqs_size(), &base, &fresh);
+    proc->prereqs = rv == APR_SUCCESS ? sl_prereqs_attach(base) : NULL;
     for (vs = s; vs; vs = vs->next) {
         sl_server_conf_t *sc =
             ap_get_module_config(vs->module_config, &slidinglimit_module);

@@ -53,6 +53,14 @@ local MAX_REQUESTS = 100000000
 local MIN_WINDOW = 1000
 local MAX_WINDOW = 366 * 86400 * 1000000
 
+-- Writes after TIME: Redis replicates such a script by its effects (the
+-- commands it ran) only. 7.0 always does; 5.0 and 6.x unless
+-- lua-replicate-commands is no; 3.2 and 4.x when asked first, here. Older
+-- Redis has no such call and refuses the first write, which the module
+-- names in the error log (src/sl_prereq.c).
+if redis.replicate_commands then
+    redis.replicate_commands()
+end
 local t = redis.call('TIME')
 local sec, usec = t[1] + 0, t[2] + 0
 local now = sec * 1000000 + usec

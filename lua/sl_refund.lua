@@ -25,6 +25,10 @@
 -- Every write keeps the key's TTL, which the admission set long enough.
 -- Cheap like the check: no closures, no tables but the reply.
 
+-- Effects replication, for the writes after TIME (see lua/sl_check.lua).
+if redis.replicate_commands then
+    redis.replicate_commands()
+end
 local t = redis.call('TIME')
 local now = t[1] * 1000000 + t[2]
 local member, s_at = ARGV[1], ARGV[2]

@@ -2,7 +2,6 @@
  * memory) and the table of one breaker per store. */
 #include "sl_breaker.h"
 #include "sl_claim.h"
-#include "sl_core.h"
 
 #include <apr_atomic.h>
 #include <apr_sha1.h>
@@ -92,8 +91,7 @@ apr_interval_time_t sl_breaker_wait(const sl_breaker_t *b, apr_time_t now)
 }
 
 typedef struct sl_breaker_slot {
-    volatile apr_uint32_t state; /* SL_CLAIM_* */
-    unsigned char id[APR_SHA1_DIGESTSIZE];
+    sl_claim_id_t id;
     sl_breaker_t breaker;
 } sl_breaker_slot_t;
 
@@ -114,18 +112,9 @@ sl_breakers_t *sl_breakers_attach(apr_pool_t *p, void *base)
     return t;
 }
 
-static int sl_breaker_match(const void *slot, const void *digest)
+static void sl_breaker_slot_init(void *slot)
 {
-    return !memcmp(((const sl_breaker_slot_t *) slot)->id, digest,
-                   APR_SHA1_DIGESTSIZE);
-}
-
-static void sl_breaker_fill(void *slot, const void *digest)
-{
-    sl_breaker_slot_t *b = slot;
-
-    memcpy(b->id, digest, APR_SHA1_DIGESTSIZE);
-    sl_breaker_init(&b->breaker);
+    sl_breaker_init(&((sl_breaker_slot_t *) slot)->breaker);
 }
 
 sl_breaker_t *sl_breakers_get(sl_breakers_t *t, const char *id,
@@ -141,8 +130,7 @@ sl_breaker_t *sl_breakers_get(sl_breakers_t *t, const char *id,
     apr_sha1_update_binary(&ctx, (const unsigned char *) id,
                            (unsigned int) id_len);
     apr_sha1_final(digest, &ctx);
-    i = sl_claim(t->slots, sizeof(sl_breaker_slot_t), SL_BREAKER_SLOTS,
-                 sl_fnv1a(SL_FNV_INIT, digest, sizeof(digest)), digest,
-                 sl_breaker_match, sl_breaker_fill);
+    i = sl_claim_digest(t->slots, sizeof(sl_breaker_slot_t), SL_BREAKER_SLOTS,
+                        digest, sl_breaker_slot_init);
     return i < 0 ? NULL : &t->slots[i].breaker;
 }

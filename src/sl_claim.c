@@ -4,9 +4,12 @@
  * never finishes, and never back while the segment lives, so a READY
  * slot's name can be read without a lock. */
 #include "sl_claim.h"
+#include "sl_core.h"
 
 #include <apr_atomic.h>
 #include <apr_time.h>
+
+#include <string.h>
 
 static apr_uint32_t sl_claim_wait(volatile apr_uint32_t *state)
 {
@@ -57,4 +60,35 @@ int sl_claim(void *slots, apr_size_t stride, int nslots, apr_uint32_t hash,
         }
     }
     return -1;
+}
+
+typedef struct sl_claim_named {
+    const unsigned char *digest;
+    sl_claim_init_fn *init;
+} sl_claim_named_t;
+
+static int sl_claim_digest_match(const void *slot, const void *name)
+{
+    return !memcmp(((const sl_claim_id_t *) slot)->digest,
+                   ((const sl_claim_named_t *) name)->digest, SL_CLAIM_DIGEST);
+}
+
+static void sl_claim_digest_fill(void *slot, const void *name)
+{
+    const sl_claim_named_t *n = name;
+
+    memcpy(((sl_claim_id_t *) slot)->digest, n->digest, SL_CLAIM_DIGEST);
+    if (n->init) {
+        n->init(slot);
+    }
+}
+
+int sl_claim_digest(void *slots, apr_size_t stride, int nslots,
+                    const unsigned char *digest, sl_claim_init_fn *init)
+{
+    sl_claim_named_t n = {digest, init};
+
+    return sl_claim(slots, stride, nslots,
+                    sl_fnv1a(SL_FNV_INIT, digest, SL_CLAIM_DIGEST), &n,
+                    sl_claim_digest_match, sl_claim_digest_fill);
 }

@@ -1,6 +1,7 @@
 /* Named slots in a fixed table of shared memory, claimed without a lock by
- * whichever process needs a name first: the breaker table and the
- * statistics' policy table. APR only, no httpd.h (tests/unit). */
+ * whichever process needs a name first: the breaker table, the
+ * statistics' policy table and the prerequisites' table. APR only, no
+ * httpd.h (tests/unit). */
 #ifndef SL_CLAIM_H
 #define SL_CLAIM_H
 
@@ -32,5 +33,22 @@ typedef void sl_claim_fill_fn(void *slot, const void *name);
 int sl_claim(void *slots, apr_size_t stride, int nslots, apr_uint32_t hash,
              const void *name, sl_claim_match_fn *match,
              sl_claim_fill_fn *fill);
+
+/* A table whose slots begin with an sl_claim_id_t is named by SHA-1
+ * digests: of a name that holds a password (a store's URL with its
+ * credentials) or may be long. */
+#define SL_CLAIM_DIGEST 20 /* APR_SHA1_DIGESTSIZE */
+
+typedef struct sl_claim_id {
+    volatile apr_uint32_t state; /* SL_CLAIM_* */
+    unsigned char digest[SL_CLAIM_DIGEST];
+} sl_claim_id_t;
+
+/* Readies the rest of a slot just named (NULL: nothing to do). */
+typedef void sl_claim_init_fn(void *slot);
+
+/* sl_claim for the slot of digest in such a table. */
+int sl_claim_digest(void *slots, apr_size_t stride, int nslots,
+                    const unsigned char *digest, sl_claim_init_fn *init);
 
 #endif

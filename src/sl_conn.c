@@ -1,7 +1,8 @@
 /* Connections to one Redis node: made once (connect and command timeouts,
- * AUTH, SELECT) so that the request path sends nothing but the script, kept
- * in a per-node idle stack, and dropped by generation when the server
- * closed them. The transport (sl_transport.c: TCP, a unix socket or TLS)
+ * AUTH, SELECT) so that the request path sends nothing but the script (and,
+ * once per generation, INFO for the store's prerequisites), kept in a
+ * per-node idle stack, and dropped by generation when the server closed
+ * them. The transport (sl_transport.c: TCP, a unix socket or TLS)
  * is used here only; a Sentinel store's node is the master the Sentinels
  * name (sl_sentinel.c). */
 #include "sl_redis_private.h"
@@ -122,6 +123,61 @@ void sl_conn_error_reply(sl_redis_t *rs, const char *msg)
     }
 }
 
+/* INFO's reply, or NULL for none, to the store's prerequisites. */
+static void sl_conn_answered(sl_conn_t *conn, const redisReply *r)
+{
+    const char *text = NULL, *error = NULL;
+    apr_size_t len = 0;
+
+    if (r && r->type == REDIS_REPLY_STRING) {
+        text = r->str;
+        len = r->len;
+    }
+    else if (r) {
+        /* Not text: a proxy's answer, say; read as a refusal. */
+        error = r->type == REDIS_REPLY_ERROR && r->str ? r->str : "NOT-TEXT";
+    }
+    conn->rs->prereq_info(conn->rs->prereq_ctx, conn->asked, text, len, error);
+    free(conn->asked);
+    conn->asked = NULL;
+}
+
+#define SL_RESP_INFO "*1\r\n$4\r\nINFO\r\n"
+
+/* The store's prerequisites are read from INFO, asked by the connection
+ * the store names (the first to each node in a generation). INFO goes out
+ * with the connection's first command and its reply is read just before
+ * that command's (sl_conn_read): no round trip of its own, and bounded by
+ * that command's timeout. All of INFO, not sections: Redis before 7.0
+ * takes one section only. */
+static void sl_conn_ask_info(sl_redis_t *rs, sl_conn_t *conn, const char *host,
+                             int port)
+{
+    apr_size_t len = host ? strlen(host) + 16 : strlen(rs->url->path) + 1;
+    char *node;
+
+    if (!rs->prereq_ask || !(node = malloc(len))) {
+        return;
+    }
+    if (host) {
+        apr_snprintf(node, len, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host,
+                     port);
+    }
+    else {
+        memcpy(node, rs->url->path, len);
+    }
+    if (!rs->prereq_ask(rs->prereq_ctx, node)) {
+        free(node);
+        return;
+    }
+    conn->asked = node;
+    conn->rs = rs;
+    if (sl_conn_send(conn, SL_RESP_INFO, sizeof(SL_RESP_INFO) - 1) !=
+        APR_SUCCESS) {
+        sl_conn_answered(conn, NULL);
+    }
+}
+
 /* A connection is set up once (connect, TLS, AUTH, SELECT) so that the
  * request path sends nothing but the script. */
 static apr_status_t sl_conn_construct(sl_node_t *node, sl_conn_t **out)
@@ -180,6 +236,7 @@ static apr_status_t sl_conn_construct(sl_node_t *node, sl_conn_t **out)
     }
     conn->t = t;
     conn->gen = apr_atomic_read32(&node->gen);
+    sl_conn_ask_info(rs, conn, host, port);
     *out = conn;
     return APR_SUCCESS;
 }
@@ -190,6 +247,9 @@ static apr_status_t sl_conn_construct(sl_node_t *node, sl_conn_t **out)
  * holds. */
 void sl_conn_destroy(sl_conn_t *conn)
 {
+    if (conn->asked) {
+        sl_conn_answered(conn, NULL);
+    }
     sl_transport_close(conn->t);
     conn->t = NULL;
     free(conn->out);
@@ -331,6 +391,14 @@ apr_status_t sl_conn_read(sl_conn_t *conn, redisReply **reply, char *err,
     if (conn->outlen) {
         rv = sl_transport_send(conn->t, conn->out, conn->outlen);
         conn->outlen = 0;
+    }
+    if (rv == APR_SUCCESS && conn->asked) {
+        redisReply *info;
+        rv = sl_transport_reply(conn->t, &info);
+        if (rv == APR_SUCCESS) {
+            sl_conn_answered(conn, info);
+            freeReplyObject(info);
+        }
     }
     if (rv == APR_SUCCESS) {
         rv = sl_transport_reply(conn->t, reply);

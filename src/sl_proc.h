@@ -6,6 +6,7 @@
 
 #include "sl_breaker.h"
 #include "sl_denycache.h"
+#include "sl_prereq.h"
 #include "sl_shm.h"
 #include "sl_stats.h"
 
@@ -14,6 +15,7 @@ typedef struct sl_proc {
     sl_stats_t *stats;
     sl_breaker_t *breaker;   /* the main server's store's (status page) */
     sl_breakers_t *breakers; /* one per other Redis store (sl_store.c) */
+    sl_prereqs_t *prereqs;   /* which store nodes were asked INFO */
     sl_denycache_shm_t *denycache_shm; /* shared by the generation's children */
     sl_denycache_t *denycache;
     unsigned char seed[8];

@@ -114,6 +114,14 @@ sl_breaker_t *sl_redis_breaker(const sl_redis_t *rs)
     return rs->breaker;
 }
 
+void sl_redis_prereq_set(sl_redis_t *rs, sl_redis_ask_fn *ask,
+                         sl_redis_info_fn *info, void *ctx)
+{
+    rs->prereq_ask = ask;
+    rs->prereq_info = info;
+    rs->prereq_ctx = ctx;
+}
+
 void sl_redis_tls_set(sl_redis_t *rs, struct sl_tls *tls)
 {
     rs->tls = tls;

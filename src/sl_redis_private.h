@@ -53,6 +53,10 @@ typedef struct sl_conn {
     apr_size_t outlen, outcap;
     int uses;
     apr_uint32_t gen; /* the node's generation when it was made */
+    /* The node INFO was asked of (malloc'd), until its reply is read
+     * ahead of the first command's: see sl_conn_read. */
+    char *asked;
+    struct sl_redis *rs;
 } sl_conn_t;
 
 /* Nodes are allocated with malloc and own an unmanaged pool (their
@@ -157,6 +161,9 @@ struct sl_redis {
     const char *load; /* SCRIPT LOAD of the script, in RESP */
     apr_size_t load_len;
     sl_breaker_t *breaker;
+    sl_redis_ask_fn *prereq_ask; /* sl_redis_prereq_set */
+    sl_redis_info_fn *prereq_info;
+    void *prereq_ctx;
     /* Guards topo, the nodes' refs and allocations from pool: threads of
      * one child share this structure, never a connection. */
     apr_thread_mutex_t *mutex;

@@ -9,6 +9,9 @@
 #include "apr_strings.h"
 
 #include "sl_config.h"
+#include "sl_prereq.h"
+
+#include "http_core.h"
 
 #include <string.h>
 
@@ -45,6 +48,90 @@ static sl_breaker_t *sl_store_breaker(apr_pool_t *p, sl_proc_t *proc,
     return b;
 }
 
+/* A Redis store's prerequisites (sl_prereq.h): asked of each of its nodes
+ * once per generation, by whichever child connects first, and every
+ * problem logged as one line by that child. */
+typedef struct sl_prereq_ctx {
+    server_rec *s;
+    const sl_store_url_t *url;
+    sl_prereqs_t *table;
+    apr_uint32_t gen;
+} sl_prereq_ctx_t;
+
+/* A cluster's nodes, and a Sentinel store's masters, are each asked; a
+ * plain store once, on its first connection, which goes to its one node
+ * (a node that redirects it to others is told by that answer). */
+static const char *sl_prereq_key(sl_prereq_ctx_t *c, const char *node)
+{
+    int many =
+        c->url->kind == SL_STORE_CLUSTER || c->url->kind == SL_STORE_SENTINEL;
+
+    return many ? node : "";
+}
+
+static int sl_prereq_ask(void *data, const char *node)
+{
+    sl_prereq_ctx_t *c = data;
+
+    return sl_prereqs_claim(c->table, c->url->display, sl_prereq_key(c, node),
+                            c->gen);
+}
+
+static void sl_prereq_log(sl_prereq_ctx_t *c, apr_pool_t *p, const char *node,
+                          const char *text, apr_size_t len)
+{
+    sl_prereq_t pr[SL_PREREQ_MAX];
+    sl_info_t info;
+    const char *why = sl_info_parse(p, text, len, &info);
+    int n, i;
+
+    if (why) {
+        ap_log_error(
+            APLOG_MARK, APLOG_DEBUG, 0, c->s,
+            "mod_slidinglimit: store %s: INFO of node %s not understood "
+            "(%s); prerequisites not checked",
+            c->url->display, node, why);
+        return;
+    }
+    n = sl_prereq_problems(p, &info, c->url, node, pr);
+    for (i = 0; i < n; i++) {
+        ap_log_error(APLOG_MARK,
+                     pr[i].level == SL_PREREQ_ERROR ? APLOG_ERR : APLOG_WARNING,
+                     0, c->s, "mod_slidinglimit: %s", pr[i].text);
+    }
+    if (!n) {
+        ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, c->s,
+                     "mod_slidinglimit: store %s: node %s runs Redis %s; "
+                     "prerequisites met",
+                     c->url->display, node, info.version);
+    }
+}
+
+static void sl_prereq_info(void *data, const char *node, const char *text,
+                           apr_size_t len, const char *error)
+{
+    sl_prereq_ctx_t *c = data;
+    apr_pool_t *p;
+
+    if (error) {
+        /* INFO renamed, disabled or denied by an ACL: the error's code
+         * only, as its text may name the user. */
+        ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, c->s,
+                     "mod_slidinglimit: store %s: node %s refused INFO (%.*s); "
+                     "prerequisites not checked",
+                     c->url->display, node, (int) strcspn(error, " "), error);
+    }
+    else if (!text) {
+        /* The connection failed before the answer: the next one asks. */
+        sl_prereqs_release(c->table, c->url->display, sl_prereq_key(c, node),
+                           c->gen);
+    }
+    else if (apr_pool_create_unmanaged_ex(&p, NULL, NULL) == APR_SUCCESS) {
+        sl_prereq_log(c, p, node, text, len);
+        apr_pool_destroy(p);
+    }
+}
+
 /* A Redis store's client and breaker. */
 static sl_store_t *sl_store_redis(apr_pool_t *pchild, server_rec *s,
                                   server_rec *vs, sl_proc_t *proc, int threads)
@@ -73,6 +160,14 @@ static sl_store_t *sl_store_redis(apr_pool_t *pchild, server_rec *s,
     sl_redis_sentinel_auth(st->redis, sc->sentinel_user, sc->sentinel_password);
     st->breaker = sl_store_breaker(pchild, proc, s, vs, sc->store);
     sl_redis_breaker_set(st->redis, st->breaker);
+    if (proc->prereqs) {
+        sl_prereq_ctx_t *c = apr_pcalloc(pchild, sizeof(*c));
+        c->s = vs;
+        c->url = sc->store;
+        c->table = proc->prereqs;
+        c->gen = (apr_uint32_t) ap_state_query(AP_SQ_CONFIG_GEN);
+        sl_redis_prereq_set(st->redis, sl_prereq_ask, sl_prereq_info, c);
+    }
     return st;
 }
 
