@@ -21,6 +21,7 @@ for ([ $short, "0123456789abcde\n" ], [ $empty, '' ], [ $good16, "0123456789abcd
 my $certs = tls_certs();
 # A file this user cannot read (root reads everything: then a missing one).
 my $unreadable = "$certs/unreadable.pem";
+unlink $unreadable;    # left by the run under the previous MPM
 system('cp', "$certs/ca.pem", $unreadable);
 chmod 0, $unreadable;
 $unreadable = '/nonexistent/unreadable.pem' if $> == 0;
