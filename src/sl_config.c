@@ -338,8 +338,11 @@ static const char *sl_cmd_limit(cmd_parms *cmd, void *dconf, int argc,
         return sl_err(cmd, err);
     }
     if (l->cost_expr) {
+        /* The response does not vary with what it costs: never a
+         * "Vary: Content-Length", which would defeat caches. */
         l->cost_prog = ap_expr_parse_cmd(
-            cmd, l->cost_expr, AP_EXPR_FLAG_STRING_RESULT, &err, NULL);
+            cmd, l->cost_expr,
+            AP_EXPR_FLAG_STRING_RESULT | AP_EXPR_FLAG_DONT_VARY, &err, NULL);
         if (err) {
             return sl_err(cmd, apr_psprintf(cmd->pool,
                                             "'cost=expr:%s': cannot parse "

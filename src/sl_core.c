@@ -291,6 +291,10 @@ const char *sl_parse_limit(apr_pool_t *p, int argc, char *const argv[],
             }
         }
         else if (klen == 4 && !strncasecmp(argv[i], "cost", 4) &&
+                 (l->cost_expr || l->cost != 1)) {
+            return apr_psprintf(p, "'%s': cost= is given twice", argv[i]);
+        }
+        else if (klen == 4 && !strncasecmp(argv[i], "cost", 4) &&
                  !strncasecmp(val, "expr:", 5)) {
             if (!val[5]) {
                 return apr_psprintf(p, "'%s': needs an expression", argv[i]);

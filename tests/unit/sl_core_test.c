@@ -213,6 +213,9 @@ static void test_cost_expr(apr_pool_t *p)
            "cost=expr: without an "
            "expression refused: %s",
            err ? err : "accepted");
+    l = limit(p, "10 1m cost=3 cost=expr:x", "", &err);
+    EXPECT(err && strstr(err, "cost=expr:x"),
+           "cost= and cost=expr: refused: %s", err ? err : "accepted");
     l = limit(p, "10 1m cost=2 cost-unit=1024", "", &err);
     EXPECT(err && strstr(err, "cost-unit=1024"),
            "cost-unit= without cost=expr: refused: %s", err ? err : "accepted");
