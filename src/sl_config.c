@@ -337,6 +337,19 @@ static const char *sl_cmd_limit(cmd_parms *cmd, void *dconf, int argc,
     if ((err = sl_parse_limit(cmd->pool, argc, argv, sl_section(cmd), &l))) {
         return sl_err(cmd, err);
     }
+    if (l->cost_expr) {
+        /* The response does not vary with what it costs: never a
+         * "Vary: Content-Length", which would defeat caches. */
+        l->cost_prog = ap_expr_parse_cmd(
+            cmd, l->cost_expr,
+            AP_EXPR_FLAG_STRING_RESULT | AP_EXPR_FLAG_DONT_VARY, &err, NULL);
+        if (err) {
+            return sl_err(cmd, apr_psprintf(cmd->pool,
+                                            "'cost=expr:%s': cannot parse "
+                                            "the expression: %s",
+                                            l->cost_expr, err));
+        }
+    }
     /* The section's SlidingLimitAlgorithm may come later or be inherited,
      * so a burst= that would silently do nothing is refused here. */
     if (l->burst && l->algorithm != SL_ALG_GCRA) {
@@ -907,8 +920,8 @@ const command_rec sl_cmds[] = {
                   "size of the shared memory store, e.g. 8M (default 8M)"),
     AP_INIT_TAKE_ARGV("SlidingLimit", sl_cmd_limit, NULL, SL_DIR_CONF,
                       "REQUESTS WINDOW [name=NAME] [algorithm=log|counter|"
-                      "gcra] [burst=N] [cost=N] [block=DURATION] "
-                      "[count=STATUS,...], or off"),
+                      "gcra] [burst=N] [cost=N|expr:STRING] [cost-unit=N] "
+                      "[block=DURATION] [count=STATUS,...], or off"),
     AP_INIT_TAKE_ARGV("SlidingLimitKey", sl_cmd_key, NULL, SL_DIR_CONF,
                       "whose budget: ip, user, header:NAME, env:NAME, "
                       "expr:STRING; the first with a value wins"),

@@ -16,6 +16,8 @@
 #define SL_MAX_WINDOW   (apr_int64_t)(366 * 86400) * APR_USEC_PER_SEC
 #define SL_MAX_REQUESTS 100000000
 #define SL_MAX_COUNT    16
+/* cost-unit=: up to 1 TiB, e.g. bytes to GiB. */
+#define SL_MAX_COST_UNIT ((apr_int64_t) 1 << 40)
 
 const char *sl_parse_int(apr_pool_t *p, const char *s, apr_int64_t min,
                          apr_int64_t max, apr_int64_t *out)
@@ -288,9 +290,26 @@ const char *sl_parse_limit(apr_pool_t *p, int argc, char *const argv[],
                 return apr_pstrcat(p, "burst ", err, NULL);
             }
         }
+        else if (klen == 4 && !strncasecmp(argv[i], "cost", 4) &&
+                 (l->cost_expr || l->cost != 1)) {
+            return apr_psprintf(p, "'%s': cost= is given twice", argv[i]);
+        }
+        else if (klen == 4 && !strncasecmp(argv[i], "cost", 4) &&
+                 !strncasecmp(val, "expr:", 5)) {
+            if (!val[5]) {
+                return apr_psprintf(p, "'%s': needs an expression", argv[i]);
+            }
+            l->cost_expr = val + 5;
+        }
         else if (klen == 4 && !strncasecmp(argv[i], "cost", 4)) {
             if ((err = sl_parse_int(p, val, 1, SL_MAX_REQUESTS, &l->cost))) {
                 return apr_pstrcat(p, "cost ", err, NULL);
+            }
+        }
+        else if (klen == 9 && !strncasecmp(argv[i], "cost-unit", 9)) {
+            if ((err = sl_parse_int(p, val, 1, SL_MAX_COST_UNIT,
+                                    &l->cost_unit))) {
+                return apr_pstrcat(p, "cost-unit ", err, NULL);
             }
         }
         else if (klen == 5 && !strncasecmp(argv[i], "block", 5)) {
@@ -306,9 +325,19 @@ const char *sl_parse_limit(apr_pool_t *p, int argc, char *const argv[],
         else {
             return apr_psprintf(p,
                                 "unknown option '%s' (expected name=, "
-                                "algorithm=, burst=, cost=, block= or count=)",
+                                "algorithm=, burst=, cost=, cost-unit=, "
+                                "block= or count=)",
                                 argv[i]);
         }
+    }
+    if (l->cost_unit && !l->cost_expr) {
+        return apr_psprintf(p,
+                            "'cost-unit=%" APR_INT64_T_FMT
+                            "' needs cost=expr: on the same line",
+                            l->cost_unit);
+    }
+    if (!l->cost_unit) {
+        l->cost_unit = 1;
     }
     /* A request that costs more than the limit holds could never pass. */
     if (l->cost > l->requests ||
@@ -641,6 +670,63 @@ void sl_quota_headers(apr_pool_t *p, int flags,
                           APR_USEC_PER_SEC - 1) /
                              APR_USEC_PER_SEC));
     }
+}
+
+int sl_cost_of(const char *v, apr_int64_t unit, apr_int64_t max,
+               apr_int64_t *cost)
+{
+    apr_int64_t n = 0, c;
+    int over = 0;
+    const char *s;
+
+    /* Every character is a digit before any is counted: "99...9x" is not
+     * a number however large its digits are. */
+    for (s = v ? v : ""; *s; s++) {
+        if (!apr_isdigit(*s)) {
+            return SL_COST_BAD;
+        }
+    }
+    for (s = v ? v : ""; *s && !over; s++) {
+        if (!(over = n > (APR_INT64_MAX - 9) / 10)) {
+            n = n * 10 + (*s - '0');
+        }
+    }
+    if (over || unit < 1) {
+        return SL_COST_OVER;
+    }
+    c = n / unit + (n % unit != 0);
+    c = c < 1 ? 1 : c;
+    if (c > max) {
+        return SL_COST_OVER;
+    }
+    *cost = c;
+    return SL_COST_OK;
+}
+
+apr_int64_t sl_budget_capacity(const sl_budget_t *b)
+{
+    return b->algorithm == SL_ALG_GCRA && b->burst ? b->burst : b->requests;
+}
+
+const char *sl_json_cost_body(apr_pool_t *p, int why, const char *policy,
+                              apr_int64_t max)
+{
+    /* A policy name is letters, digits and -_.:/@ (sl_valid_name): nothing
+     * to escape. */
+    if (why == SL_COST_BAD) {
+        return apr_psprintf(p,
+                            "{\"error\":{\"code\":\"BAD_COST\",\"message\":"
+                            "\"The cost of this request is not a whole "
+                            "number.\",\"policy\":\"%s\"}}\n",
+                            policy);
+    }
+    return apr_psprintf(p,
+                        "{\"error\":{\"code\":\"COST_EXCEEDS_LIMIT\","
+                        "\"message\":\"This request costs more than the "
+                        "limit holds (%" APR_INT64_T_FMT
+                        " units); it can never be admitted.\",\"policy\":"
+                        "\"%s\",\"limit\":%" APR_INT64_T_FMT "}}\n",
+                        max, policy, max);
 }
 
 const char *sl_json_body(apr_pool_t *p, int unavailable, apr_int64_t retry)

@@ -28,7 +28,13 @@ typedef struct sl_limit {
     int named;            /* name= was given: shared across sections */
     const char *section;  /* the enclosing sections (see sl_parse_limit) */
     apr_int64_t cost;     /* units per request (cost=); 1 by default */
-    apr_int64_t block;    /* block=, microseconds; 0: none */
+    /* cost=expr:STRING: the expression's text (NULL: cost= is fixed), its
+     * compiled form (an ap_expr_info_t *, made by sl_config.c: the core
+     * has no httpd.h), and cost-unit= (1 by default). */
+    const char *cost_expr;
+    const void *cost_prog;
+    apr_int64_t cost_unit;
+    apr_int64_t block; /* block=, microseconds; 0: none */
     /* count=: the final statuses that count, NULL: every status. The
      * request is reserved at the decision and given back afterwards when
      * its status is not listed. */
@@ -85,6 +91,22 @@ const char *sl_algorithm_name(int alg);
 const char *sl_parse_limit(apr_pool_t *p, int argc, char *const argv[],
                            const char *section, sl_limit_t **out);
 
+/* cost=expr:: what an expression's value v costs under a limit that holds
+ * max units: a whole decimal number (digits only: no sign, space, exponent
+ * or fraction) divided by unit and rounded up. Every request consumes at
+ * least one unit: an empty value and 0 cost 1, so that no client makes its
+ * requests free. SL_COST_OK with *cost set, SL_COST_BAD (not a whole
+ * number) or SL_COST_OVER (more than max, however many digits). */
+#define SL_COST_OK   0
+#define SL_COST_BAD  1
+#define SL_COST_OVER 2
+int sl_cost_of(const char *v, apr_int64_t unit, apr_int64_t max,
+               apr_int64_t *cost);
+
+/* The most units one request may cost under a budget: its burst under
+ * gcra, else its requests. */
+apr_int64_t sl_budget_capacity(const sl_budget_t *b);
+
 /* An unnamed limit written inside a virtual host belongs to that host:
  * host (its "ServerName:port") becomes part of the id. Named limits keep
  * theirs. */
@@ -138,6 +160,11 @@ void sl_quota_headers(apr_pool_t *p, int flags,
 const char *sl_i64toa(apr_pool_t *p, apr_int64_t v);
 
 const char *sl_json_body(apr_pool_t *p, int unavailable, apr_int64_t retry);
+
+/* The body of a refusal for a cost (SL_COST_BAD or SL_COST_OVER) under the
+ * policy named policy, which holds max units. */
+const char *sl_json_cost_body(apr_pool_t *p, int why, const char *policy,
+                              apr_int64_t max);
 
 /* SlidingLimitStore */
 #define SL_STORE_SHM      0

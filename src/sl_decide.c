@@ -85,14 +85,52 @@ static void sl_budgets_build(sl_case_t *c, const sl_server_conf_t *sc)
         b->requests = l->requests;
         b->window = l->window;
         b->burst = l->burst;
-        /* cost= is at most what the limit holds (checked at start-up), and
-         * a block's end is the limit's reset, so the deny cache answers a
-         * blocked identity until it ends without a store call. */
+        /* cost= is at most what the limit holds (checked at start-up;
+         * cost=expr: per request, sl_budgets_cost), and a block's end is the
+         * limit's reset, so the deny cache answers a blocked identity until it
+         * ends without a store call. */
         b->cost = l->cost;
         b->block = l->block;
         b->reserve = l->count != NULL;
         c->reserve = c->reserve || b->reserve;
     }
+}
+
+/* cost=expr:: each such limit's cost for this request. Returns
+ * SL_COST_OK, or how the value of the first limit (*at) that cannot take it
+ * fails: the request is then refused before any store call, so it consumes
+ * nothing from any limit. */
+static int sl_budgets_cost(sl_case_t *c, int *at)
+{
+    request_rec *r = c->r;
+    int i, why;
+
+    for (i = 0; i < c->n; i++) {
+        const sl_limit_t *l = APR_ARRAY_IDX(c->limits, i, sl_limit_t *);
+        sl_budget_t *b = &c->budgets[i];
+        const char *v, *err = NULL;
+
+        if (!l->cost_prog) {
+            continue;
+        }
+        v = ap_expr_str_exec(r, l->cost_prog, &err);
+        why =
+            err ? SL_COST_BAD
+                : sl_cost_of(v, l->cost_unit, sl_budget_capacity(b), &b->cost);
+        if (why != SL_COST_OK) {
+            /* The value is the client's: escaped, and cut short. */
+            ap_log_rerror(
+                APLOG_MARK, APLOG_DEBUG, 0, r,
+                "mod_slidinglimit: policy %s: cost '%s' %s", l->name,
+                err ? err
+                    : ap_escape_logitem(r->pool, apr_pstrndup(r->pool, v, 32)),
+                why == SL_COST_BAD ? "is not a whole number"
+                                   : "is more than the limit holds");
+            *at = i;
+            return why;
+        }
+    }
+    return SL_COST_OK;
 }
 
 static int sl_budget_decided(const request_rec *r, const sl_budget_t *b)
@@ -274,11 +312,8 @@ static void sl_add_header(void *ctx, const char *name, const char *value)
 
 /* Answers the refused request here. The JSON body is ours unless the admin
  * set an ErrorDocument for the status, which httpd then serves. */
-static int sl_refuse(request_rec *r, int status, int unavailable,
-                     apr_int64_t retry)
+static int sl_respond(request_rec *r, int status, const char *body)
 {
-    apr_table_setn(r->err_headers_out, "Retry-After",
-                   apr_psprintf(r->pool, "%" APR_INT64_T_FMT, retry));
     if (ap_response_code_string(r, ap_index_of_response(status))) {
         return status;
     }
@@ -293,8 +328,42 @@ static int sl_refuse(request_rec *r, int status, int unavailable,
     r->content_languages = NULL;
     ap_set_content_type(r, "application/json");
     ap_run_insert_error_filter(r);
-    ap_rputs(sl_json_body(r->pool, unavailable, retry), r);
+    ap_rputs(body, r);
     return DONE;
+}
+
+static int sl_refuse(request_rec *r, int status, int unavailable,
+                     apr_int64_t retry)
+{
+    apr_table_setn(r->err_headers_out, "Retry-After",
+                   apr_psprintf(r->pool, "%" APR_INT64_T_FMT, retry));
+    return sl_respond(r, status, sl_json_body(r->pool, unavailable, retry));
+}
+
+/* A cost that limit at cannot take, refused before the store: 400 for a
+ * value that is no whole number (the client's doing), 413 for one larger
+ * than the limit holds. Waiting never admits either, so neither is a 429
+ * with a Retry-After that clients would retry on. Both close the
+ * connection, so a body is not read to be discarded. A dry run lets the
+ * request through, consuming nothing, like any refusal of a dry run. */
+static int sl_refuse_cost(const sl_case_t *c, const sl_mode_t *m, int why,
+                          int at)
+{
+    request_rec *r = c->r;
+    const sl_limit_t *l = APR_ARRAY_IDX(c->limits, at, sl_limit_t *);
+    int result = m->dry_run ? SL_RESULT_DRYRUN_DENIED : SL_RESULT_DENIED;
+    int status =
+        why == SL_COST_BAD ? HTTP_BAD_REQUEST : HTTP_REQUEST_ENTITY_TOO_LARGE;
+
+    sl_stats_decision(c->proc->stats, l->name, result);
+    sl_set_env(r, result, l->name, NULL);
+    if (m->dry_run) {
+        return DECLINED;
+    }
+    r->status = status;
+    return sl_respond(r, status,
+                      sl_json_cost_body(r->pool, why, l->name,
+                                        sl_budget_capacity(&c->budgets[at])));
 }
 
 /* Headers, environment and statistics, then the refusal if there is one. */
@@ -336,7 +405,7 @@ int sl_decide(request_rec *r, sl_server_conf_t *sc, sl_dir_conf_t *dc)
     sl_mode_t m;
     sl_outcome_t o;
     sl_decision_t d;
-    int store, fallback = SL_STEP_FAILED;
+    int store, fallback = SL_STEP_FAILED, why, at;
 
     c.r = r;
     c.dc = dc;
@@ -356,6 +425,9 @@ int sl_decide(request_rec *r, sl_server_conf_t *sc, sl_dir_conf_t *dc)
     }
     sl_budgets_remember(&c);
     sl_mode_of(&c, &m);
+    if ((why = sl_budgets_cost(&c, &at)) != SL_COST_OK) {
+        return sl_refuse_cost(&c, &m, why, at);
+    }
     store = sl_ask_store(&c, &d);
     if (sl_outcome_wants_fallback(&m, store)) {
         fallback = sl_ask_fallback(&c, &d);

@@ -47,6 +47,7 @@ typedef struct sl_dc_entry {
     apr_int64_t burst;
     int algorithm;
     apr_uint32_t store;
+    apr_int64_t cost; /* of the request the answer was for */
     apr_time_t until; /* 0: nothing known */
     apr_time_t retry_at;
     /* The request (any child's) asking the store about this key for all
@@ -205,14 +206,23 @@ static void sl_dc_unlock(sl_dc_slot_t *sl, apr_uint32_t seq)
     __atomic_store_n(&sl->seq, seq, __ATOMIC_RELEASE);
 }
 
+static apr_int64_t sl_dc_cost(const sl_budget_t *c)
+{
+    return c->cost > 1 ? c->cost : 1;
+}
+
 /* A named policy can be used with other values elsewhere: the refusal holds
- * only for the same key and the same limit. */
+ * only for the same key and the same limit. And for the same cost: a
+ * request that costs less may fit now (cost= differs between sections of
+ * one name, cost=expr: between requests), and one that costs more would be
+ * told a Retry-After earlier than the time it fits. */
 static int sl_dc_match(const sl_dc_entry_t *e, const sl_budget_t *c)
 {
-    return e->requests == c->requests && e->window == c->window &&
-           e->burst == c->burst && e->algorithm == c->algorithm &&
-           e->store == c->store && c->key_len < SL_DC_KEY &&
-           !memcmp(e->key, c->key, c->key_len) && e->key[c->key_len] == '\0';
+    return e->cost == sl_dc_cost(c) && e->requests == c->requests &&
+           e->window == c->window && e->burst == c->burst &&
+           e->algorithm == c->algorithm && e->store == c->store &&
+           c->key_len < SL_DC_KEY && !memcmp(e->key, c->key, c->key_len) &&
+           e->key[c->key_len] == '\0';
 }
 
 /* A refusal that ended less than SL_DC_RECENT ago. */
@@ -497,8 +507,7 @@ static int sl_dc_full(const sl_decision_t *d, int i, const sl_budget_t *c)
         return 0;
     }
     if (d->admitted) {
-        return !c->block && r->remaining < (c->cost > 1 ? c->cost : 1) &&
-               r->reset > 0;
+        return !c->block && r->remaining < sl_dc_cost(c) && r->reset > 0;
     }
     return !r->ok;
 }
@@ -523,6 +532,7 @@ static int sl_dc_put(sl_dc_slot_t *sl, const sl_budget_t *c, apr_time_t until,
         e->burst = c->burst;
         e->algorithm = c->algorithm;
         e->store = c->store;
+        e->cost = sl_dc_cost(c);
         e->until = until;
         e->retry_at = retry_at;
         e->asker = 0;

@@ -1,9 +1,10 @@
 /* Cache of refusals shared by all children of the server: once the store
- * says a key has no room until T, nothing can free quota for it before T
- * (only admissions change its state, and it admits none), so later requests
- * on that key are refused here until T without a store call, by whichever
- * child gets them. That keeps a flood from one key off the store and off
- * the network, however many children (prefork) answer it.
+ * says a key has no room for a request's cost until T, nothing can free
+ * quota for it before T (only admissions change its state, and it admits
+ * none), so later requests of that cost on that key are refused here until
+ * T without a store call, by whichever child gets them. That keeps a flood
+ * from one key off the store and off the network, however many children
+ * (prefork) answer it.
  *
  * An admission that leaves a limit with nothing remaining is cached the
  * same way: the script's reset for remaining 0 is the exact earliest time

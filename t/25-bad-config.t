@@ -80,6 +80,15 @@ my @bad = (
     [ 'SlidingLimit 10 1m cost=1k',               'SlidingLimit', "'1k'" ],
     [ 'SlidingLimit 10 1m algorithm=gcra burst=2 cost=3',
                                                   'SlidingLimit', 'cost=3' ],
+    [ 'SlidingLimit 10 1m cost=expr:',            'SlidingLimit', 'cost=expr:' ],
+    [ 'SlidingLimit 10 1m "cost=expr:%{HTTP:X"',  'SlidingLimit', "'cost=expr:%{HTTP:X'" ],
+    [ 'SlidingLimit 10 1m "cost=expr:%{nosuchfunc:x}"',
+                                                  'SlidingLimit', "'cost=expr:%{nosuchfunc:x}'" ],
+    [ 'SlidingLimit 10 1m cost=3 cost-unit=1024', 'SlidingLimit', 'cost-unit=1024' ],
+    [ 'SlidingLimit 10 1m cost=expr:%{HTTP:X} cost-unit=0',
+                                                  'SlidingLimit', "'0'" ],
+    [ 'SlidingLimit 10 1m cost=expr:%{HTTP:X} cost-unit=1k',
+                                                  'SlidingLimit', "'1k'" ],
     [ 'SlidingLimit 10 1m block=0',               'SlidingLimit', "'0'" ],
     [ 'SlidingLimit 10 1m block=forever',         'SlidingLimit', "'forever'" ],
     [ 'SlidingLimit 10 1m block=400d',            'SlidingLimit', "'400d'" ],
@@ -245,6 +254,7 @@ SlidingLimitAlgorithm counter
     SlidingLimit 1000 1h algorithm=gcra burst=50
     SlidingLimit 5 15m name=login count=401,403 block=10m
     SlidingLimit 10 1s name=upload cost=3
+    SlidingLimit 1000 1m name=upload-kib "cost=expr:%{HTTP:Content-Length}" cost-unit=1024
     SlidingLimitKey header:X-Api-Key user "expr:%{HTTP:X-Tenant}-%{REQUEST_METHOD}" env:TENANT ip
     SlidingLimitIPv6Prefix 56
     SlidingLimitFailMode closed

@@ -162,6 +162,88 @@ static void test_limit_options(apr_pool_t *p)
     }
 }
 
+/* cost=expr: and cost-unit=: the line, then what a value costs. */
+static void test_cost_expr(apr_pool_t *p)
+{
+    static const struct {
+        const char *v;
+        apr_int64_t unit, max;
+        int why;
+        apr_int64_t cost;
+    } cases[] = {
+        {"3", 1, 10, SL_COST_OK, 3},
+        {"10", 1, 10, SL_COST_OK, 10},
+        {"0005", 1, 10, SL_COST_OK, 5},
+        {"", 1, 10, SL_COST_OK, 1},
+        {"0", 1, 10, SL_COST_OK, 1},
+        {"0", 1024, 10, SL_COST_OK, 1},
+        {"1", 1024, 10, SL_COST_OK, 1},
+        {"1024", 1024, 10, SL_COST_OK, 1},
+        {"1025", 1024, 10, SL_COST_OK, 2},
+        {"3000", 1024, 10, SL_COST_OK, 3},
+        {"10240", 1024, 10, SL_COST_OK, 10},
+        {"10241", 1024, 10, SL_COST_OVER, 0},
+        {"11", 1, 10, SL_COST_OVER, 0},
+        {"9223372036854775807", 1, 10, SL_COST_OVER, 0},
+        {"9223372036854775808", 1, 10, SL_COST_OVER, 0},
+        {"99999999999999999999", 1024, 100000000, SL_COST_OVER, 0},
+        {"-1", 1, 10, SL_COST_BAD, 0},
+        {"+1", 1, 10, SL_COST_BAD, 0},
+        {" 5", 1, 10, SL_COST_BAD, 0},
+        {"5 ", 1, 10, SL_COST_BAD, 0},
+        {"5abc", 1, 10, SL_COST_BAD, 0},
+        {"1e9", 1, 10, SL_COST_BAD, 0},
+        {"1.5", 1, 10, SL_COST_BAD, 0},
+        {"0x10", 1, 10, SL_COST_BAD, 0},
+        {"99999999999999999999x", 1, 10, SL_COST_BAD, 0},
+    };
+    const char *err;
+    sl_limit_t *l;
+    size_t i;
+
+    l = limit(p, "10 1m cost=expr:%{HTTP:X-Batch}", "", &err);
+    EXPECT(l && !err && !strcmp(l->cost_expr, "%{HTTP:X-Batch}") &&
+               l->cost == 1 && l->cost_unit == 1,
+           "cost=expr: keeps the expression's text: %s", err ? err : "");
+    l = limit(p, "10 1m cost=EXPR:x cost-unit=1024", "", &err);
+    EXPECT(l && !err && !strcmp(l->cost_expr, "x") && l->cost_unit == 1024,
+           "cost-unit=: %s", err ? err : "");
+    l = limit(p, "10 1m cost=expr:", "", &err);
+    EXPECT(err && strstr(err, "cost=expr:"),
+           "cost=expr: without an "
+           "expression refused: %s",
+           err ? err : "accepted");
+    l = limit(p, "10 1m cost=3 cost=expr:x", "", &err);
+    EXPECT(err && strstr(err, "cost=expr:x"),
+           "cost= and cost=expr: refused: %s", err ? err : "accepted");
+    l = limit(p, "10 1m cost=2 cost-unit=1024", "", &err);
+    EXPECT(err && strstr(err, "cost-unit=1024"),
+           "cost-unit= without cost=expr: refused: %s", err ? err : "accepted");
+    l = limit(p, "10 1m cost=expr:x cost-unit=0", "", &err);
+    EXPECT(err && strstr(err, "'0'"), "cost-unit=0 refused: %s",
+           err ? err : "accepted");
+    l = limit(p, "10 1m cost=expr:x cost-unit=2TB", "", &err);
+    EXPECT(err && strstr(err, "'2TB'"), "cost-unit=2TB refused: %s",
+           err ? err : "accepted");
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        apr_int64_t cost = 0;
+        int why = sl_cost_of(cases[i].v, cases[i].unit, cases[i].max, &cost);
+        EXPECT(why == cases[i].why &&
+                   (why != SL_COST_OK || cost == cases[i].cost),
+               "'%s' / %" APR_INT64_T_FMT " under %" APR_INT64_T_FMT
+               ": %d, cost %" APR_INT64_T_FMT,
+               cases[i].v, cases[i].unit, cases[i].max, why, cost);
+    }
+    EXPECT(sl_cost_of(NULL, 1, 10, &(apr_int64_t){0}) == SL_COST_OK,
+           "no value costs 1");
+    EXPECT(strstr(sl_json_cost_body(p, SL_COST_OVER, "api", 10),
+                  "\"code\":\"COST_EXCEEDS_LIMIT\"") &&
+               strstr(sl_json_cost_body(p, SL_COST_BAD, "api", 10),
+                      "\"code\":\"BAD_COST\""),
+           "the refusals' bodies name their reason");
+}
+
 static void test_keys(apr_pool_t *p)
 {
     const char *k1, *k2, *key;
@@ -516,6 +598,7 @@ int main(void)
     test_durations(p);
     test_limits(p);
     test_limit_options(p);
+    test_cost_expr(p);
     test_keys(p);
     test_store_urls(p);
     test_decisions(p);

@@ -135,6 +135,39 @@ static void test_what_is_cached(apr_pool_t *p)
     EXPECT(sl_request(dc, &a, NULL, ra) == 1, "... while its own still is");
 }
 
+/* A refusal holds for the cost it was answered for: a cheaper request may
+ * fit now, a dearer one would be told too early a time. */
+static void test_cost(apr_pool_t *p)
+{
+    static const struct {
+        int admitted;
+        apr_int64_t remaining, cost, asked;
+        int hits;
+        const char *what;
+    } cases[] = {
+        {0, 3, 5, 5, 1, "a refusal at cost 5 answers cost 5"},
+        {0, 3, 5, 1, 0, "a refusal at cost 5 (3 remain) not cost 1"},
+        {0, 3, 5, 6, 0, "a refusal at cost 5 not cost 6 (it fits later)"},
+        {1, 2, 5, 5, 1, "an admission at cost 5 leaving 2 answers cost 5"},
+        {1, 2, 5, 1, 0, "an admission at cost 5 leaving 2 not cost 1"},
+        {0, 0, 0, 1, 1, "cost 0 is cost 1"},
+    };
+    sl_denycache_t *dc = sl_new(p, 0, NULL);
+    apr_time_t ra[1];
+    size_t i;
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        sl_budget_t b = sl_mk(apr_psprintf(p, "t:{cost%d}x.g", (int) i));
+        sl_decision_t d = sl_answer(p, cases[i].admitted, cases[i].admitted,
+                                    cases[i].remaining, MS(300));
+        b.cost = cases[i].cost;
+        sl_request(dc, &b, &d, ra);
+        b.cost = cases[i].asked;
+        EXPECT(sl_request(dc, &b, NULL, ra) == cases[i].hits, "%s",
+               cases[i].what);
+    }
+}
+
 typedef struct sl_waiter {
     sl_denycache_t *dc;
     sl_budget_t c;
@@ -567,6 +600,7 @@ int main(void)
     apr_initialize();
     apr_pool_create(&p, NULL);
     test_what_is_cached(p);
+    test_cost(p);
     test_single_flight(p);
     test_processes(p);
     test_children_single_flight(p);
