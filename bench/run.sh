@@ -93,7 +93,13 @@ selected() { [ -z "$ONLY" ] || [[ " $ONLY " == *" $1 "* ]]; }
 
 REDIS_PORT=$(free_port) || { echo "bench: no free port"; exit 1; }
 # Also on a unix socket, for the row that compares the two transports.
-redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
+# In a session of its own, as the servers that daemonize (httpd, and the
+# cluster, TLS and Sentinel redis-servers) are: the kernel's autogroup
+# scheduling shares the CPU between sessions first, and in this script's
+# session, with wrk, it got less of it than they did (plain TCP measured
+# slower than TLS). setsid does not fork here (no job control): $! stays
+# redis-server.
+setsid redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
     --unixsocket "$STAGE/redis/redis.sock" --unixsocketperm 777 \
     --dir "$STAGE/redis" --logfile "$STAGE/redis/redis.log" &
 REDIS_PID=$!
@@ -406,13 +412,13 @@ summary() { # slices-file -> rps p50 p99 total non2xx ticks
 # run_case NAME MPM CONNS POOL DESCRIPTION CONFIG
 #   POOL: identities, or "flood". The case runs in its own httpd; its
 #   reference is the module-free httpd of the same MPM, which runs all
-#   along. SLICES times, a slice of the reference and one of the case
+#   along (or the one REF names). SLICES times, a slice of the reference and one of the case
 #   alternate (in ABBA order), so that drift in the machine's speed falls
 #   on both alike; the ratio is taken between the two.
 run_case() {
     local name=$1 mpm=$2 conns=$3 pool=$4 desc=$5 block=$6
     local conf=$STAGE/conf/$name.conf run=$STAGE/run/$name port url
-    local refrun=$STAGE/run/ref-$mpm refurl
+    local refrun=$STAGE/run/${REF:-ref-$mpm} refurl
     local mem0 mem1 keys evalsha usec other newconn status calls hits errors
     local rc0 rc1 i case ref eval conn0 conn1 sconn0 sconn1 rowconn rowsconn
     local rowreq counted=0
@@ -537,16 +543,21 @@ run_case() {
 }
 
 # The references: httpd without the module, one per MPM, up all along.
-start_ref() { # mpm
-    local port run=$STAGE/run/ref-$1
+# With a name and a block: a reference with that configuration instead,
+# for the rows that set REF to its name.
+start_ref() { # mpm [name block]
+    local name=${2:-ref-$1} port run
+    run=$STAGE/run/$name
     port=$(free_port) || { echo "bench: no free port"; exit 1; }
-    conf_head "$1" "ref-$1" "$port" "$run" >"$STAGE/conf/ref-$1.conf"
-    start_httpd "$STAGE/conf/ref-$1.conf" "ref-$1" "$run" \
+    { conf_head "$1" "$name" "$port" "$run"; printf '%s\n' "${3:-}"; } \
+        >"$STAGE/conf/$name.conf"
+    start_httpd "$STAGE/conf/$name.conf" "$name" "$run" \
         "http://127.0.0.1:$port/r/index.html" || exit 1
     echo "http://127.0.0.1:$port/r/index.html" >"$run/url"
     wrk -t"$THREADS" -c"$CONNS" -d"${WARMUP}s" -s "$STAGE/clients.lua" \
         "http://127.0.0.1:$port/r/index.html" -- "$POOL" >/dev/null 2>&1
 }
+REF=
 REDIS=redis://127.0.0.1:$REDIS_PORT
 REDIS_UNIX=unix:$STAGE/redis/redis.sock
 HIGH=1000000
@@ -570,8 +581,13 @@ run_case counter-redis event $CONNS $POOL \
     "$(sl_conf "$REDIS" counter $HIGH 1m)"
 # The same counter over TLS and through Sentinel, each on its own
 # redis-server; their new-connections figures are that server's (and the
-# Sentinels').
-if selected counter-tls; then
+# Sentinels'). The -vs-tcp rows measure them against the counter on plain
+# TCP (a reference httpd of counter-redis's configuration) instead of the
+# module-free httpd.
+if selected counter-tls-vs-tcp || selected counter-sentinel-vs-tcp; then
+    start_ref event ref-tcp "$(sl_conf "$REDIS" counter $HIGH 1m)"
+fi
+if selected counter-tls || selected counter-tls-vs-tcp; then
     start_tls || echo "bench: the TLS redis-server did not start"
 fi
 if [ -n "$TLS_PORT" ]; then
@@ -581,9 +597,16 @@ if [ -n "$TLS_PORT" ]; then
         "$(sl_conf "rediss://127.0.0.1:$TLS_PORT" counter $HIGH 1m)
 SlidingLimitStoreTLSCA $TLS_DIR/ca.pem
 SlidingLimitStoreTLSVerify on"
+    # The same against the counter on plain TCP directly: that httpd is
+    # this row's reference, so both sides of the ratio meet the same drift.
+    REF=ref-tcp run_case counter-tls-vs-tcp event $CONNS $POOL \
+        "the counter-tls row, its reference the counter on plain TCP (counter-redis's configuration)" \
+        "$(sl_conf "rediss://127.0.0.1:$TLS_PORT" counter $HIGH 1m)
+SlidingLimitStoreTLSCA $TLS_DIR/ca.pem
+SlidingLimitStoreTLSVerify on"
     SCLI=(-p "$REDIS_PORT")
 fi
-if selected counter-sentinel; then
+if selected counter-sentinel || selected counter-sentinel-vs-tcp; then
     start_sentinel || echo "bench: the Sentinel set-up did not start"
 fi
 if [ -n "$SENTINEL" ]; then
@@ -591,6 +614,9 @@ if [ -n "$SENTINEL" ]; then
     IFS=, read -ra SENTINELS <<<"$SL_SENTINEL_PORTS"
     run_case counter-sentinel event $CONNS $POOL \
         "SlidingLimit $HIGH 1m algorithm=counter, Redis master found through 3 Sentinels" \
+        "$(sl_conf "$SENTINEL" counter $HIGH 1m)"
+    REF=ref-tcp run_case counter-sentinel-vs-tcp event $CONNS $POOL \
+        "the counter-sentinel row, its reference the counter on plain TCP (counter-redis's configuration)" \
         "$(sl_conf "$SENTINEL" counter $HIGH 1m)"
     SCLI=(-p "$REDIS_PORT")
     SENTINELS=()
