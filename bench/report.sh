@@ -85,6 +85,22 @@ transports() {
         }
     }' "$1"
 }
+transports_text() {
+    cat <<'EOF'
+The counter on each way to reach Redis against plain TCP (counter-redis)
+in the same run: each row over its own module-free reference, one ratio
+over the other ("against counter-redis"); and paired directly, in the
+-vs-tcp rows, whose reference is an httpd of counter-redis's
+configuration (slices alternating, so that the machine's drift falls on
+both sides: the steadier figure). counter-tls verifies the server's
+certificate against the test CA; counter-sentinel asks one of three
+Sentinels for the master, checks it with ROLE on a short-lived
+connection, then keeps its own (so two connections to the master and one
+to a Sentinel per httpd child). New connections are counted over the
+whole row, warm-up included: a TLS handshake is one new connection, so a
+handful for tens of thousands of requests means connections are reused.
+EOF
+}
 has_transports() {
     awk -F'\t' -v list=" $TRANSPORTS " 'index(list, " " $1 " ") && $1 != "counter-redis" && $5 != "FAILED" { n++ } END { exit !n }' "$1"
 }
@@ -151,7 +167,17 @@ if [ "${1:-}" = --section ]; then
         costs "$RESULTS"
         if has_transports "$RESULTS"; then
             echo
+            transports_text
+            echo
             transports "$RESULTS"
+        fi
+        if awk -F'\t' '$1 ~ /^(cost|count)-/ { f = 1 } END { exit !f }' "$RESULTS"; then
+            echo
+            echo "cost-counter-redis charges 3 units per request (\`cost=3\`); the"
+            echo "count-counter rows set \`count=404\` on a page that answers 200, so every request is"
+            echo "reserved when it is decided and given back after its response: with"
+            echo "Redis a second round trip per request (lua/sl_refund.lua, sent as"
+            echo "EVAL: the \"give-backs\" column)."
         fi
         if [ -n "$STAGE" ] && [ -d "$STAGE/conf" ]; then
             echo
@@ -371,14 +397,9 @@ EOF
 
 ## Transports
 
-The counter on each way to reach Redis, against plain TCP (counter-redis)
-in the same run: each row over its own reference, one ratio over the
-other; and, in the -vs-tcp rows, paired directly with an httpd of
-counter-redis's configuration as the reference (slices alternating, so
-that drift falls on both). A TLS handshake is one new connection: a
-handful for the whole row means connections are reused.
-
 EOF
+    transports_text
+    echo
     transports "$RESULTS"
     cat <<EOF
 
