@@ -2,8 +2,13 @@
 # The table of bench/run.sh's results, and (with a docs directory) the
 # documents: docs/BENCHMARKS.md and docs/benchmarks.png.
 #
-#   report.sh --table RESULTS.tsv      print the Markdown table
+#   report.sh --table RESULTS.tsv      print the Markdown tables
 #   report.sh RESULTS.tsv DOCS_DIR     write BENCHMARKS.md and the plot
+#   report.sh --section RESULTS.tsv DOCS_DIR
+#                                      a run of selected rows: its tables
+#                                      as a section of DOCS_DIR/BENCHMARKS.md,
+#                                      in place of the previous one; the
+#                                      rest of the file stays
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -11,7 +16,8 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # RESULTS.tsv columns (bench/run.sh): name mpm conns description rps p50
 # p99 total non2xx evalsha other-commands new-connections memory-delta keys
 # store-errors deny-cache-hits ref-rps ref-p50 ref-p99 redis-usec-per-call
-# httpd-cpu-us ref-httpd-cpu-us redis-cpu-us; FAILED in column 5 when a
+# httpd-cpu-us ref-httpd-cpu-us redis-cpu-us eval row-new-connections
+# row-sentinel-connections row-requests; FAILED in column 5 when a
 # configuration could not be measured.
 table() {
     awk -F'\t' '
@@ -35,9 +41,10 @@ costs() {
         usec = ($10 > 0 && $20 != "-") ? f($20, 2) : "-"
         perden = ($9 > 0) ? f($10 / $9, 5) : "-"
         bpi = ($14 > 0) ? f($13 / $14, 0) : "-"
-        printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+        back = ($24 != "") ? f($24 / $8, 4) : "-"
+        printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
             $1, f($21, 1), f($22, 1), f($21 - $22, 1), redis, usec,
-            f($10 / $8, 4), perden, f($11 / $8, 4), $12, bpi, $15, $16
+            f($10 / $8, 4), perden, back, f($11 / $8, 4), $12, bpi, $15, $16
     }' "$1"
 }
 
@@ -47,8 +54,81 @@ header() {
 }
 
 costs_header() {
-    echo "| case | httpd CPU µs per request | reference httpd CPU µs | added httpd CPU µs | redis-server CPU µs per request | Redis µs per EVALSHA (commandstats) | EVALSHA per request | EVALSHA per refusal | other Redis commands per request | new Redis connections | Redis bytes per identity | store errors | deny-cache answers |"
-    echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    echo "| case | httpd CPU µs per request | reference httpd CPU µs | added httpd CPU µs | redis-server CPU µs per request | Redis µs per EVALSHA (commandstats) | EVALSHA per request | EVALSHA per refusal | give-backs (EVAL) per request | other Redis commands per request | new Redis connections | Redis bytes per identity | store errors | deny-cache answers |"
+    echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+}
+
+# The counter on each transport, against plain TCP (counter-redis) of the
+# same run, each over its own reference; and the connections the store
+# received during the whole row (warm-up included), next to the requests.
+TRANSPORTS="counter-redis counter-redis-unix counter-tls counter-sentinel counter-cluster"
+transports() {
+    local base
+    base=$(awk -F'\t' '$1 == "counter-redis" && $5 != "FAILED" && $17 > 0 { printf "%.2f", $5 / $17 }' "$1")
+    echo "| case | store | requests/s | reference requests/s | ratio | against counter-redis | paired with plain TCP (its -vs-tcp row) | new connections to the store in the row | requests in the row |"
+    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    awk -F'\t' -v list=" $TRANSPORTS " -v base="$base" '
+    function f(x, d) { return sprintf("%." d "f", x) }
+    $5 != "FAILED" && $1 ~ /-vs-tcp$/ { n = $1; sub(/-vs-tcp$/, "", n); paired[n] = f($5 / $17, 2) }
+    index(list, " " $1 " ") && $5 != "FAILED" { row[++rows] = $0 }
+    END {
+        for (i = 1; i <= rows; i++) {
+            split(row[i], c, "\t")
+            # As versus() does: the two ratios as shown, one over the other.
+            vs = (base > 0) ? f(f(c[5] / c[17], 2) / base, 2) : "n/a"
+            conns = (c[25] != "") ? c[25] : "-"
+            if (c[26] != "" && c[26] != "-") conns = conns " (Sentinels " c[26] ")"
+            store = c[4]; sub(/^[^,]*, /, "", store)
+            printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c[1], store,
+                f(c[5], 0), f(c[17], 0), f(c[5] / c[17], 2), vs,
+                (c[1] in paired) ? paired[c[1]] : "-", conns, (c[27] != "") ? c[27] : "-"
+        }
+    }' "$1"
+}
+transports_text() {
+    cat <<'EOF'
+The counter on each way to reach Redis against plain TCP (counter-redis)
+in the same run: each row over its own module-free reference, one ratio
+over the other ("against counter-redis"); and paired directly, in the
+-vs-tcp rows, whose reference is an httpd of counter-redis's
+configuration (slices alternating, so that the machine's drift falls on
+both sides: the steadier figure). counter-tls verifies the server's
+certificate against the test CA; counter-sentinel asks one of three
+Sentinels for the master, checks it with ROLE on a short-lived
+connection, then keeps its own (so two connections to the master and one
+to a Sentinel per httpd child). New connections are counted over the
+whole row, warm-up included: a TLS handshake is one new connection, so a
+handful for tens of thousands of requests means connections are reused.
+EOF
+}
+has_transports() {
+    awk -F'\t' -v list=" $TRANSPORTS " 'index(list, " " $1 " ") && $1 != "counter-redis" && $5 != "FAILED" { n++ } END { exit !n }' "$1"
+}
+
+# What each row adds to the common configuration, from the staged files
+# (ports and the staging directory made generic).
+configs() { # results stage
+    local name f block
+    echo "The common part (ServerRoot, Listen, modules, DocumentRoot, KeepAlive,"
+    echo "mod_remoteip, MPM sizing) is the same for every row; what each row adds:"
+    echo
+    awk -F'\t' '{print $1}' "$1" | while read -r name; do
+        f=$2/conf/$name.conf
+        [ -f "$f" ] || continue
+        block=$(sed -n '/^MaxConnectionsPerChild/,$p' "$f" | sed '1d' |
+            sed -e "s#$2#\$STAGE#g" \
+                -e 's#127\.0\.0\.1:[0-9][0-9]*#127.0.0.1:$PORT#g')
+        echo "### $name"
+        echo
+        if [ -z "$block" ]; then
+            echo "(nothing: httpd alone)"
+        else
+            echo '```apache'
+            printf '%s\n' "$block"
+            echo '```'
+        fi
+        echo
+    done
 }
 
 if [ "${1:-}" = --table ]; then
@@ -57,6 +137,69 @@ if [ "${1:-}" = --table ]; then
     echo
     costs_header
     costs "$2"
+    if has_transports "$2"; then
+        echo
+        transports "$2"
+    fi
+    exit 0
+fi
+
+if [ "${1:-}" = --section ]; then
+    RESULTS=$2
+    MD=$3/BENCHMARKS.md
+    STAGE=${SL_BENCH_STAGE:-}
+    SECTION=$(mktemp)
+    {
+        echo "<!-- selected rows: begin -->"
+        echo "## Selected rows, $(date -u '+%Y-%m-%d %H:%M UTC')"
+        echo
+        echo "A run of selected rows only (\`SL_BENCH_ONLY=\"$(cut -f1 "$RESULTS" | paste -sd' ')\"\`),"
+        echo "mod_slidinglimit $(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo unknown),"
+        echo "${SL_BENCH_SLICES:-4} slices of ${SL_BENCH_SLICE:-3} s per row, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+        echo "when the tables were written. ${SL_BENCH_NOTE:-}"
+        echo "Its rows replace none of the full run's below; compare ratios within"
+        echo "one run only."
+        echo
+        header
+        table "$RESULTS"
+        echo
+        costs_header
+        costs "$RESULTS"
+        if has_transports "$RESULTS"; then
+            echo
+            transports_text
+            echo
+            transports "$RESULTS"
+        fi
+        if awk -F'\t' '$1 ~ /^(cost|count)-/ { f = 1 } END { exit !f }' "$RESULTS"; then
+            echo
+            echo "cost-counter-redis charges 3 units per request (\`cost=3\`); the"
+            echo "count-counter rows set \`count=404\` on a page that answers 200, so every request is"
+            echo "reserved when it is decided and given back after its response: with"
+            echo "Redis a second round trip per request (lua/sl_refund.lua, sent as"
+            echo "EVAL: the \"give-backs\" column)."
+        fi
+        if [ -n "$STAGE" ] && [ -d "$STAGE/conf" ]; then
+            echo
+            echo "<details><summary>Configurations of these rows</summary>"
+            echo
+            configs "$RESULTS" "$STAGE" | sed 's/^### /#### /'
+            echo "</details>"
+        fi
+        echo "<!-- selected rows: end -->"
+    } >"$SECTION"
+    # In place of the previous section, or before "## Machine and versions".
+    awk -v sec="$SECTION" '
+        function put() { while ((getline l < sec) > 0) print l; print ""; done = 1 }
+        /^<!-- selected rows: begin -->/ { skip = 1; if (!done) put(); next }
+        skip { if (/^<!-- selected rows: end -->/) { skip = 0; drop = 1 } ; next }
+        drop && /^$/ { drop = 0; next }
+        { drop = 0 }
+        /^## Machine and versions/ && !done { put() }
+        { print }
+    ' "$MD" >"$MD.new" && mv "$MD.new" "$MD"
+    rm -f "$SECTION"
+    echo "report: wrote the selected rows into $MD"
     exit 0
 fi
 
@@ -93,6 +236,12 @@ added() { # case: p99 over its reference's p99
 cpu() { # case: added httpd CPU and redis CPU per request
     awk -v a="$(get "$1" 21)" -v b="$(get "$1" 22)" -v r="$(get "$1" 23)" 'BEGIN { if (a == "") print "n/a"; else printf "+%.1f µs httpd, %.1f µs redis-server", a - b, r }'
 }
+rowconns() { # case: "N new connections for M requests"
+    awk -F'\t' -v n="$1" '$1 == n && $5 != "FAILED" && $25 != "" {
+        printf "%s new connections%s for %s requests", $25,
+            ($26 != "" && $26 != "-") ? " (and " $26 " to the Sentinels)" : "", $27; found = 1 }
+        END { if (!found) printf "connections not counted" }' "$RESULTS"
+}
 pkgver() { dpkg-query -W -f '${Version}' "$1" 2>/dev/null || echo "not installed"; }
 
 # Before this script writes into docs/, which would make the tree dirty.
@@ -125,6 +274,12 @@ fqsr=$(versus flood-counter-redis flood-qos)
 a4=$(added counter-redis-c4)
 al4=$(added log-redis-c4)
 as4=$(added counter-shm-c4)
+# Paired with plain TCP directly where that row ran, else one ratio over
+# the other.
+tls=$(ratio counter-tls-vs-tcp)
+[ "$tls" = n/a ] && tls=$(versus counter-tls counter-redis)
+snt=$(ratio counter-sentinel-vs-tcp)
+[ "$snt" = n/a ] && snt=$(versus counter-sentinel counter-redis)
 null=$(ratio baseline)
 nullp=$(ratio baseline-prefork)
 null4=$(ratio baseline-c4)
@@ -193,15 +348,28 @@ $(date -u '+%Y-%m-%d %H:%M UTC'). Do not edit by hand: run \`make bench\` again.
   SET, ZADD, ...) are no round trips and are left out. "Other Redis
   commands" is everything a client sent besides EVALSHA (PING, SELECT,
   AUTH, SCRIPT ...): expected 0. New connections come from
-  \`total_connections_received\` during the measured slices. Memory per
+  \`total_connections_received\` during the measured slices (the cost
+  table) and during the whole row, from before its httpd starts to after
+  its last slice, warm-up included (the transports table; the harness's
+  own \`redis-cli\` connections taken off). Memory per
   identity is the growth of \`used_memory\` from before the warm-up to after
   the run, divided by \`DBSIZE\` (one key per identity here).
+- TLS and Sentinel (t/servers-tls.sh starts both, as for t/60 and t/61):
+  counter-tls reaches a TLS-only redis-server with \`rediss://\` and
+  verifies its certificate against a test CA made for the run
+  (\`SlidingLimitStoreTLSCA\`, \`SlidingLimitStoreTLSVerify on\`);
+  counter-sentinel finds its master through three Sentinels
+  (\`sentinel://\`). The set-up's two replicas are stopped before that row:
+  it measures the way through the Sentinels, not replication. Each row has
+  its own redis-server, and its Redis columns are that server's.
 
 ## Targets
 
 | target | measured | |
 | --- | --- | --- |
 | counter with Redis >= 0.75 of the reference (event, TCP) | $cr (unix socket $cur; log $lr, gcra $gr; prefork $crp) | $(verdict "$cr" ">=" 0.75) |
+| counter over TLS (rediss://, verified) >= 0.9 of plain TCP, connections reused | $tls (counter-tls: $(rowconns counter-tls)) | $(verdict "$tls" ">=" 0.9) |
+| counter through Sentinel (master and 3 Sentinels) against plain TCP | $snt (counter-sentinel: $(rowconns counter-sentinel)) | |
 | shm store >= 0.95 of the reference (counter, event) | $sr (log $slr; prefork $srp) | $(verdict "$sr" ">=" 0.95) |
 | single-key flood >= 0.95 of the reference (counter, Redis) | $fr (log $flr, gcra $fgr, shm $fsr) | $(verdict "$fr" ">=" 0.95) |
 | <= 0.01 store calls per refused request (flood, counter 100/1m, event) | $fp (log $flp) | $(verdict "$fp" "<=" 0.01) |
@@ -227,6 +395,14 @@ EOF
 
 ![throughput and p99 per configuration](benchmarks.png)
 
+## Transports
+
+EOF
+    transports_text
+    echo
+    transports "$RESULTS"
+    cat <<EOF
+
 ## Cost per request
 
 EOF
@@ -238,26 +414,7 @@ EOF
         echo
         echo "## Configurations"
         echo
-        echo "The common part (ServerRoot, Listen, modules, DocumentRoot, KeepAlive,"
-        echo "mod_remoteip, MPM sizing) is the same for every row; what each row adds:"
-        echo
-        awk -F'\t' '{print $1}' "$RESULTS" | while read -r name; do
-            f=$STAGE/conf/$name.conf
-            [ -f "$f" ] || continue
-            block=$(sed -n '/^MaxConnectionsPerChild/,$p' "$f" | sed '1d' |
-                sed -e "s#$STAGE#\$STAGE#g" \
-                    -e 's#redis://127.0.0.1:[0-9]*#redis://127.0.0.1:$PORT#g')
-            echo "### $name"
-            echo
-            if [ -z "$block" ]; then
-                echo "(nothing: httpd alone)"
-            else
-                echo '```apache'
-                printf '%s\n' "$block"
-                echo '```'
-            fi
-            echo
-        done
+        configs "$RESULTS" "$STAGE"
         if [ -f "$STAGE/out/counter-redis.cmdstats" ]; then
             echo "### INFO commandstats after the counter-redis run"
             echo

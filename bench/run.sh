@@ -15,9 +15,14 @@
 #                      or preceded by one of the reference
 #   SL_BENCH_SLICE     seconds per slice (3)
 #   SL_BENCH_WARMUP    seconds of warm-up before each run (2)
-#   SL_BENCH_ONLY      only these cases (space separated), for quick looks;
-#                      the documents are then left alone unless
-#                      SL_BENCH_WRITE=1
+#   SL_BENCH_ONLY      only these cases (space separated, whole names), for
+#                      quick looks, e.g. "counter-redis counter-tls
+#                      counter-sentinel"; the documents are then left
+#                      alone unless SL_BENCH_WRITE=1, which writes the
+#                      selected rows as a section of docs/BENCHMARKS.md
+#                      (the full run's tables stay)
+#   SL_BENCH_NOTE      a sentence for that section (how loaded the machine
+#                      was, say)
 #   SL_BENCH_KEEP=1    keep the staging directory (configs, logs, outputs)
 set -uo pipefail
 
@@ -65,6 +70,7 @@ cleanup() {
         [ -d "$run" ] && stop_httpd "${run%/}"
     done
     declare -F stop_cluster >/dev/null && stop_cluster
+    declare -F sl_servers_tls_stop >/dev/null && sl_servers_tls_stop
     if [ -n "$REDIS_PID" ]; then
         kill "$REDIS_PID" 2>/dev/null
         wait "$REDIS_PID" 2>/dev/null
@@ -79,10 +85,21 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 . "$(dirname "${BASH_SOURCE[0]}")/../tools/free-port.sh"
+# The test CA, the TLS redis-server and the Sentinel set-up of t/60 and t/61.
+. "$(dirname "${BASH_SOURCE[0]}")/../t/servers-tls.sh"
+
+# Whether a row runs (SL_BENCH_ONLY: whole names only).
+selected() { [ -z "$ONLY" ] || [[ " $ONLY " == *" $1 "* ]]; }
 
 REDIS_PORT=$(free_port) || { echo "bench: no free port"; exit 1; }
 # Also on a unix socket, for the row that compares the two transports.
-redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
+# In a session of its own, as the servers that daemonize (httpd, and the
+# cluster, TLS and Sentinel redis-servers) are: the kernel's autogroup
+# scheduling shares the CPU between sessions first, and in this script's
+# session, with wrk, it got less of it than they did (plain TCP measured
+# slower than TLS). setsid does not fork here (no job control): $! stays
+# redis-server.
+setsid redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
     --unixsocket "$STAGE/redis/redis.sock" --unixsocketperm 777 \
     --dir "$STAGE/redis" --logfile "$STAGE/redis/redis.log" &
 REDIS_PID=$!
@@ -92,6 +109,26 @@ for _ in $(seq 1 50); do
     sleep 0.1
 done
 rcli ping >/dev/null || { echo "bench: redis-server did not start"; exit 1; }
+
+# The Redis server a row's store uses, for this harness's own calls
+# (FLUSHALL, INFO, CONFIG RESETSTAT): redis-cli's arguments for its data
+# node, and the ports of its Sentinels when it has them. The private
+# redis-server unless a row says otherwise.
+SCLI=(-p "$REDIS_PORT")
+SENTINELS=()
+scli() { redis-cli "${SCLI[@]}" "$@"; }
+conns_of() { # redis-cli args -> total_connections_received
+    redis-cli "$@" info stats | tr -d '\r' |
+        sed -n 's/^total_connections_received:\([0-9]*\).*/\1/p'
+}
+sentinel_conns() { # the sum over the row's Sentinels
+    local p n s=0
+    for p in "${SENTINELS[@]}"; do
+        n=$(conns_of -p "$p")
+        s=$((s + ${n:-0}))
+    done
+    echo "$s"
+}
 
 # A three-master Redis Cluster (no replicas: the row measures the client's
 # routing, not replication) for the counter-cluster row, only when that
@@ -139,6 +176,36 @@ stop_cluster() {
     for f in "$CLUSTER_DIR"/*/redis.pid; do
         [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null
     done
+}
+
+# A TLS-only redis-server with a certificate of the test CA, for the
+# counter-tls row, which verifies it (SlidingLimitStoreTLSCA).
+TLS_DIR=$STAGE/tls
+TLS_PORT=
+start_tls() {
+    sl_tls_certs "$TLS_DIR" && sl_tls_redis_start TLS_PORT "$TLS_DIR" server no
+}
+
+# A master and three Sentinels for the counter-sentinel row.
+# sl_sentinel_start starts two replicas too; they are stopped here, so
+# that the row measures finding the master through the Sentinels and not
+# replication, and so that a Sentinel slowed down by a loaded machine has
+# no replica to fail over to in the middle of the row.
+SENTINEL=
+start_sentinel() {
+    local f pid pids=() i
+    sl_sentinel_start "$STAGE/sentinel" || return 1
+    for f in "$SL_SENTINEL_DIR"/replica*/redis.pid; do
+        pid=$(cat "$f") && kill "$pid" && pids+=("$pid")
+    done
+    # Not our children: wait for them to be gone (5 s each at most).
+    for pid in "${pids[@]}"; do
+        for i in $(seq 1 50); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.1
+        done
+    done
+    SENTINEL=sentinel://127.0.0.1:${SL_SENTINEL_PORTS//,/,127.0.0.1:}/slmaster
 }
 
 # libpcre.so.3 for Debian's mod_qos, which needs its symbols loaded first.
@@ -276,7 +343,7 @@ httpd_cpu() { # rundir
 }
 
 redis_cpu() { # seconds of CPU redis-server has used
-    rcli info cpu | tr -d '\r' |
+    scli info cpu | tr -d '\r' |
         awk -F: '$1 == "used_cpu_sys" || $1 == "used_cpu_user" { s += $2 }
                  END { printf "%.6f", s }'
 }
@@ -299,7 +366,7 @@ cmdstat() { # file command field -> value
 
 # Commands that the script itself runs inside EVALSHA: counted by INFO
 # commandstats, but they are no round trips.
-SCRIPT_CMDS='time|get|set|zadd|zcard|zrange|zremrangebyscore|pexpire'
+SCRIPT_CMDS='time|get|set|del|zadd|zcard|zrange|zrem|zremrangebyscore|pexpire|pttl'
 # Commands this harness sends to read the figures.
 OWN_CMDS='info|config|dbsize|memory|randomkey|flushall|ping'
 
@@ -345,34 +412,43 @@ summary() { # slices-file -> rps p50 p99 total non2xx ticks
 # run_case NAME MPM CONNS POOL DESCRIPTION CONFIG
 #   POOL: identities, or "flood". The case runs in its own httpd; its
 #   reference is the module-free httpd of the same MPM, which runs all
-#   along. SLICES times, a slice of the reference and one of the case
+#   along (or the one REF names). SLICES times, a slice of the reference and one of the case
 #   alternate (in ABBA order), so that drift in the machine's speed falls
 #   on both alike; the ratio is taken between the two.
 run_case() {
     local name=$1 mpm=$2 conns=$3 pool=$4 desc=$5 block=$6
     local conf=$STAGE/conf/$name.conf run=$STAGE/run/$name port url
-    local refrun=$STAGE/run/ref-$mpm refurl
+    local refrun=$STAGE/run/${REF:-ref-$mpm} refurl
     local mem0 mem1 keys evalsha usec other newconn status calls hits errors
-    local rc0 rc1 i case ref
+    local rc0 rc1 i case ref eval conn0 conn1 sconn0 sconn1 rowconn rowsconn
+    local rowreq counted=0
     # Whole names only: "counter-redis" must not select counter-redis-c4.
-    if [ -n "$ONLY" ] && [[ " $ONLY " != *" $name "* ]]; then
-        return 0
-    fi
+    selected "$name" || return 0
     port=$(free_port) || { echo "bench: no free port"; exit 1; }
     url=http://127.0.0.1:$port/r/index.html
     refurl=$(cat "$refrun/url")
     { conf_head "$mpm" "$name" "$port" "$run"; conf_size "$mpm"; printf '%s\n' "$block"; } >"$conf"
     printf '%-28s ' "$name"
-    rcli flushall >/dev/null
+    case $block in
+    *"SlidingLimitStore redis"* | *"SlidingLimitStore unix:"* | \
+        *"SlidingLimitStore sentinel"*) counted=1 ;;
+    esac
+    scli flushall >/dev/null
+    # Connections to the store over the whole row, from before httpd
+    # starts to after the last slice: each reading counts its own.
+    conn0=$(conns_of "${SCLI[@]}")
+    sconn0=$(sentinel_conns)
     if ! start_httpd "$conf" "$name" "$run" "$url"; then
         printf '%s\t%s\t%s\t%s\tFAILED\n' "$name" "$mpm" "$conns" "$desc" >>"$RESULTS"
         stop_httpd "$run"
         return 0
     fi
-    mem0=$(rcli info memory | sed -n 's/^used_memory:\([0-9]*\).*/\1/p')
+    mem0=$(scli info memory | sed -n 's/^used_memory:\([0-9]*\).*/\1/p')
     wrk -t"$THREADS" -c"$conns" -d"${WARMUP}s" -s "$STAGE/clients.lua" \
         "$url" -- "$pool" >"$STAGE/out/$name.warmup" 2>&1
-    rcli config resetstat >/dev/null
+    # CONFIG RESETSTAT zeroes total_connections_received: read it first.
+    conn1=$(conns_of "${SCLI[@]}")
+    scli config resetstat >/dev/null
     case=$STAGE/out/$name.case
     ref=$STAGE/out/$name.ref
     : >"$case"
@@ -389,10 +465,11 @@ run_case() {
         fi
     done
     rc1=$(redis_cpu)
-    rcli info commandstats >"$STAGE/out/$name.cmdstats"
-    rcli info stats >"$STAGE/out/$name.stats"
-    mem1=$(rcli info memory | sed -n 's/^used_memory:\([0-9]*\).*/\1/p')
-    keys=$(rcli dbsize | tr -d '\r')
+    scli info commandstats >"$STAGE/out/$name.cmdstats"
+    scli info stats >"$STAGE/out/$name.stats"
+    sconn1=$(sentinel_conns)
+    mem1=$(scli info memory | sed -n 's/^used_memory:\([0-9]*\).*/\1/p')
+    keys=$(scli dbsize | tr -d '\r')
     status=$(curl -s "http://127.0.0.1:$port/slidinglimit-status")
     printf '%s\n' "$status" >"$STAGE/out/$name.status"
     stop_httpd "$run"
@@ -401,16 +478,30 @@ run_case() {
     read -r rrps rp50 rp99 rtotal _ rticks <<<"$(summary "$ref")"
     evalsha=$(cmdstat "$STAGE/out/$name.cmdstats" evalsha calls)
     evalsha=${evalsha:-0}
+    # EVAL: the give-back of count= (lua/sl_refund.lua), its own round trip.
+    eval=$(cmdstat "$STAGE/out/$name.cmdstats" eval calls)
+    eval=${eval:-0}
     usec=$(cmdstat "$STAGE/out/$name.cmdstats" evalsha usec_per_call)
     other=$(tr -d '\r' <"$STAGE/out/$name.cmdstats" |
         sed -n 's/^cmdstat_\([^:]*\):calls=\([0-9]*\),.*/\1 \2/p' |
-        grep -Ev "^($SCRIPT_CMDS|$OWN_CMDS|evalsha)(\|[a-z]*)? " |
+        grep -Ev "^($SCRIPT_CMDS|$OWN_CMDS|evalsha|eval)(\|[a-z]*)? " |
         awk '{s += $2} END {print s + 0}')
     newconn=$(sed -n 's/^total_connections_received:\([0-9]*\).*/\1/p' \
         "$STAGE/out/$name.stats" | tr -d '\r')
     # Our own redis-cli calls after the reset count as connections too:
     # two redis_cpu, INFO commandstats and INFO stats itself.
     newconn=$((${newconn:-4} - 4))
+    # The whole row: before the reset, less the readings of mem0 and conn1;
+    # after it, the slices' figure above. The Sentinels' less sconn1's.
+    rowconn=-
+    rowsconn=-
+    if [ "$counted" = 1 ]; then
+        rowconn=$((${conn1:-0} - ${conn0:-0} - 2 + newconn))
+        [ "${#SENTINELS[@]}" -gt 0 ] &&
+            rowsconn=$((sconn1 - sconn0 - ${#SENTINELS[@]}))
+    fi
+    rowreq=$(sed -n 's/^ *\([0-9]*\) requests in.*/\1/p' "$STAGE/out/$name.warmup")
+    rowreq=$((${rowreq:-0} + ${ctotal:-0}))
     calls=$(sed -n 's/^slidinglimit_store_calls_total \([0-9]*\).*/\1/p' <<<"$status")
     hits=$(sed -n 's/^slidinglimit_deny_cache_hits_total \([0-9]*\).*/\1/p' <<<"$status")
     errors=$(sed -n 's/^slidinglimit_store_errors_total \([0-9]*\).*/\1/p' <<<"$status")
@@ -429,31 +520,44 @@ run_case() {
     scpu=$(awk -v a="$rc0" -v b="$rc1" -v n="$ctotal" 'BEGIN { printf "%.1f", 1e6 * (b - a) / n }')
     # name mpm conns desc rps p50 p99 total non2xx evalsha other newconn
     # memdelta keys errors hits ref-rps ref-p50 ref-p99 usec/call
-    # httpd-cpu-us ref-httpd-cpu-us redis-cpu-us
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
+    # httpd-cpu-us ref-httpd-cpu-us redis-cpu-us eval row-new-connections
+    # row-sentinel-connections row-requests
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
         "$name" "$mpm" "$conns" "$desc" "$crps" "$cp50" "$cp99" \
         "$ctotal" "$cnon2xx" "$evalsha" "$other" "$newconn" \
         "$((mem1 - mem0))" "$keys" "${errors:--}" "${hits:--}" \
-        "$rrps" "$rp50" "$rp99" "${usec:--}" "$hcpu" "$rcpu" "$scpu" >>"$RESULTS"
-    printf '%8.0f req/s (ref %6.0f) %5.2f  p99 %6.3f ms (ref %6.3f)  refused %6.2f%%  EVALSHA/req %.4f  httpd %s us/req (ref %s), redis %s\n' \
+        "$rrps" "$rp50" "$rp99" "${usec:--}" "$hcpu" "$rcpu" "$scpu" \
+        "$eval" "$rowconn" "$rowsconn" "$rowreq" >>"$RESULTS"
+    printf '%8.0f req/s (ref %6.0f) %5.2f  p99 %6.3f ms (ref %6.3f)  refused %6.2f%%  EVALSHA/req %.4f  EVAL/req %.4f  httpd %s us/req (ref %s), redis %s' \
         "$crps" "$rrps" "$(awk -v a="$crps" -v b="$rrps" 'BEGIN {print a / b}')" \
         "$cp99" "$rp99" \
         "$(awk -v a="$cnon2xx" -v b="$ctotal" 'BEGIN {print 100 * a / b}')" \
         "$(awk -v a="$evalsha" -v b="$ctotal" 'BEGIN {print a / b}')" \
+        "$(awk -v a="$eval" -v b="$ctotal" 'BEGIN {print a / b}')" \
         "$hcpu" "$rcpu" "$scpu"
+    if [ "$counted" = 1 ]; then
+        printf '  new connections: %s%s for %s requests' "$rowconn" \
+            "$([ "$rowsconn" != - ] && echo " (Sentinels $rowsconn)")" "$rowreq"
+    fi
+    echo
 }
 
 # The references: httpd without the module, one per MPM, up all along.
-start_ref() { # mpm
-    local port run=$STAGE/run/ref-$1
+# With a name and a block: a reference with that configuration instead,
+# for the rows that set REF to its name.
+start_ref() { # mpm [name block]
+    local name=${2:-ref-$1} port run
+    run=$STAGE/run/$name
     port=$(free_port) || { echo "bench: no free port"; exit 1; }
-    { conf_head "$1" "ref-$1" "$port" "$run"; conf_size "$1"; } >"$STAGE/conf/ref-$1.conf"
-    start_httpd "$STAGE/conf/ref-$1.conf" "ref-$1" "$run" \
+    { conf_head "$1" "$name" "$port" "$run"; conf_size "$1"; printf '%s\n' "${3:-}"; } \
+        >"$STAGE/conf/$name.conf"
+    start_httpd "$STAGE/conf/$name.conf" "$name" "$run" \
         "http://127.0.0.1:$port/r/index.html" || exit 1
     echo "http://127.0.0.1:$port/r/index.html" >"$run/url"
     wrk -t"$THREADS" -c"$CONNS" -d"${WARMUP}s" -s "$STAGE/clients.lua" \
         "http://127.0.0.1:$port/r/index.html" -- "$POOL" >/dev/null 2>&1
 }
+REF=
 REDIS=redis://127.0.0.1:$REDIS_PORT
 REDIS_UNIX=unix:$STAGE/redis/redis.sock
 HIGH=1000000
@@ -475,7 +579,49 @@ run_case log-redis event $CONNS $POOL \
 run_case counter-redis event $CONNS $POOL \
     "SlidingLimit $HIGH 1m algorithm=counter, Redis" \
     "$(sl_conf "$REDIS" counter $HIGH 1m)"
-if [ -z "$ONLY" ] || [[ " $ONLY " == *" counter-cluster "* ]]; then
+# The same counter over TLS and through Sentinel, each on its own
+# redis-server; their new-connections figures are that server's (and the
+# Sentinels'). The -vs-tcp rows measure them against the counter on plain
+# TCP (a reference httpd of counter-redis's configuration) instead of the
+# module-free httpd.
+if selected counter-tls-vs-tcp || selected counter-sentinel-vs-tcp; then
+    start_ref event ref-tcp "$(sl_conf "$REDIS" counter $HIGH 1m)"
+fi
+if selected counter-tls || selected counter-tls-vs-tcp; then
+    start_tls || echo "bench: the TLS redis-server did not start"
+fi
+if [ -n "$TLS_PORT" ]; then
+    SCLI=(--tls --cacert "$TLS_DIR/ca.pem" -p "$TLS_PORT")
+    run_case counter-tls event $CONNS $POOL \
+        "SlidingLimit $HIGH 1m algorithm=counter, Redis over TLS (rediss://, verified)" \
+        "$(sl_conf "rediss://127.0.0.1:$TLS_PORT" counter $HIGH 1m)
+SlidingLimitStoreTLSCA $TLS_DIR/ca.pem
+SlidingLimitStoreTLSVerify on"
+    # The same against the counter on plain TCP directly: that httpd is
+    # this row's reference, so both sides of the ratio meet the same drift.
+    REF=ref-tcp run_case counter-tls-vs-tcp event $CONNS $POOL \
+        "the counter-tls row, its reference the counter on plain TCP (counter-redis's configuration)" \
+        "$(sl_conf "rediss://127.0.0.1:$TLS_PORT" counter $HIGH 1m)
+SlidingLimitStoreTLSCA $TLS_DIR/ca.pem
+SlidingLimitStoreTLSVerify on"
+    SCLI=(-p "$REDIS_PORT")
+fi
+if selected counter-sentinel || selected counter-sentinel-vs-tcp; then
+    start_sentinel || echo "bench: the Sentinel set-up did not start"
+fi
+if [ -n "$SENTINEL" ]; then
+    SCLI=(-p "$SL_SENTINEL_MASTER_PORT")
+    IFS=, read -ra SENTINELS <<<"$SL_SENTINEL_PORTS"
+    run_case counter-sentinel event $CONNS $POOL \
+        "SlidingLimit $HIGH 1m algorithm=counter, Redis master found through 3 Sentinels" \
+        "$(sl_conf "$SENTINEL" counter $HIGH 1m)"
+    REF=ref-tcp run_case counter-sentinel-vs-tcp event $CONNS $POOL \
+        "the counter-sentinel row, its reference the counter on plain TCP (counter-redis's configuration)" \
+        "$(sl_conf "$SENTINEL" counter $HIGH 1m)"
+    SCLI=(-p "$REDIS_PORT")
+    SENTINELS=()
+fi
+if selected counter-cluster; then
     start_cluster || echo "bench: the cluster did not start"
 fi
 # The Redis columns of this row (EVALSHA/req, Redis CPU) are the single
@@ -571,7 +717,12 @@ run_case counter-shm-c4 event $LOWCONNS $POOL \
 
 echo "bench: $(($(date +%s) - START)) s"
 cp "$RESULTS" "$STAGE/out/keep.tsv"
-if [ "$WRITE" = 1 ]; then
+if [ "$WRITE" = 1 ] && [ -n "$ONLY" ]; then
+    SL_BENCH_STAGE=$STAGE SL_BENCH_SLICES=$SLICES SL_BENCH_SLICE=$SLICE \
+        bash "$ROOT/bench/report.sh" --table "$RESULTS"
+    SL_BENCH_STAGE=$STAGE SL_BENCH_SLICES=$SLICES SL_BENCH_SLICE=$SLICE \
+        bash "$ROOT/bench/report.sh" --section "$RESULTS" "$ROOT/docs"
+elif [ "$WRITE" = 1 ]; then
     SL_BENCH_STAGE=$STAGE SL_BENCH_SLICES=$SLICES SL_BENCH_SLICE=$SLICE SL_BENCH_WARMUP=$WARMUP \
         SL_BENCH_THREADS=$THREADS SL_BENCH_CONNS=$CONNS \
         SL_BENCH_LOWCONNS=$LOWCONNS SL_BENCH_POOL=$POOL \
