@@ -619,3 +619,38 @@ void sl_denycache_settle(sl_denycache_t *dc, const sl_budget_t *budgets, int n,
         apr_thread_mutex_unlock(dc->mutex);
     }
 }
+
+int sl_denycache_clear(sl_denycache_t *dc, const sl_budget_t *budgets, int n)
+{
+    int i, cleared = 0;
+
+    for (i = 0; dc && i < n; i++) {
+        const sl_budget_t *c = &budgets[i];
+        sl_dc_slot_t *sl = &dc->slots[sl_dc_slot(dc, c)];
+        sl_dc_entry_t *e = NULL;
+        apr_uint32_t seq;
+        int tries;
+
+        if (c->key_len >= SL_DC_KEY) {
+            continue;
+        }
+        /* A slot is held for the copy of one entry: an operator's call
+         * may wait for it a little longer than a request would. */
+        for (tries = 0; tries < SL_DC_TRIES && !e; tries++) {
+            if (!(e = sl_dc_lock(sl, &seq))) {
+                apr_sleep(SL_DC_POLL);
+            }
+        }
+        if (!e) {
+            continue;
+        }
+        if (e->until && !memcmp(e->key, c->key, c->key_len) &&
+            e->key[c->key_len] == '\0') {
+            e->until = 0;
+            e->retry_at = 0;
+            cleared++;
+        }
+        sl_dc_unlock(sl, seq);
+    }
+    return cleared;
+}
