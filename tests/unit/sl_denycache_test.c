@@ -513,6 +513,30 @@ static void test_placement(apr_pool_t *p)
            same);
 }
 
+/* The operator's reset: the key's refusal goes from the shared table (for
+ * every limit on the key), other keys' stay. */
+static void test_clear(apr_pool_t *p)
+{
+    sl_denycache_t *dc = sl_new(p, 0, NULL);
+    sl_budget_t a = sl_mk("t:{ca}x.g"), b = sl_mk("t:{cb}x.g");
+    sl_budget_t a2 = a;
+    sl_decision_t d = sl_answer(p, 0, 0, 0, apr_time_from_sec(60));
+    apr_time_t ra[1];
+
+    a2.requests = 7;
+    sl_request(dc, &a, &d, ra);
+    sl_request(dc, &b, &d, ra);
+    EXPECT(sl_request(dc, &a, NULL, ra) == 1 && sl_request(dc, &b, NULL, ra),
+           "clear: both refusals cached");
+    EXPECT(sl_denycache_clear(dc, &a2, 1) == 1,
+           "clear: the key's refusal goes, whatever its limit");
+    EXPECT(sl_request(dc, &a, NULL, ra) == 0, "clear: no longer answered");
+    EXPECT(sl_request(dc, &b, NULL, ra) == 1, "clear: the other key's stays");
+    EXPECT(sl_denycache_clear(dc, &a, 1) == 0 &&
+               sl_denycache_clear(NULL, &a, 1) == 0,
+           "clear: nothing twice, nothing without a cache");
+}
+
 int main(void)
 {
     apr_pool_t *p;
@@ -524,6 +548,7 @@ int main(void)
     test_processes(p);
     test_children_single_flight(p);
     test_placement(p);
+    test_clear(p);
     printf("sl_denycache_test: %d passed, %d failed\n", passed, failed);
     apr_terminate();
     return failed ? 1 : 0;
