@@ -17,6 +17,8 @@ use warnings;
 
 use Apache::Test qw(-withtestmore);
 use Apache::TestUtil;
+use Cwd qw(abs_path);
+use File::Basename qw(dirname);
 use HTTP::Tiny;
 use IO::Socket::INET;
 use JSON::PP qw(decode_json);
@@ -24,7 +26,7 @@ use Time::HiRes qw(sleep time);
 use SL::Test;
 use SL::Httpd;
 
-plan tests => 2 * 22 + 14 + 3;
+plan tests => 2 * 22 + 14 + 3 + 3;
 
 my $mpm = $ENV{SL_TEST_MPM} || 'event';
 
@@ -239,6 +241,19 @@ for my $store (qw(redis shm)) {
     ok t_cmp("$g $p", '403 403', 'a client that Require refuses: 403 for GET and POST');
     ok t_cmp(limit_of(show($h, "path=/ir/login.html&ip=$ip"), 'ir-login')->{used}, 2,
         '... and the budget was not reset');
+
+    # tools/slidinglimit-client: the same through curl.
+    my $tool = abs_path(dirname(__FILE__) . '/../tools/slidinglimit-client');
+    my $st_url = $h->url . '/ir-status';
+    my $out = `sh $tool $st_url show path=/ir/login.html ip=$ip 2>&1`;
+    ok t_cmp(limit_of(eval { decode_json($out) } // {}, 'ir-login')->{used}, 2,
+        "slidinglimit-client show: used 2 ($out)");
+    $out = `sh $tool $st_url reset path=/ir/login.html ip=$ip 2>&1`;
+    ok t_cmp(limit_of(eval { decode_json($out) } // {}, 'ir-login')->{used}, 0,
+        'slidinglimit-client reset: used 0');
+    $out = `sh $tool $st_url show path=/ir/login.html ip=bad 2>&1`;
+    my $rc = $? >> 8;
+    ok t_cmp("$rc $out", qr/^1 .*400 .*not an IP address/, 'slidinglimit-client: a refusal exits 1 with the reason');
     $h->stop;
 }
 
