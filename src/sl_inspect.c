@@ -10,6 +10,7 @@
 #include "apr_strings.h"
 
 #include "sl_config.h"
+#include "sl_decide.h"
 #include "sl_key.h"
 #include "sl_store.h"
 
@@ -105,7 +106,6 @@ static const char *sl_client_make(sl_client_t *c, const sl_ask_t *a)
         ap_get_module_config(r->server->module_config, &slidinglimit_module);
     const sl_dir_conf_t *dc =
         ap_get_module_config(rr->per_dir_config, &slidinglimit_module);
-    const char *prefix = sc->prefix ? sc->prefix : SL_DEFAULT_PREFIX;
     const char *identity, *err, *names = NULL;
     int i, all = dc->limits ? dc->limits->nelts : 0;
 
@@ -129,16 +129,8 @@ static const char *sl_client_make(sl_client_t *c, const sl_ask_t *a)
         if (a->name && strcmp(a->name, l->name)) {
             continue;
         }
-        /* As sl_decide.c builds a request's budgets, for one more unit. */
-        b->algorithm = l->algorithm != SL_ALG_UNSET
-                           ? l->algorithm
-                           : SL_OR(dc->algorithm, SL_ALG_LOG);
-        b->key = sl_store_key(r->pool, prefix, identity, l, b->algorithm);
-        b->key_len = strlen(b->key);
-        b->store = sc->store ? sc->store->tag : 0;
-        b->requests = l->requests;
-        b->window = l->window;
-        b->burst = l->burst;
+        /* A request's budget, for one more unit. */
+        sl_decide_budget(r->pool, sc, dc, l, identity, b);
         b->cost = 1;
         b->block = l->block;
         c->limits[c->n++] = l;

@@ -26,18 +26,9 @@ use Time::HiRes qw(sleep time);
 use SL::Test;
 use SL::Httpd;
 
-plan tests => 2 * 22 + 14 + 3 + 3;
+plan tests => 2 * 22 + 15 + 3 + 3;
 
 my $mpm = $ENV{SL_TEST_MPM} || 'event';
-
-sub script_calls {
-    my $info = redis('INFO', 'commandstats');
-    my $n    = 0;
-    while ($info =~ /^cmdstat_(?:evalsha|eval):calls=(\d+),.*?rejected_calls=(\d+),failed_calls=(\d+)/mg) {
-        $n += $1 - $2 - $3;
-    }
-    return $n;
-}
 
 # The status handler's answer to a query: (status, decoded JSON or undef).
 sub ask {
@@ -56,11 +47,14 @@ sub limit_of {
     return (grep { $_->{name} eq $name } @{ $j->{limits} || [] })[0] // {};
 }
 
-sub deny_hits {
-    my ($h) = @_;
+# A counter of $h's status page.
+sub counter {
+    my ($h, $name) = @_;
     my $c = http_get($h->url . '/ir-status')->{content} // '';
-    return $c =~ /^slidinglimit_deny_cache_hits_total (\d+)$/m ? $1 : -1;
+    return $c =~ /^\Q$name\E (\d+)$/m ? $1 : -1;
 }
+sub deny_hits   { counter($_[0], 'slidinglimit_deny_cache_hits_total') }
+sub store_calls { counter($_[0], 'slidinglimit_store_calls_total') }
 
 # How many children answered the requests tagged $id (ir_access.log).
 sub children {
@@ -135,13 +129,13 @@ for my $store (qw(redis shm)) {
 
     # The refusal in every child: from the deny cache (Redis; the shm
     # store decides in place, without it).
-    my $calls = $store eq 'redis' ? script_calls() : 0;
+    my $calls = $store eq 'redis' ? store_calls($h) : 0;
     my $hits = deny_hits($h);
     my $n = $mpm eq 'prefork' ? 4 : 3;
     my $before = spread($h, $login, $a, "ir-before-$store-$$", $n);
     ok t_cmp($before, join(' ', ('429') x $n), "$store: refused on $n connections");
     if ($store eq 'redis') {
-        ok t_cmp(script_calls() - $calls . ' ' . (deny_hits($h) - $hits), "0 $n",
+        ok t_cmp(store_calls($h) - $calls . ' ' . (deny_hits($h) - $hits), "0 $n",
             "redis: ... every one from the deny cache, none from the store");
     }
     else {
@@ -161,7 +155,6 @@ for my $store (qw(redis shm)) {
     else {
         ok t_cmp(limit_of($r, 'ir-login-hour')->{used}, 0, 'shm: ... and the other limit');
     }
-    $calls = $store eq 'redis' ? script_calls() : 0;
     my $id = "ir-after-$store-$$";
     my $after = spread($h, $login, $a, $id, $n);
     my $children = children($h, $id, $n);
@@ -241,6 +234,12 @@ for my $store (qw(redis shm)) {
     ok t_cmp("$g $p", '403 403', 'a client that Require refuses: 403 for GET and POST');
     ok t_cmp(limit_of(show($h, "path=/ir/login.html&ip=$ip"), 'ir-login')->{used}, 2,
         '... and the budget was not reset');
+
+    # An IPv6 client is its /64 (SlidingLimitIPv6Prefix), as for a request.
+    my $net = sprintf '2001:db8:%x:%x', int(rand(65536)), $$ & 0xffff;
+    $ua->get($h->url . '/ir/login.html', { headers => { 'X-Forwarded-For' => "${net}::10" } });
+    ok t_cmp(limit_of(show($h, "path=/ir/login.html&ip=${net}::99"), 'ir-login')->{used}, 1,
+        'ip=: an IPv6 address is masked to its /64 like a request\'s');
 
     # tools/slidinglimit-client: the same through curl.
     my $tool = abs_path(dirname(__FILE__) . '/../tools/slidinglimit-client');
