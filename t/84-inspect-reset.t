@@ -26,7 +26,7 @@ use Time::HiRes qw(sleep time);
 use SL::Test;
 use SL::Httpd;
 
-plan tests => 2 * 22 + 15 + 3 + 3;
+plan tests => 2 * 22 + 15 + 3 + 3 + 6;
 
 my $mpm = $ENV{SL_TEST_MPM} || 'event';
 
@@ -273,4 +273,45 @@ for my $store (qw(redis shm)) {
     ok(scalar(() = $log =~ /reset of the budgets of ip at \/ir\/login\.html/g) == 1 && $log !~ /\Q$ip\E/,
         '... the reset attempt is in the error log, without the address');
     $h->stop;
+}
+
+# The script's peek, called directly (EVAL in the suite's Redis): it reads
+# and never writes (no expired log entry removed, no block started, no
+# state changed).
+{
+    my $script = do {
+        my $f = abs_path(dirname(__FILE__) . '/../lua/sl_check.lua');
+        open my $fh, '<', $f or die "$f: $!";
+        local $/;
+        <$fh>;
+    };
+    my $p = "sltest:{ir-peek-$$}";
+    # Whole microseconds near 1.8e15, as text (Perl would print a float
+    # with 15 digits).
+    my $us = sub { sprintf '%.0f', $_[0] };
+    my $now = sub { my $t = redis('TIME'); $t->[0] * 1000000 + $t->[1] };
+    my $peek = sub { redis('EVAL', $script, 1, $_[0], '-', @_[1 .. $#_], 'peek') };
+
+    my $t0 = $now->();
+    redis('ZADD', "$p.l", map { ($us->($t0 - $_->[0] * 1e6), $_->[1]) } [70, 'a'], [30, 'b'], [20, 'c'], [10, 'd']);
+    my $r = $peek->("$p.l", 'l', 3, 60e6, 3, 1, 0);
+    ok(@$r == 7 && "@$r[2 .. 4,6]" eq '0 0 0 0' && $r->[5] > 29e6 && $r->[5] <= 30e6,
+        "peek, log: 3 live of 3, more in 30 s (@$r[2 .. 6])");
+    is(redis('ZCARD', "$p.l"), 4, '... the expired entry is still there');
+
+    $r = $peek->("$p.l", 'l', 3, 60e6, 3, 1, 3600e6);
+    is(redis('EXISTS', "$p.l.b"), 0, 'peek, log with block=: refused, but no block started');
+    redis('EVAL', $script, 1, "$p.l", 'm1', 'l', 3, 60e6, 3, 1, 3600e6);
+    $r = $peek->("$p.l", 'l', 3, 60e6, 3, 1, 3600e6);
+    ok($r->[6] > 3599e6 && $r->[6] <= 3600e6 && $r->[5] == $r->[6],
+        "peek: the block a refusal started, its end as reset ($r->[6] us)");
+
+    redis('SET', "$p.g", $us->($t0 + 5e6), 'PX', 60000);
+    $r = $peek->("$p.g", 'g', 10, 10e6, 10, 1, 0);
+    is(redis('GET', "$p.g") . " $r->[3] $r->[4]", $us->($t0 + 5e6) . ' 1 5',
+        'peek, gcra: the TAT unchanged, 5 of 10 left');
+
+    my $err = eval { redis('EVAL', $script, 1, "$p.c", '-', 'c', 3, 1e6, 3, 1, 0, 'peek', 'x'); '' } // $@;
+    like($err, qr/bad arguments/, 'a peek with an argument too many is refused');
+    redis('DEL', "$p.l", "$p.l.b", "$p.g");
 }
