@@ -535,6 +535,24 @@ static void test_clear(apr_pool_t *p)
     EXPECT(sl_denycache_clear(dc, &a, 1) == 0 &&
                sl_denycache_clear(NULL, &a, 1) == 0,
            "clear: nothing twice, nothing without a cache");
+
+    /* A request that asked the store before the reset settles after it:
+     * its refusal stays out; one asked after the reset is remembered. */
+    {
+        sl_budget_t f = sl_mk("t:{cf}x.g");
+        apr_uint32_t flight = 0;
+        apr_time_t before = apr_time_now();
+
+        apr_sleep(MS(2));
+        EXPECT(sl_denycache_clear(dc, &f, 1) == 0,
+               "clear: a key with nothing cached");
+        sl_denycache_settle(dc, &f, 1, &d, before, apr_time_now(), &flight);
+        EXPECT(sl_request(dc, &f, NULL, ra) == 0,
+               "clear: a refusal asked before the reset is not remembered");
+        sl_request(dc, &f, &d, ra);
+        EXPECT(sl_request(dc, &f, NULL, ra) == 1,
+               "clear: one asked after it is");
+    }
 }
 
 int main(void)
