@@ -514,6 +514,23 @@ static int sl_dc_same_key(const sl_dc_entry_t *e, const sl_budget_t *c)
            e->key[c->key_len] == '\0';
 }
 
+/* The slot's entry becomes c's, with nothing known. */
+static void sl_dc_take(sl_dc_entry_t *e, const sl_budget_t *c,
+                       apr_time_t cleared)
+{
+    memcpy(e->key, c->key, c->key_len);
+    e->key[c->key_len] = '\0';
+    e->requests = c->requests;
+    e->window = c->window;
+    e->burst = c->burst;
+    e->algorithm = c->algorithm;
+    e->store = c->store;
+    e->until = 0;
+    e->retry_at = 0;
+    e->asker = 0;
+    e->cleared = cleared;
+}
+
 static int sl_dc_put(sl_dc_slot_t *sl, const sl_budget_t *c, apr_time_t sent,
                      apr_time_t until, apr_time_t retry_at, apr_uint32_t token)
 {
@@ -531,17 +548,9 @@ static int sl_dc_put(sl_dc_slot_t *sl, const sl_budget_t *c, apr_time_t sent,
         }
     }
     else if (!sl_dc_match(e, c)) {
-        memcpy(e->key, c->key, c->key_len);
-        e->key[c->key_len] = '\0';
-        e->requests = c->requests;
-        e->window = c->window;
-        e->burst = c->burst;
-        e->algorithm = c->algorithm;
-        e->store = c->store;
+        sl_dc_take(e, c, 0);
         e->until = until;
         e->retry_at = retry_at;
-        e->asker = 0;
-        e->cleared = 0;
         taken = 1;
     }
     else {
@@ -662,24 +671,17 @@ int sl_denycache_clear(sl_denycache_t *dc, const sl_budget_t *budgets, int n)
         }
         if (sl_dc_same_key(e, c)) {
             cleared += e->until != 0;
+            e->until = 0;
+            e->retry_at = 0;
+            e->cleared = apr_time_now();
         }
         else {
             /* The slot keeps the reset's time for this key (another key's
              * refusal there only costs that key a store call): a request
              * that asked the store before the reset and settles after it
              * must not bring the refusal back. */
-            memcpy(e->key, c->key, c->key_len);
-            e->key[c->key_len] = '\0';
-            e->requests = c->requests;
-            e->window = c->window;
-            e->burst = c->burst;
-            e->algorithm = c->algorithm;
-            e->store = c->store;
-            e->asker = 0;
+            sl_dc_take(e, c, apr_time_now());
         }
-        e->until = 0;
-        e->retry_at = 0;
-        e->cleared = apr_time_now();
         sl_dc_unlock(sl, seq);
     }
     return cleared;
