@@ -86,6 +86,11 @@ static const char *sl_ask_parse(request_rec *r, sl_ask_t *a)
         }
         *slot = v;
     }
+    if (!a->path && a->name) {
+        return "name= picks one of the limits at path=, which is missing: "
+               "a named budget's key depends on the key sources of the "
+               "section that applies it";
+    }
     if (!a->path || a->path[0] != '/') {
         return "path= must name the URL whose limits apply, such as /login";
     }

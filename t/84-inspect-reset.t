@@ -26,7 +26,7 @@ use Time::HiRes qw(sleep time);
 use SL::Test;
 use SL::Httpd;
 
-plan tests => 2 * 22 + 15 + 3 + 3 + 6;
+plan tests => 2 * 22 + 16 + 3 + 3 + 6;
 
 my $mpm = $ENV{SL_TEST_MPM} || 'event';
 
@@ -205,6 +205,7 @@ for my $store (qw(redis shm)) {
     my @bad = (
         [ '',                                        qr/path=/ ],
         [ "ip=$ip",                                  qr/path=/ ],
+        [ "name=ir-login&ip=$ip",                    qr/path=, which is missing/ ],
         [ 'path=/ir/login.html',                     qr/no identity/ ],
         [ 'path=/ir/login.html&ip=not-an-address',   qr/not an IP address/ ],
         [ "path=/nowhere&ip=$ip",                    qr/no SlidingLimit applies/ ],
