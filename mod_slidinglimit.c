@@ -15,6 +15,7 @@
  *   src/sl_denycache.c  refusals answered without a store call
  *   src/sl_breaker.c    the circuit breaker of a store
  *   src/sl_stats.c      counters and the status page's text
+ *   src/sl_inspect.c    the status handler's look at one client, its reset
  *   src/sl_core.c       limits, keys, script replies, wire formats (pure)
  *   src/sl_algo.c       the algorithms in C (pure)
  *   src/sl_proc.h       per-process state */
@@ -29,6 +30,7 @@
 
 #include "src/sl_config.h"
 #include "src/sl_decide.h"
+#include "src/sl_inspect.h"
 #include "src/sl_proc.h"
 #include "src/sl_store.h"
 
@@ -206,6 +208,9 @@ static int sl_fixups(request_rec *r)
     return sl_decide(r, sc, dc);
 }
 
+/* The counters (GET without a query); with a query, one client's budgets:
+ * GET shows them, POST resets them (sl_inspect.c). Like any handler it
+ * runs after the access checks: Require guards both. */
 static int sl_status_handler(request_rec *r)
 {
     sl_proc_t *proc;
@@ -213,12 +218,16 @@ static int sl_status_handler(request_rec *r)
     if (!r->handler || strcmp(r->handler, SL_HANDLER)) {
         return DECLINED;
     }
-    if (r->method_number != M_GET) {
+    r->allowed |= (AP_METHOD_BIT << M_GET) | (AP_METHOD_BIT << M_POST);
+    if (r->method_number != M_GET && r->method_number != M_POST) {
         return HTTP_METHOD_NOT_ALLOWED;
     }
     proc = sl_proc_of(r->server);
     if (!proc) {
         return HTTP_SERVICE_UNAVAILABLE;
+    }
+    if (r->method_number == M_POST || (r->args && *r->args)) {
+        return sl_inspect(r, proc);
     }
     ap_set_content_type(r, "text/plain; version=0.0.4; charset=utf-8");
     if (!r->header_only) {

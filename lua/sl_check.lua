@@ -9,6 +9,14 @@
 --           (microseconds an identity stays refused once this limit
 --           refuses it; 0 for none)
 --
+-- ARGV[2+6n] "peek" (optional): read only. Nothing is written (no
+--           admission, no block, no expired entry removed); the reply is
+--           what the next request of each limit's cost would find: per
+--           limit 1 if it has room, remaining and reset now (r0, rs0
+--           below), then, after all limits, per limit the microseconds
+--           until its running block ends (0: none). The status handler
+--           shows and resets one client's budgets with it.
+--
 -- Returns a flat array of integers:
 --   now seconds, now microseconds, 1 if admitted (0 if not),
 --   then per limit: 1 if it had room, remaining, reset
@@ -66,7 +74,8 @@ local sec, usec = t[1] + 0, t[2] + 0
 local now = sec * 1000000 + usec
 local member = ARGV[1]
 local n = #KEYS
-if n == 0 or #ARGV ~= 1 + 6 * n or #member == 0 then
+local peek = #ARGV == 2 + 6 * n and ARGV[#ARGV] == 'peek'
+if n == 0 or #ARGV ~= 1 + 6 * n and not peek or #member == 0 then
     return redis.error_reply('ERR slidinglimit: bad arguments')
 end
 
@@ -82,6 +91,8 @@ local out = { sec, usec, 1, 0, 0, 0 }
 -- for the log), its TTL in milliseconds, the cost.
 local held = { 0, 0, false, false, 0, 1 }
 local admitted = true
+-- peek: per limit the time left in its block.
+local blocked = peek and {}
 
 for i = 1, n do
     local b = 6 * i - 4
@@ -126,12 +137,18 @@ for i = 1, n do
     elseif alg == 'l' then
         -- Sliding log: a sorted set of admission times. Entries at or
         -- before now - win are out of the rolling window (now - win, now].
-        v = redis.pcall('ZREMRANGEBYSCORE', key, '-inf', now - win)
-        local count = 0
+        -- A peek counts them (dead) rather than removing them.
+        local count, dead = 0, 0
+        if peek then
+            v = redis.pcall('ZCOUNT', key, '-inf', now - win)
+        else
+            v = redis.pcall('ZREMRANGEBYSCORE', key, '-inf', now - win)
+        end
         if type(v) == 'table' and v.err then
             foreign = true
         else
-            count = redis.call('ZCARD', key)
+            count = redis.call('ZCARD', key) - (peek and v or 0)
+            dead = peek and v or 0
         end
         ok = count + cost <= limit
         if ok and count == 0 then
@@ -148,7 +165,8 @@ for i = 1, n do
             else
                 r, r0, at = 0, 0, count + cost - limit - 1
             end
-            local e = redis.call('ZRANGE', key, at, at, 'WITHSCORES')
+            local e = redis.call('ZRANGE', key, dead + at, dead + at,
+                'WITHSCORES')
             rs = ceil(e[2] + win - now)
             rs0 = rs
         end
@@ -297,11 +315,14 @@ for i = 1, n do
         return redis.error_reply('ERR slidinglimit: bad algorithm ' .. i)
     end
 
+    if peek then
+        blocked[i] = bend and ceil(bend - now) or 0
+    end
     if not ok then
         admitted = false
         -- A refusal starts the limit's block (one that runs is not
         -- extended), written at once: a refusal writes nothing else.
-        if block > 0 and not bend then
+        if block > 0 and not bend and not peek then
             redis.call('SET', key .. '.b', format('%.17g', now + block), 'PX',
                 ceil(block / 1000) + 1)
             if rs < block then
@@ -316,10 +337,13 @@ for i = 1, n do
         held[h + 6] = r0, rs0, foreign or false, value, ttl, cost
 end
 
-if not admitted then
-    out[3] = 0
+if not admitted or peek then
+    out[3] = admitted and 1 or 0
     for i = 1, n do
         out[3 * i + 2], out[3 * i + 3] = held[6 * i - 5], held[6 * i - 4]
+        if peek then
+            out[3 + 3 * n + i] = blocked[i]
+        end
     end
     return out
 end

@@ -570,6 +570,34 @@ const char *sl_decision_parse(apr_pool_t *p, const long long *v, apr_size_t nv,
     return NULL;
 }
 
+const char *sl_peek_parse(apr_pool_t *p, const long long *v, apr_size_t nv,
+                          int nlimits, sl_decision_t *d, apr_int64_t **blocked)
+{
+    const char *err;
+    int i;
+
+    if (nlimits < 1 || nv != 3 + 4 * (apr_size_t) nlimits) {
+        return apr_psprintf(p, "reply has %lu values, expected %d",
+                            (unsigned long) nv, 3 + 4 * nlimits);
+    }
+    if ((err =
+             sl_decision_parse(p, v, nv - (apr_size_t) nlimits, nlimits, d))) {
+        return err;
+    }
+    *blocked = apr_palloc(p, sizeof(**blocked) * nlimits);
+    for (i = 0; i < nlimits; i++) {
+        const long long b = v[3 + 3 * nlimits + i];
+        if (b < 0 || (b > 0 && d->quota[i].ok)) {
+            return apr_psprintf(p,
+                                "reply for the block of limit %d out of "
+                                "range",
+                                i + 1);
+        }
+        (*blocked)[i] = b;
+    }
+    return NULL;
+}
+
 int sl_decision_pick(const sl_decision_t *d)
 {
     int best = 0, i;
@@ -612,6 +640,29 @@ const char *sl_sf_string(apr_pool_t *p, const char *s)
             *o++ = '\\';
         }
         *o++ = (*s >= 0x20 && *s < 0x7f) ? *s : '_';
+    }
+    *o++ = '"';
+    *o = '\0';
+    return out;
+}
+
+const char *sl_json_string(apr_pool_t *p, const char *s)
+{
+    char *out = apr_palloc(p, 6 * strlen(s) + 3), *o = out;
+
+    *o++ = '"';
+    for (; *s; s++) {
+        unsigned char c = (unsigned char) *s;
+        if (c == '"' || c == '\\') {
+            *o++ = '\\';
+            *o++ = (char) c;
+        }
+        else if (c < 0x20 || c == 0x7f) {
+            o += apr_snprintf(o, 7, "\\u%04x", c);
+        }
+        else {
+            *o++ = (char) c;
+        }
     }
     *o++ = '"';
     *o = '\0';

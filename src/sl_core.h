@@ -141,6 +141,13 @@ int sl_limit_counts(const sl_limit_t *l, int status);
 const char *sl_decision_parse(apr_pool_t *p, const long long *v, apr_size_t nv,
                               int nlimits, sl_decision_t *d);
 
+/* The reply of the check script's peek (lua/sl_check.lua, "peek"): *d as
+ * sl_decision_parse reads it (the state now: admitted 1 when the next
+ * request would be), then blocked[i], the microseconds until limit i's
+ * block ends (0: none), from an array it allocates. */
+const char *sl_peek_parse(apr_pool_t *p, const long long *v, apr_size_t nv,
+                          int nlimits, sl_decision_t *d, apr_int64_t **blocked);
+
 /* The limit that the headers describe: among denying limits the one with
  * the longest wait, otherwise the fewest remaining, ties to the longer t. */
 int sl_decision_pick(const sl_decision_t *d);
@@ -165,6 +172,10 @@ const char *sl_json_body(apr_pool_t *p, int unavailable, apr_int64_t retry);
  * policy named policy, which holds max units. */
 const char *sl_json_cost_body(apr_pool_t *p, int why, const char *policy,
                               apr_int64_t max);
+
+/* s as a JSON string, quotes included: '"', '\\' and control characters
+ * escaped, other bytes as they are (the caller's text is UTF-8 or ASCII). */
+const char *sl_json_string(apr_pool_t *p, const char *s);
 
 /* SlidingLimitStore */
 #define SL_STORE_SHM      0

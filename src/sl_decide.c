@@ -64,11 +64,26 @@ static sl_note_t *sl_note(request_rec *r)
     return note;
 }
 
+void sl_decide_budget(apr_pool_t *p, const sl_server_conf_t *sc,
+                      const sl_dir_conf_t *dc, const sl_limit_t *l,
+                      const char *identity, sl_budget_t *b)
+{
+    b->algorithm = l->algorithm != SL_ALG_UNSET
+                       ? l->algorithm
+                       : SL_OR(dc->algorithm, SL_ALG_LOG);
+    b->key = sl_store_key(p, sc->prefix ? sc->prefix : SL_DEFAULT_PREFIX,
+                          identity, l, b->algorithm);
+    b->key_len = strlen(b->key);
+    b->store = sc->store ? sc->store->tag : 0;
+    b->requests = l->requests;
+    b->window = l->window;
+    b->burst = l->burst;
+}
+
 static void sl_budgets_build(sl_case_t *c, const sl_server_conf_t *sc)
 {
     request_rec *r = c->r;
     const char *identity = sl_key_identity(r, c->dc);
-    const char *prefix = sc->prefix ? sc->prefix : SL_DEFAULT_PREFIX;
     int i;
 
     c->n = c->limits->nelts;
@@ -76,19 +91,11 @@ static void sl_budgets_build(sl_case_t *c, const sl_server_conf_t *sc)
     for (i = 0; i < c->n; i++) {
         const sl_limit_t *l = APR_ARRAY_IDX(c->limits, i, sl_limit_t *);
         sl_budget_t *b = &c->budgets[i];
-        b->algorithm = l->algorithm != SL_ALG_UNSET
-                           ? l->algorithm
-                           : SL_OR(c->dc->algorithm, SL_ALG_LOG);
-        b->key = sl_store_key(r->pool, prefix, identity, l, b->algorithm);
-        b->key_len = strlen(b->key);
-        b->store = sc->store ? sc->store->tag : 0;
-        b->requests = l->requests;
-        b->window = l->window;
-        b->burst = l->burst;
+        sl_decide_budget(r->pool, sc, c->dc, l, identity, b);
         /* cost= is at most what the limit holds (checked at start-up;
          * cost=expr: per request, sl_budgets_cost), and a block's end is the
-         * limit's reset, so the deny cache answers a blocked identity until it
-         * ends without a store call. */
+         * limit's reset, so the deny cache answers a blocked identity until
+         * it ends without a store call. */
         b->cost = l->cost;
         b->block = l->block;
         b->reserve = l->count != NULL;

@@ -15,6 +15,14 @@
  * its chain was decided for. */
 int sl_decide(request_rec *r, sl_server_conf_t *sc, sl_dir_conf_t *dc);
 
+/* Limit l's budget for identity under section dc on sc's store: the key,
+ * algorithm, store, requests, window and burst, as a request's and the
+ * operator's look (sl_inspect.c) both make them; cost, block and reserve
+ * are the caller's. */
+void sl_decide_budget(apr_pool_t *p, const sl_server_conf_t *sc,
+                      const sl_dir_conf_t *dc, const sl_limit_t *l,
+                      const char *identity, sl_budget_t *b);
+
 /* An internal redirect after a decision (an ErrorDocument): the new request
  * carries the decision's variables under their own names, so that
  * %{SLIDINGLIMIT_RESULT}e logs it. */

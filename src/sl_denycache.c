@@ -54,6 +54,9 @@ typedef struct sl_dc_entry {
      * children after a refusal ended, 0 for none; ignored after ask_end. */
     apr_uint32_t asker;
     apr_time_t ask_end;
+    /* The operator's reset of this key (sl_denycache_clear): an answer the
+     * store gave before it is not remembered. */
+    apr_time_t cleared;
 } sl_dc_entry_t;
 
 /* Shared by all children. seq is even when e is whole, odd while a writer
@@ -514,8 +517,32 @@ static int sl_dc_full(const sl_decision_t *d, int i, const sl_budget_t *c)
 
 /* Remembers c refused until until; 1 when that took the slot from another
  * key (or from nothing). A slot another writer holds is left alone. */
-static int sl_dc_put(sl_dc_slot_t *sl, const sl_budget_t *c, apr_time_t until,
-                     apr_time_t retry_at, apr_uint32_t token)
+static int sl_dc_same_key(const sl_dc_entry_t *e, const sl_budget_t *c)
+{
+    return c->key_len < SL_DC_KEY && !memcmp(e->key, c->key, c->key_len) &&
+           e->key[c->key_len] == '\0';
+}
+
+/* The slot's entry becomes c's, with nothing known. */
+static void sl_dc_take(sl_dc_entry_t *e, const sl_budget_t *c,
+                       apr_time_t cleared)
+{
+    memcpy(e->key, c->key, c->key_len);
+    e->key[c->key_len] = '\0';
+    e->requests = c->requests;
+    e->window = c->window;
+    e->burst = c->burst;
+    e->algorithm = c->algorithm;
+    e->store = c->store;
+    e->cost = sl_dc_cost(c);
+    e->until = 0;
+    e->retry_at = 0;
+    e->asker = 0;
+    e->cleared = cleared;
+}
+
+static int sl_dc_put(sl_dc_slot_t *sl, const sl_budget_t *c, apr_time_t sent,
+                     apr_time_t until, apr_time_t retry_at, apr_uint32_t token)
 {
     apr_uint32_t seq;
     sl_dc_entry_t *e = sl_dc_lock(sl, &seq);
@@ -524,18 +551,16 @@ static int sl_dc_put(sl_dc_slot_t *sl, const sl_budget_t *c, apr_time_t until,
     if (!e) {
         return 0;
     }
-    if (!sl_dc_match(e, c)) {
-        memcpy(e->key, c->key, c->key_len);
-        e->key[c->key_len] = '\0';
-        e->requests = c->requests;
-        e->window = c->window;
-        e->burst = c->burst;
-        e->algorithm = c->algorithm;
-        e->store = c->store;
-        e->cost = sl_dc_cost(c);
+    if (e->cleared >= sent && sl_dc_same_key(e, c)) {
+        /* Asked before the key was reset: what it said no longer holds. */
+        if (token && e->asker == token) {
+            e->asker = 0;
+        }
+    }
+    else if (!sl_dc_match(e, c)) {
+        sl_dc_take(e, c, 0);
         e->until = until;
         e->retry_at = retry_at;
-        e->asker = 0;
         taken = 1;
     }
     else {
@@ -603,7 +628,7 @@ void sl_denycache_settle(sl_denycache_t *dc, const sl_budget_t *budgets, int n,
 
         if (d && sl_dc_full(d, i, c)) {
             if (c->key_len < SL_DC_KEY &&
-                sl_dc_put(&dc->slots[s], c, sent + d->quota[i].reset,
+                sl_dc_put(&dc->slots[s], c, sent, sent + d->quota[i].reset,
                           got + d->quota[i].reset, flights[i])) {
                 /* The old key's waiters stop waiting, and its asker's
                  * settle no longer finds its marker. */
@@ -628,4 +653,46 @@ void sl_denycache_settle(sl_denycache_t *dc, const sl_budget_t *budgets, int n,
     if (dc->threaded) {
         apr_thread_mutex_unlock(dc->mutex);
     }
+}
+
+int sl_denycache_clear(sl_denycache_t *dc, const sl_budget_t *budgets, int n)
+{
+    int i, cleared = 0;
+
+    for (i = 0; dc && i < n; i++) {
+        const sl_budget_t *c = &budgets[i];
+        sl_dc_slot_t *sl = &dc->slots[sl_dc_slot(dc, c)];
+        sl_dc_entry_t *e = NULL;
+        apr_uint32_t seq;
+        int tries;
+
+        if (c->key_len >= SL_DC_KEY) {
+            continue;
+        }
+        /* A slot is held for the copy of one entry: an operator's call
+         * may wait for it a little longer than a request would. */
+        for (tries = 0; tries < SL_DC_TRIES && !e; tries++) {
+            if (!(e = sl_dc_lock(sl, &seq))) {
+                apr_sleep(SL_DC_POLL);
+            }
+        }
+        if (!e) {
+            continue;
+        }
+        if (sl_dc_same_key(e, c)) {
+            cleared += e->until != 0;
+            e->until = 0;
+            e->retry_at = 0;
+            e->cleared = apr_time_now();
+        }
+        else {
+            /* The slot keeps the reset's time for this key (another key's
+             * refusal there only costs that key a store call): a request
+             * that asked the store before the reset and settles after it
+             * must not bring the refusal back. */
+            sl_dc_take(e, c, apr_time_now());
+        }
+        sl_dc_unlock(sl, seq);
+    }
+    return cleared;
 }

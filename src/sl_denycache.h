@@ -67,6 +67,12 @@ void sl_denycache_settle(sl_denycache_t *dc, const sl_budget_t *budgets, int n,
                          const sl_decision_t *d, apr_time_t sent,
                          apr_time_t got, const apr_uint32_t *flights);
 
+/* The operator's reset: forgets every refusal remembered for the budgets'
+ * keys (whatever limit it was for), in the table every child reads, and
+ * keeps out the answers of store calls sent before now (a request in
+ * flight during the reset). Returns how many refusals were forgotten. */
+int sl_denycache_clear(sl_denycache_t *dc, const sl_budget_t *budgets, int n);
+
 /* The slot c takes in the shared table: keyed by the table's own secret,
  * so it differs from one generation to the next. For tests. */
 unsigned int sl_denycache_slot(const sl_denycache_t *dc, const sl_budget_t *c);

@@ -135,24 +135,33 @@ void sl_redis_sentinel_auth(sl_redis_t *rs, const char *user,
     rs->master.sentinel.password = password;
 }
 
-static const char *sl_reply_decision(apr_pool_t *p, const redisReply *r, int n,
-                                     sl_decision_t *d)
+/* The script's integers, checked one by one. */
+static const char *sl_reply_integers(apr_pool_t *p, const redisReply *r,
+                                     long long **v)
 {
-    long long *v;
     size_t i;
 
     if (r->type != REDIS_REPLY_ARRAY) {
         return apr_psprintf(p, "unexpected reply type %d", r->type);
     }
-    v = apr_palloc(p, sizeof(*v) * (r->elements + 1));
+    *v = apr_palloc(p, sizeof(**v) * (r->elements + 1));
     for (i = 0; i < r->elements; i++) {
         if (r->element[i]->type != REDIS_REPLY_INTEGER) {
             return apr_psprintf(p, "reply element %lu is not an integer",
                                 (unsigned long) i);
         }
-        v[i] = r->element[i]->integer;
+        (*v)[i] = r->element[i]->integer;
     }
-    return sl_decision_parse(p, v, r->elements, n, d);
+    return NULL;
+}
+
+static const char *sl_reply_decision(apr_pool_t *p, const redisReply *r, int n,
+                                     sl_decision_t *d)
+{
+    long long *v;
+    const char *err = sl_reply_integers(p, r, &v);
+
+    return err ? err : sl_decision_parse(p, v, r->elements, n, d);
 }
 
 /* Errors that leave the connection fine: the request's second trip
@@ -307,13 +316,14 @@ static const char *sl_script_call(apr_pool_t *p, int argc, const char **argv,
 }
 
 /* lua/sl_check.lua's arguments: per budget its algorithm, requests,
- * window, burst, cost and block. */
+ * window, burst, cost and block; then "peek" for a look that changes
+ * nothing. */
 static const char *sl_decide_command(sl_redis_t *rs, apr_pool_t *p,
                                      const sl_budget_t *budgets, int n,
                                      const char *member, apr_size_t member_len,
-                                     apr_size_t *len)
+                                     int peek, apr_size_t *len)
 {
-    int argc = 4 + n + 6 * n, i, k;
+    int argc = 4 + n + 6 * n + !!peek, i, k;
     const char **argv = apr_palloc(p, sizeof(*argv) * argc);
     size_t *argvlen = apr_palloc(p, sizeof(*argvlen) * argc);
 
@@ -335,6 +345,9 @@ static const char *sl_decide_command(sl_redis_t *rs, apr_pool_t *p,
         argv[k++] = budgets[i].block
                         ? apr_off_t_toa(p, (apr_off_t) budgets[i].block)
                         : "0";
+    }
+    if (peek) {
+        argv[k++] = "peek";
     }
     return sl_script_call(p, argc, argv, argvlen, n, len);
 }
@@ -747,7 +760,7 @@ apr_status_t sl_redis_decide(sl_redis_t *rs, apr_pool_t *p,
     redisReply *reply = NULL;
     apr_size_t len;
     const char *buf =
-        sl_decide_command(rs, p, budgets, n, member, member_len, &len);
+        sl_decide_command(rs, p, budgets, n, member, member_len, 0, &len);
     apr_status_t rv = sl_way_run(rs, p, budgets, buf, len, &reply, err, trips);
 
     if (rv == APR_SUCCESS) {
@@ -771,6 +784,60 @@ apr_status_t sl_redis_refund(sl_redis_t *rs, apr_pool_t *p,
     apr_status_t rv = sl_way_run(rs, p, budgets, buf, len, &reply, err, &trips);
 
     if (reply) {
+        freeReplyObject(reply);
+    }
+    return rv;
+}
+
+apr_status_t sl_redis_peek(sl_redis_t *rs, apr_pool_t *p,
+                           const sl_budget_t *budgets, int n, sl_decision_t *d,
+                           apr_int64_t **blocked, const char **err)
+{
+    redisReply *reply = NULL;
+    apr_size_t len;
+    long long *v;
+    int trips;
+    const char *buf = sl_decide_command(rs, p, budgets, n, "-", 1, 1, &len);
+    apr_status_t rv = sl_way_run(rs, p, budgets, buf, len, &reply, err, &trips);
+
+    if (rv == APR_SUCCESS) {
+        if (!(*err = sl_reply_integers(p, reply, &v))) {
+            *err = sl_peek_parse(p, v, reply->elements, n, d, blocked);
+        }
+        rv = *err ? APR_EGENERAL : APR_SUCCESS;
+        freeReplyObject(reply);
+    }
+    return rv;
+}
+
+apr_status_t sl_redis_reset(sl_redis_t *rs, apr_pool_t *p,
+                            const sl_budget_t *budgets, int n, const char **err)
+{
+    int argc = 1 + 2 * n, i, trips;
+    const char **argv = apr_palloc(p, sizeof(*argv) * argc);
+    size_t *argvlen = apr_palloc(p, sizeof(*argvlen) * argc);
+    redisReply *reply = NULL;
+    apr_size_t len;
+    const char *buf;
+    apr_status_t rv;
+
+    /* One DEL: every key of one identity shares a hash tag, hence a node,
+     * and KEY.b (a block) carries the same tag. */
+    argv[0] = "DEL";
+    argvlen[0] = 3;
+    for (i = 0; i < n; i++) {
+        argv[1 + 2 * i] = budgets[i].key;
+        argvlen[1 + 2 * i] = budgets[i].key_len;
+        argv[2 + 2 * i] = apr_pstrcat(p, budgets[i].key, ".b", NULL);
+        argvlen[2 + 2 * i] = budgets[i].key_len + 2;
+    }
+    buf = sl_resp_format(p, argc, argv, argvlen, &len);
+    rv = sl_way_run(rs, p, budgets, buf, len, &reply, err, &trips);
+    if (rv == APR_SUCCESS) {
+        if (reply->type != REDIS_REPLY_INTEGER) {
+            *err = apr_psprintf(p, "unexpected reply type %d", reply->type);
+            rv = APR_EGENERAL;
+        }
         freeReplyObject(reply);
     }
     return rv;

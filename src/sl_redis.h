@@ -39,6 +39,20 @@ apr_status_t sl_redis_refund(sl_redis_t *rs, apr_pool_t *p,
                              const char *member, apr_size_t member_len,
                              apr_time_t at, const char **err);
 
+/* The operator's look at budgets (the status handler): the check script's
+ * peek, which changes nothing. *d is the state now (quota[i]: whether the
+ * next request of the budget's cost fits, remaining, reset), blocked[i]
+ * the microseconds until budget i's block ends (0: none). */
+apr_status_t sl_redis_peek(sl_redis_t *rs, apr_pool_t *p,
+                           const sl_budget_t *budgets, int n, sl_decision_t *d,
+                           apr_int64_t **blocked, const char **err);
+
+/* The operator's reset: deletes every budget's key and its block (KEY.b)
+ * in one call on the identity's node. */
+apr_status_t sl_redis_reset(sl_redis_t *rs, apr_pool_t *p,
+                            const sl_budget_t *budgets, int n,
+                            const char **err);
+
 /* The store's circuit breaker (shared memory, set in child_init); the
  * request path consults it before calling sl_redis_decide. */
 void sl_redis_breaker_set(sl_redis_t *rs, sl_breaker_t *b);

@@ -319,3 +319,54 @@ apr_status_t sl_shm_decide(sl_shm_t *shm, apr_pool_t *p,
     sl_stripe_log(st, &news);
     return rv;
 }
+
+/* The stripe of the budgets, locked, with their prepared operations. */
+static apr_status_t sl_stripe_enter(sl_shm_t *shm, apr_pool_t *p,
+                                    const sl_budget_t *budgets, int n,
+                                    sl_stripe_t **st, sl_shm_op_t **ops)
+{
+    apr_status_t rv;
+
+    if (n < 1 || !budgets || !budgets[0].key) {
+        return APR_EINVAL;
+    }
+    *st = sl_stripe_of(shm, budgets);
+    if ((rv = sl_table_prepare(p, (*st)->table, budgets, n, ops)) !=
+        APR_SUCCESS) {
+        return rv;
+    }
+    return apr_global_mutex_lock((*st)->mutex);
+}
+
+apr_status_t sl_shm_peek(sl_shm_t *shm, apr_pool_t *p,
+                         const sl_budget_t *budgets, int n, apr_time_t now,
+                         sl_decision_t *d, apr_int64_t **blocked)
+{
+    sl_stripe_t *st;
+    sl_shm_op_t *ops;
+    apr_status_t rv;
+
+    d->quota = apr_pcalloc(p, sizeof(*d->quota) * (n > 0 ? n : 1));
+    *blocked = apr_pcalloc(p, sizeof(**blocked) * (n > 0 ? n : 1));
+    if ((rv = sl_stripe_enter(shm, p, budgets, n, &st, &ops)) != APR_SUCCESS) {
+        return rv;
+    }
+    rv = sl_table_peek(st->table, ops, n, now, d, *blocked);
+    apr_global_mutex_unlock(st->mutex);
+    return rv;
+}
+
+apr_status_t sl_shm_reset(sl_shm_t *shm, apr_pool_t *p,
+                          const sl_budget_t *budgets, int n, apr_time_t now)
+{
+    sl_stripe_t *st;
+    sl_shm_op_t *ops;
+    apr_status_t rv = sl_stripe_enter(shm, p, budgets, n, &st, &ops);
+
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    sl_table_reset(st->table, ops, n, now);
+    apr_global_mutex_unlock(st->mutex);
+    return APR_SUCCESS;
+}

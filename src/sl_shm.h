@@ -38,6 +38,14 @@ apr_status_t sl_shm_decide(sl_shm_t *shm, apr_pool_t *p,
 void sl_shm_refund(sl_shm_t *shm, apr_pool_t *p, const sl_budget_t *budgets,
                    int n, apr_time_t at, apr_time_t now);
 
+/* The operator's look at budgets and their reset (sl_table_peek,
+ * sl_table_reset), under the stripe's lock. */
+apr_status_t sl_shm_peek(sl_shm_t *shm, apr_pool_t *p,
+                         const sl_budget_t *budgets, int n, apr_time_t now,
+                         sl_decision_t *d, apr_int64_t **blocked);
+apr_status_t sl_shm_reset(sl_shm_t *shm, apr_pool_t *p,
+                          const sl_budget_t *budgets, int n, apr_time_t now);
+
 /* post_config: a zeroed anonymous segment of size bytes, made once in the
  * parent and found again by its name on every graceful restart (made anew,
  * zeroed, when the size changes); *fresh says it was just made. */

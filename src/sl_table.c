@@ -466,12 +466,16 @@ static void sl_log_drop(sl_txn_t *t, sl_entry_t *e, apr_int64_t horizon)
 typedef struct sl_log_ctx {
     sl_txn_t *t;
     sl_entry_t *e;
+    apr_int64_t skip; /* times before the first one to read */
 } sl_log_ctx_t;
 
 static apr_int64_t sl_table_log_at(void *ctx, apr_int64_t i)
 {
     sl_log_ctx_t *x = ctx;
-    apr_int64_t pos = x->e->st.log.off + i, hops;
+    apr_int64_t hops, pos;
+
+    i += x->skip;
+    pos = x->e->st.log.off + i;
     apr_uint32_t c = x->e->st.log.head;
     sl_chunk_t *ch = NULL;
 
@@ -733,6 +737,30 @@ static void sl_block_store(sl_txn_t *t, const sl_shm_op_t *q, int n,
     e->expires = sl_block_expires(t->now, r->block);
 }
 
+/* The stored state e (NULL: none) of q at t->now; a log's first skip
+ * times are out of its window. */
+static void sl_evaluate_entry(sl_txn_t *t, sl_shm_op_t *q, sl_entry_t *e,
+                              apr_int64_t skip)
+{
+    switch (q->alg) {
+    case SL_ALG_LOG: {
+        sl_log_ctx_t x = {t, e, skip};
+        sl_log_evaluate(t->now, q->limit, q->win, q->cost,
+                        e ? e->st.log.count - skip : 0, sl_table_log_at, &x,
+                        &q->ev);
+        break;
+    }
+    case SL_ALG_COUNTER:
+        sl_counter_evaluate(t->now, q->limit, q->win, q->cost,
+                            e ? &e->st.counter : NULL, &q->ev);
+        break;
+    default:
+        sl_gcra_evaluate(t->now, q->limit, q->win, q->burst, q->cost,
+                         e ? &e->st.gcra : NULL, &q->ev);
+        break;
+    }
+}
+
 static void sl_evaluate(sl_txn_t *t, sl_shm_op_t *q)
 {
     sl_entry_t *e = NULL;
@@ -759,27 +787,58 @@ static void sl_evaluate(sl_txn_t *t, sl_shm_op_t *q)
             sl_lru_touch(t, q->entry, e);
         }
     }
-    switch (q->alg) {
-    case SL_ALG_LOG: {
-        sl_log_ctx_t x = {t, e};
-        apr_int64_t count = 0;
-        if (e) {
-            sl_log_drop(t, e, sl_log_horizon(t->now, q->win));
-            count = e->st.log.count;
+    if (e && q->alg == SL_ALG_LOG) {
+        sl_log_drop(t, e, sl_log_horizon(t->now, q->win));
+    }
+    sl_evaluate_entry(t, q, e, 0);
+}
+
+/* The first live time of a log whose entries at or before the horizon are
+ * still there (a peek removes nothing): a binary search, the times being
+ * in order. */
+static apr_int64_t sl_log_dead(sl_txn_t *t, sl_entry_t *e, apr_int64_t horizon)
+{
+    sl_log_ctx_t x = {t, e, 0};
+    apr_int64_t lo = 0, hi = e->st.log.count;
+
+    while (lo < hi && !t->corrupt) {
+        apr_int64_t mid = lo + (hi - lo) / 2;
+        if (sl_table_log_at(&x, mid) <= horizon) {
+            lo = mid + 1;
         }
-        sl_log_evaluate(t->now, q->limit, q->win, q->cost, count,
-                        sl_table_log_at, &x, &q->ev);
-        break;
+        else {
+            hi = mid;
+        }
     }
-    case SL_ALG_COUNTER:
-        sl_counter_evaluate(t->now, q->limit, q->win, q->cost,
-                            e ? &e->st.counter : NULL, &q->ev);
-        break;
-    default:
-        sl_gcra_evaluate(t->now, q->limit, q->win, q->burst, q->cost,
-                         e ? &e->st.gcra : NULL, &q->ev);
-        break;
+    return lo;
+}
+
+/* What sl_evaluate decides for q, without a write: no expired entry or
+ * log time dropped, nothing moved in the LRU list. *blocked is the time
+ * left in the limit's block (0: none). */
+static void sl_peek_one(sl_txn_t *t, sl_shm_op_t *q, apr_int64_t *blocked)
+{
+    sl_shm_op_t b = *q;
+    sl_entry_t *e = NULL;
+    apr_uint32_t i;
+
+    *blocked = 0;
+    b.alg = SL_TABLE_BLOCK;
+    if (q->block && (i = sl_entry_find(t, &b)) != SL_NIL &&
+        (e = sl_entry(t, i)) && e->expires > t->now &&
+        sl_block_active(t->now, q->block, e->st.until, &q->ev)) {
+        *blocked = q->ev.reset0;
+        return;
     }
+    e = NULL;
+    if ((i = sl_entry_find(t, q)) != SL_NIL && (e = sl_entry(t, i)) &&
+        e->expires <= t->now) {
+        e = NULL;
+    }
+    sl_evaluate_entry(t, q, e,
+                      e && q->alg == SL_ALG_LOG
+                          ? sl_log_dead(t, e, sl_log_horizon(t->now, q->win))
+                          : 0);
 }
 
 static void sl_apply(sl_txn_t *t, sl_shm_op_t *q)
@@ -838,7 +897,7 @@ static void sl_no_room(sl_txn_t *t, sl_shm_op_t *q)
             return;
         }
         if (e && e->st.log.count > 0) {
-            sl_log_ctx_t x = {t, e};
+            sl_log_ctx_t x = {t, e, 0};
             apr_int64_t last = SL_CHUNK_TS - 1 - (apr_int64_t) e->st.log.off;
             if (last > (apr_int64_t) e->st.log.count - 1) {
                 last = e->st.log.count - 1;
@@ -990,7 +1049,7 @@ void sl_table_refund(sl_table_t *tab, sl_shm_op_t *q, int n, apr_time_t at,
         switch (q[i].alg) {
         case SL_ALG_LOG: {
             /* The entries stamped at: drop them from a copy in order. */
-            sl_log_ctx_t x = {&t, e};
+            sl_log_ctx_t x = {&t, e, 0};
             apr_int64_t c = e->st.log.count, j, back = 0;
             for (j = 0; j < c && back < q[i].cost; j++) {
                 if (sl_table_log_at(&x, j) == at) {
@@ -1074,6 +1133,55 @@ apr_status_t sl_table_decide(sl_table_t *tab, sl_shm_op_t *q, int n,
         sl_eval_quota(&q[i].ev, admitted, &d->quota[i]);
     }
     return APR_SUCCESS;
+}
+
+apr_status_t sl_table_peek(sl_table_t *tab, sl_shm_op_t *q, int n,
+                           apr_time_t now, sl_decision_t *d,
+                           apr_int64_t *blocked)
+{
+    sl_txn_t t = {tab, now, 0};
+    int i, admitted = 1;
+
+    if (n < 1 || now <= 0) {
+        return APR_EINVAL;
+    }
+    for (i = 0; i < n && !t.corrupt; i++) {
+        sl_peek_one(&t, &q[i], &blocked[i]);
+        admitted = admitted && q[i].ev.ok;
+    }
+    if (t.corrupt) {
+        /* Emptied at the next decision, which finds the same link. */
+        return APR_EGENERAL;
+    }
+    d->now = now;
+    d->admitted = admitted;
+    d->n = n;
+    for (i = 0; i < n; i++) {
+        sl_eval_quota(&q[i].ev, 0, &d->quota[i]);
+    }
+    return APR_SUCCESS;
+}
+
+void sl_table_reset(sl_table_t *tab, sl_shm_op_t *q, int n, apr_time_t now)
+{
+    sl_txn_t t = {tab, now, 0};
+    int i;
+
+    for (i = 0; i < n && !t.corrupt; i++) {
+        sl_shm_op_t b = q[i];
+        apr_uint32_t k;
+
+        if ((k = sl_entry_find(&t, &q[i])) != SL_NIL) {
+            sl_entry_drop(&t, k);
+        }
+        b.alg = SL_TABLE_BLOCK;
+        if (!t.corrupt && (k = sl_entry_find(&t, &b)) != SL_NIL) {
+            sl_entry_drop(&t, k);
+        }
+    }
+    if (t.corrupt) {
+        sl_format(tab);
+    }
 }
 
 apr_size_t sl_table_min_size(void)

@@ -76,6 +76,19 @@ apr_status_t sl_table_decide(sl_table_t *t, sl_shm_op_t *ops, int n,
 void sl_table_refund(sl_table_t *t, sl_shm_op_t *ops, int n, apr_time_t at,
                      apr_time_t now);
 
+/* The operator's look (lua/sl_check.lua's peek): the state of each
+ * prepared budget at now as its next request would find it, into *d (the
+ * quota array has room for n; admitted: whether that request would be),
+ * and blocked[i], the microseconds left in budget i's block (0: none).
+ * Nothing in the table changes. APR_EGENERAL when a link led nowhere. */
+apr_status_t sl_table_peek(sl_table_t *t, sl_shm_op_t *ops, int n,
+                           apr_time_t now, sl_decision_t *d,
+                           apr_int64_t *blocked);
+
+/* The operator's reset: every prepared budget's entry and block go (the
+ * script's DEL KEY KEY.b); its next request starts afresh. */
+void sl_table_reset(sl_table_t *t, sl_shm_op_t *ops, int n, apr_time_t now);
+
 /* Live budgets and free slots (the unit tests). */
 apr_uint32_t sl_table_entries(const sl_table_t *t);
 apr_uint32_t sl_table_free(const sl_table_t *t);

@@ -549,6 +549,31 @@ static void test_decisions(apr_pool_t *p)
            "ceil seconds");
 }
 
+static void test_peek_json(apr_pool_t *p)
+{
+    sl_decision_t d;
+    apr_int64_t *blocked = NULL;
+    const long long ok[] = {1796018400, 5, 0, 0,          0, 3600000000,
+                            1,          3, 0, 3599000000, 0};
+    const long long bad[] = {1796018400, 5, 0, 0, 0, 5, 1, 3, 0, 0, 7};
+    const long long neg[] = {1796018400, 5, 0, 0, 0, 5, 1, 3, 0, -1, 0};
+
+    EXPECT(!sl_peek_parse(p, ok, 11, 2, &d, &blocked) && !d.admitted &&
+               blocked[0] == 3599000000 && blocked[1] == 0 &&
+               d.quota[1].remaining == 3,
+           "peek reply: state and blocks");
+    EXPECT(sl_peek_parse(p, ok, 9, 2, &d, &blocked) != NULL,
+           "peek reply without the blocks");
+    EXPECT(sl_peek_parse(p, bad, 11, 2, &d, &blocked) != NULL,
+           "peek reply: a block on a limit with room");
+    EXPECT(sl_peek_parse(p, neg, 11, 2, &d, &blocked) != NULL,
+           "peek reply: a negative block");
+    EXPECT(!strcmp(sl_json_string(p, "a\"b\\c\n\x01\xc3\xa9"),
+                   "\"a\\\"b\\\\c\\u000a\\u0001\xc3\xa9\""),
+           "JSON string: quotes, backslash, control characters escaped: %s",
+           sl_json_string(p, "a\"b\\c\n\x01\xc3\xa9"));
+}
+
 struct hdrs {
     apr_pool_t *p;
     const char *all;
@@ -603,6 +628,7 @@ int main(void)
     test_store_urls(p);
     test_decisions(p);
     test_headers(p);
+    test_peek_json(p);
     printf("sl_core: %d passed, %d failed\n", passed, failed);
     apr_terminate();
     return failed ? 1 : 0;

@@ -467,6 +467,113 @@ static void test_cost_refund(void)
     }
 }
 
+/* One look (sl_table_peek) at one budget: the status, *d and *blocked. */
+static apr_status_t peek(sl_table_t *t, sl_budget_t b, apr_time_t now,
+                         sl_decision_t *d, apr_int64_t *blocked)
+{
+    sl_shm_op_t *ops;
+    apr_status_t rv = sl_table_prepare(pool, t, &b, 1, &ops);
+
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    d->quota = apr_pcalloc(pool, sizeof(*d->quota));
+    return sl_table_peek(t, ops, 1, now, d, blocked);
+}
+
+/* The operator's look changes nothing and agrees with the decision; the
+ * reset empties a budget and its block, and only that budget. */
+static void test_peek_reset(void)
+{
+    void *region;
+    sl_table_t *t = table_new(64 * 1024, &region);
+    sl_budget_t lg = budget("{a}log", SL_ALG_LOG, 3, 60 * SEC);
+    sl_budget_t other = budget("{b}log", SL_ALG_LOG, 3, 60 * SEC);
+    sl_budget_t blk = budget("{a}blk", SL_ALG_COUNTER, 1, 10 * SEC);
+    sl_decision_t d, e;
+    apr_int64_t blocked = -1;
+    apr_uint32_t free0;
+    sl_shm_op_t *ops;
+    int alg, i;
+
+    EXPECT(peek(t, lg, T0, &d, &blocked) == APR_SUCCESS && d.admitted &&
+               d.quota[0].remaining == 3 && d.quota[0].reset == 0 &&
+               blocked == 0,
+           "log: no state: the whole quota, no reset, no block");
+    decide(t, lg, T0, &d, NULL);
+    decide(t, lg, T0 + SEC, &d, NULL);
+    decide(t, lg, T0 + 2 * SEC, &d, NULL);
+    decide(t, other, T0, &d, NULL);
+    free0 = sl_table_free(t);
+    EXPECT(peek(t, lg, T0 + 3 * SEC, &d, &blocked) == APR_SUCCESS &&
+               !d.admitted && !d.quota[0].ok && d.quota[0].remaining == 0 &&
+               d.quota[0].reset == 57 * SEC,
+           "log: exhausted, more in 57 s (%" APR_INT64_T_FMT
+           " left, reset %" APR_INT64_T_FMT ")",
+           d.quota[0].remaining, d.quota[0].reset);
+    EXPECT(decide(t, lg, T0 + 3 * SEC, &e, NULL) == APR_SUCCESS &&
+               !e.admitted && e.quota[0].reset == d.quota[0].reset,
+           "log: the decision refuses with the same reset");
+    /* The first time is out of the window: a look counts it out without
+     * removing it (the free slots stay as they are). */
+    EXPECT(peek(t, lg, T0 + 60 * SEC + 1, &d, &blocked) == APR_SUCCESS &&
+               d.admitted && d.quota[0].remaining == 1 &&
+               d.quota[0].reset == SEC - 1 && sl_table_free(t) == free0,
+           "log: one expired, counted out in place (%" APR_INT64_T_FMT
+           " left, reset %" APR_INT64_T_FMT ")",
+           d.quota[0].remaining, d.quota[0].reset);
+    EXPECT(peek(t, lg, T0 + 3 * SEC, &d, &blocked) == APR_SUCCESS &&
+               d.quota[0].remaining == 0 && d.quota[0].reset == 57 * SEC,
+           "log: ... and still there for a look at an earlier time");
+
+    sl_table_prepare(pool, t, &lg, 1, &ops);
+    sl_table_reset(t, ops, 1, T0 + 4 * SEC);
+    EXPECT(peek(t, lg, T0 + 4 * SEC, &d, &blocked) == APR_SUCCESS &&
+               d.quota[0].remaining == 3 && d.quota[0].reset == 0 &&
+               sl_table_entries(t) == 1,
+           "reset: the budget starts afresh, its entry gone");
+    EXPECT(peek(t, other, T0 + 4 * SEC, &d, &blocked) == APR_SUCCESS &&
+               d.quota[0].remaining == 2,
+           "reset: another identity's budget is untouched");
+
+    /* A block: shown with the time left, reset with the budget. */
+    blk.block = 3600 * SEC;
+    decide(t, blk, T0, &d, NULL);
+    decide(t, blk, T0 + 1, &d, NULL);
+    EXPECT(peek(t, blk, T0 + SEC, &d, &blocked) == APR_SUCCESS &&
+               !d.quota[0].ok && blocked == 3600 * SEC - SEC + 1 &&
+               d.quota[0].reset == blocked,
+           "block: shown running (%" APR_INT64_T_FMT " us left)", blocked);
+    sl_table_prepare(pool, t, &blk, 1, &ops);
+    sl_table_reset(t, ops, 1, T0 + SEC);
+    EXPECT(peek(t, blk, T0 + SEC, &d, &blocked) == APR_SUCCESS &&
+               d.quota[0].ok && d.quota[0].remaining == 1 && blocked == 0 &&
+               sl_table_entries(t) == 1,
+           "block: reset clears the budget and its block");
+
+    /* Counter and GCRA: a look at an exhausted budget gives what the
+     * refusal gives, and changes nothing. */
+    for (alg = SL_ALG_COUNTER; alg <= SL_ALG_GCRA; alg++) {
+        sl_budget_t c =
+            budget(alg == SL_ALG_GCRA ? "{c}g" : "{c}c", alg, 4, 60 * SEC);
+        for (i = 0; i < 4; i++) {
+            decide(t, c, T0 + i * SEC, &d, NULL);
+        }
+        peek(t, c, T0 + 5 * SEC, &d, &blocked);
+        peek(t, c, T0 + 5 * SEC, &e, &blocked);
+        EXPECT(!d.quota[0].ok && d.quota[0].remaining == 0 &&
+                   e.quota[0].reset == d.quota[0].reset,
+               "%s: exhausted, twice the same look", sl_algorithm_name(alg));
+        decide(t, c, T0 + 5 * SEC, &e, NULL);
+        EXPECT(!e.admitted && e.quota[0].reset == d.quota[0].reset &&
+                   d.quota[0].reset > 0,
+               "%s: the refusal's reset (%" APR_INT64_T_FMT
+               ") is the look's (%" APR_INT64_T_FMT ")",
+               sl_algorithm_name(alg), e.quota[0].reset, d.quota[0].reset);
+    }
+    free(region);
+}
+
 int main(void)
 {
     apr_initialize();
@@ -482,6 +589,7 @@ int main(void)
     test_corruption();
     test_atomic();
     test_cost_refund();
+    test_peek_reset();
     printf("sl_shm_test: %d passed, %d failed\n", passed, failed);
     apr_pool_destroy(pool);
     apr_terminate();

@@ -1,0 +1,344 @@
+/* The operator's look at one client's budgets, and their reset (see
+ * sl_inspect.h). */
+#include "sl_inspect.h"
+
+#include "http_config.h"
+#include "http_log.h"
+#include "http_protocol.h"
+#include "http_request.h"
+
+#include "apr_strings.h"
+
+#include "sl_config.h"
+#include "sl_decide.h"
+#include "sl_key.h"
+#include "sl_store.h"
+
+#include <string.h>
+
+APLOG_USE_MODULE(slidinglimit);
+
+/* What the query asks. */
+typedef struct sl_ask {
+    const char *path;   /* the URL whose section's limits apply */
+    const char *name;   /* only the limit of this name; NULL: all */
+    const char *source; /* the key source, as SlidingLimitKey names it */
+    const char *value;
+} sl_ask_t;
+
+/* One client's budgets at one URL. */
+typedef struct sl_client {
+    request_rec *r;
+    sl_proc_t *proc;
+    sl_store_t *store;
+    const sl_limit_t **limits;
+    sl_budget_t *budgets;
+    int n;
+} sl_client_t;
+
+static int sl_source_param(const char *k)
+{
+    return !strcmp(k, "ip") || !strcmp(k, "user") || !strcmp(k, "expr") ||
+           !strcmp(k, "none") || (!strncmp(k, "header:", 7) && k[7]) ||
+           (!strncmp(k, "env:", 4) && k[4]);
+}
+
+/* The query, form-encoded (path=/login&ip=203.0.113.7): NULL, or what is
+ * wrong with it. */
+static const char *sl_ask_parse(request_rec *r, sl_ask_t *a)
+{
+    apr_pool_t *p = r->pool;
+    char *args = apr_pstrdup(p, r->args ? r->args : ""), *tok, *last;
+
+    memset(a, 0, sizeof(*a));
+    for (tok = apr_strtok(args, "&", &last); tok;
+         tok = apr_strtok(NULL, "&", &last)) {
+        char *k = tok, *v = strchr(tok, '=');
+        const char **slot;
+
+        if (!v) {
+            return "every parameter needs a value (name=value)";
+        }
+        *v++ = '\0';
+        if (ap_unescape_urlencoded(k) != OK ||
+            ap_unescape_urlencoded(v) != OK) {
+            return "malformed percent-encoding";
+        }
+        if (!strcmp(k, "path")) {
+            slot = &a->path;
+        }
+        else if (!strcmp(k, "name")) {
+            slot = &a->name;
+        }
+        else if (sl_source_param(k)) {
+            if (a->source) {
+                return "one identity only: a request's budget is that of "
+                       "its first key source with a value";
+            }
+            a->source = k;
+            slot = &a->value;
+        }
+        else {
+            return apr_psprintf(p, "unknown parameter '%s'", k);
+        }
+        if (*slot) {
+            return apr_psprintf(p, "'%s' is given twice", k);
+        }
+        *slot = v;
+    }
+    if (!a->path && a->name) {
+        return "name= picks one of the limits at path=, which is missing: "
+               "a named budget's key depends on the key sources of the "
+               "section that applies it";
+    }
+    if (!a->path || a->path[0] != '/') {
+        return "path= must name the URL whose limits apply, such as /login";
+    }
+    if (!a->source) {
+        return "no identity: give the client as the section's key source "
+               "sees it (ip=, user=, header:NAME=, env:NAME=, expr=, "
+               "or none= for the shared bucket)";
+    }
+    return NULL;
+}
+
+/* The limits at a->path (the section a request for it gets: the same walk
+ * and merge, as a subrequest) and the client's budgets under them. */
+static const char *sl_client_make(sl_client_t *c, const sl_ask_t *a)
+{
+    request_rec *r = c->r, *rr = ap_sub_req_lookup_uri(a->path, r, NULL);
+    const sl_server_conf_t *sc =
+        ap_get_module_config(r->server->module_config, &slidinglimit_module);
+    const sl_dir_conf_t *dc =
+        ap_get_module_config(rr->per_dir_config, &slidinglimit_module);
+    const char *identity, *err, *names = NULL;
+    int i, all = dc->limits ? dc->limits->nelts : 0;
+
+    if (!all) {
+        return apr_psprintf(r->pool, "no SlidingLimit applies to %s", a->path);
+    }
+    identity = sl_key_identity_of(r->pool, sc, dc, a->source,
+                                  a->value ? a->value : "", &err);
+    if (!identity) {
+        return err;
+    }
+    c->limits = apr_palloc(r->pool, sizeof(*c->limits) * all);
+    c->budgets = apr_pcalloc(r->pool, sizeof(*c->budgets) * all);
+    c->n = 0;
+    for (i = 0; i < all; i++) {
+        const sl_limit_t *l = APR_ARRAY_IDX(dc->limits, i, sl_limit_t *);
+        sl_budget_t *b = &c->budgets[c->n];
+
+        names =
+            names ? apr_pstrcat(r->pool, names, ", ", l->name, NULL) : l->name;
+        if (a->name && strcmp(a->name, l->name)) {
+            continue;
+        }
+        /* A request's budget, for one more unit. */
+        sl_decide_budget(r->pool, sc, dc, l, identity, b);
+        b->cost = 1;
+        b->block = l->block;
+        c->limits[c->n++] = l;
+    }
+    if (!c->n) {
+        return apr_psprintf(r->pool, "no limit named %s applies to %s (%s)",
+                            a->name, a->path, names);
+    }
+    return NULL;
+}
+
+/* The store's state of the budgets, read without a write. */
+static apr_status_t sl_client_peek(const sl_client_t *c, sl_decision_t *d,
+                                   apr_int64_t **blocked, const char **err)
+{
+    apr_status_t rv;
+
+    *err = NULL;
+    if (!c->store->url) {
+        rv = sl_shm_peek(c->proc->shm, c->r->pool, c->budgets, c->n,
+                         apr_time_now(), d, blocked);
+        if (rv != APR_SUCCESS) {
+            *err = "the shared memory store could not be read";
+        }
+        return rv;
+    }
+    if (!c->store->redis) {
+        *err = "the store has no client in this child";
+        return APR_EINIT;
+    }
+    return sl_redis_peek(c->store->redis, c->r->pool, c->budgets, c->n, d,
+                         blocked, err);
+}
+
+/* Deletes the budgets on the store, in this server's shm table (the shm
+ * store, or the local fallback's state of a Redis store) and in the deny
+ * cache. The local parts are cleared whatever the store does: while it is
+ * down they are what decides. */
+static apr_status_t sl_client_reset(const sl_client_t *c, int *forgotten,
+                                    const char **err)
+{
+    apr_status_t rv = APR_SUCCESS;
+
+    *err = NULL;
+    if (c->store->url) {
+        if (!c->store->redis) {
+            *err = "the store has no client in this child";
+            rv = APR_EINIT;
+        }
+        else {
+            rv = sl_redis_reset(c->store->redis, c->r->pool, c->budgets, c->n,
+                                err);
+        }
+    }
+    if (sl_shm_reset(c->proc->shm, c->r->pool, c->budgets, c->n,
+                     apr_time_now()) != APR_SUCCESS &&
+        !c->store->url) {
+        *err = "the shared memory store could not be changed";
+        rv = APR_EGENERAL;
+    }
+    /* After the store: a request that asks it from now on finds room, and
+     * the cache no longer answers for it. */
+    *forgotten = sl_denycache_clear(c->proc->denycache, c->budgets, c->n);
+    return rv;
+}
+
+/* Seconds, rounded up; 0 stays 0. */
+static const char *sl_seconds(apr_pool_t *p, apr_int64_t us)
+{
+    return sl_i64toa(p, us <= 0 ? 0 : sl_ceil_seconds(us));
+}
+
+/* A window in seconds, as a JSON number (to the microsecond). */
+static const char *sl_window(apr_pool_t *p, apr_int64_t us)
+{
+    char *s = apr_psprintf(p, "%" APR_INT64_T_FMT ".%06" APR_INT64_T_FMT,
+                           us / APR_USEC_PER_SEC, us % APR_USEC_PER_SEC);
+    char *e = s + strlen(s) - 1;
+
+    while (*e == '0') {
+        *e-- = '\0';
+    }
+    if (*e == '.') {
+        *e = '\0';
+    }
+    return s;
+}
+
+static const char *sl_limit_json(apr_pool_t *p, const sl_limit_t *l,
+                                 const sl_budget_t *b, const sl_quota_t *q,
+                                 apr_int64_t blocked)
+{
+    apr_int64_t quota =
+        b->algorithm == SL_ALG_GCRA && b->burst ? b->burst : b->requests;
+    apr_int64_t used = quota - q->remaining;
+
+    return apr_pstrcat(
+        p, "{\"name\":", sl_json_string(p, l->name),
+        ",\"algorithm\":", sl_json_string(p, sl_algorithm_name(b->algorithm)),
+        ",\"requests\":", sl_i64toa(p, b->requests),
+        ",\"window\":", sl_window(p, b->window),
+        ",\"burst\":", sl_i64toa(p, quota),
+        ",\"used\":", sl_i64toa(p, used < 0 ? 0 : used),
+        ",\"remaining\":", sl_i64toa(p, q->remaining),
+        ",\"reset\":", sl_seconds(p, q->reset),
+        ",\"blocked\":", sl_seconds(p, blocked),
+        ",\"key\":", sl_json_string(p, b->key), "}", NULL);
+}
+
+static int sl_answer_error(request_rec *r, int status, const char *why)
+{
+    r->status = status;
+    ap_set_content_type(r, "application/json");
+    if (!r->header_only) {
+        ap_rputs(apr_pstrcat(r->pool, "{\"error\":",
+                             sl_json_string(r->pool, why), "}\n", NULL),
+                 r);
+    }
+    return OK;
+}
+
+static int sl_answer_state(const sl_client_t *c, const sl_ask_t *a,
+                           const sl_decision_t *d, const apr_int64_t *blocked,
+                           int forgotten)
+{
+    request_rec *r = c->r;
+    apr_pool_t *p = r->pool;
+    const char *list = "";
+    int i;
+
+    for (i = 0; i < c->n; i++) {
+        list = apr_pstrcat(p, list, i ? "," : "",
+                           sl_limit_json(p, c->limits[i], &c->budgets[i],
+                                         &d->quota[i], blocked[i]),
+                           NULL);
+    }
+    ap_set_content_type(r, "application/json");
+    apr_table_setn(r->headers_out, "Cache-Control", "no-store");
+    if (!r->header_only) {
+        ap_rputs(
+            apr_pstrcat(
+                p, "{\"path\":", sl_json_string(p, a->path), ",\"identity\":",
+                sl_json_string(p, apr_pstrcat(p, a->source, "=",
+                                              a->value ? a->value : "", NULL)),
+                ",\"store\":",
+                sl_json_string(p,
+                               c->store->url ? c->store->url->display : "shm"),
+                ",\"action\":",
+                r->method_number == M_POST ? "\"reset\"" : "\"show\"",
+                r->method_number == M_POST
+                    ? apr_pstrcat(p, ",\"deny_cache_cleared\":",
+                                  sl_i64toa(p, forgotten), NULL)
+                    : "",
+                ",\"limits\":[", list, "]}\n", NULL),
+            r);
+    }
+    return OK;
+}
+
+int sl_inspect(request_rec *r, sl_proc_t *proc)
+{
+    sl_ask_t a;
+    sl_client_t c = {r, proc, sl_store_of(r->server), NULL, NULL, 0};
+    sl_decision_t d;
+    apr_int64_t *blocked;
+    const char *err;
+    int forgotten = 0;
+
+    if (r->method_number == M_POST) {
+        ap_discard_request_body(r);
+    }
+    if ((err = sl_ask_parse(r, &a)) || (err = sl_client_make(&c, &a))) {
+        return sl_answer_error(r, HTTP_BAD_REQUEST, err);
+    }
+    if (!c.store) {
+        return sl_answer_error(r, HTTP_SERVICE_UNAVAILABLE,
+                               "no store in this child yet");
+    }
+    if (r->method_number == M_POST) {
+        apr_status_t rv = sl_client_reset(&c, &forgotten, &err);
+        ap_log_rerror(APLOG_MARK, rv == APR_SUCCESS ? APLOG_NOTICE : APLOG_ERR,
+                      rv, r,
+                      "mod_slidinglimit: reset of the budgets of %s at %s "
+                      "(identity %s) for %s: %s",
+                      a.source, a.path, c.budgets[0].key, r->useragent_ip,
+                      rv == APR_SUCCESS ? "done"
+                      : err             ? err
+                                        : "failed");
+        if (rv != APR_SUCCESS) {
+            return sl_answer_error(
+                r, HTTP_SERVICE_UNAVAILABLE,
+                apr_pstrcat(r->pool, "the store did not reset the budgets (",
+                            err ? err : "unknown error",
+                            "); the deny cache and the local fallback's "
+                            "state were cleared",
+                            NULL));
+        }
+    }
+    if (sl_client_peek(&c, &d, &blocked, &err) != APR_SUCCESS) {
+        return sl_answer_error(r, HTTP_SERVICE_UNAVAILABLE,
+                               apr_pstrcat(r->pool,
+                                           "the store did not answer: ",
+                                           err ? err : "unknown error", NULL));
+    }
+    return sl_answer_state(&c, &a, &d, blocked, forgotten);
+}

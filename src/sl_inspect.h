@@ -1,0 +1,20 @@
+/* The operator's look at one client's budgets, and their reset: the status
+ * handler with a query. The query names a URL (path=, whose section's
+ * limits apply, found as a subrequest finds it) and the client as a key
+ * source would see it (ip=, user=, header:NAME=, env:NAME=, expr=, none=);
+ * the keys are made by the request's own functions (sl_key.c, sl_core.c).
+ * GET shows each limit's state, read without a write; POST deletes the
+ * budgets on the store (and in the local fallback's table) and forgets
+ * their refusals in the deny cache every child reads, then shows the state.
+ * The answer is JSON. */
+#ifndef SL_INSPECT_H
+#define SL_INSPECT_H
+
+#include "httpd.h"
+
+#include "sl_proc.h"
+
+/* The handler's answer to r (GET, HEAD or POST with a query). */
+int sl_inspect(request_rec *r, sl_proc_t *proc);
+
+#endif
