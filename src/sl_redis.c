@@ -9,7 +9,8 @@
 
 #include <string.h>
 
-const char *sl_redis_script_sha(apr_pool_t *p)
+/* The hex SHA-1 of a script's text: its name for EVALSHA. */
+static const char *sl_sha1_hex(apr_pool_t *p, const char *text)
 {
     unsigned char digest[APR_SHA1_DIGESTSIZE];
     apr_sha1_ctx_t ctx;
@@ -17,13 +18,26 @@ const char *sl_redis_script_sha(apr_pool_t *p)
     int i;
 
     apr_sha1_init(&ctx);
-    apr_sha1_update_binary(&ctx, (const unsigned char *) sl_script_check,
-                           strlen(sl_script_check));
+    apr_sha1_update_binary(&ctx, (const unsigned char *) text, strlen(text));
     apr_sha1_final(digest, &ctx);
     for (i = 0; i < APR_SHA1_DIGESTSIZE; i++) {
         apr_snprintf(hex + 2 * i, 3, "%02x", digest[i]);
     }
     return hex;
+}
+
+const char *sl_redis_script_sha(apr_pool_t *p)
+{
+    return sl_sha1_hex(p, sl_script_check);
+}
+
+static void sl_script_init(apr_pool_t *p, sl_script_t *sc, const char *text)
+{
+    const char *argv[3] = {"SCRIPT", "LOAD", text};
+    size_t argvlen[3] = {6, 4, strlen(text)};
+
+    sc->sha = sl_sha1_hex(p, text);
+    sc->load = sl_resp_format(p, 3, argv, argvlen, &sc->load_len);
 }
 
 /* Child exit, the workers gone: every node and its idle connections. */
@@ -67,8 +81,6 @@ apr_status_t sl_redis_create(apr_pool_t *p, const sl_store_url_t *url,
                              int max_connections, sl_redis_t **out)
 {
     sl_redis_t *rs = apr_pcalloc(p, sizeof(*rs));
-    const char *argv[3] = {"SCRIPT", "LOAD", sl_script_check};
-    size_t argvlen[3] = {6, 4, strlen(sl_script_check)};
     apr_status_t rv;
 
     rs->pool = p;
@@ -80,8 +92,8 @@ apr_status_t sl_redis_create(apr_pool_t *p, const sl_store_url_t *url,
     rs->pipeline = rs->max_connections > 1 && SL_PIPE_INFLIGHT > 0;
 #endif
     rs->queue_timeout = connect_timeout + command_timeout;
-    rs->sha = sl_redis_script_sha(p);
-    rs->load = sl_resp_format(p, 3, argv, argvlen, &rs->load_len);
+    sl_script_init(p, &rs->check, sl_script_check);
+    sl_script_init(p, &rs->refund, sl_script_refund);
     rv = apr_thread_mutex_create(&rs->mutex, APR_THREAD_MUTEX_DEFAULT, p);
     if (rv == APR_SUCCESS && url->kind == SL_STORE_SENTINEL) {
         rs->master.sentinel.url = url;
@@ -225,8 +237,8 @@ const char *sl_resp_format(apr_pool_t *p, int argc, const char **argv,
  * the command's. */
 static apr_status_t sl_direct(sl_redis_t *rs, sl_node_t *node, apr_pool_t *p,
                               const char *buf, apr_size_t len, int asking,
-                              int reload, redisReply **reply, int *stale,
-                              const char **err, int *trips)
+                              const sl_script_t *reload, redisReply **reply,
+                              int *stale, const char **err, int *trips)
 {
     sl_conn_t *conn;
     redisReply *last = NULL, *r;
@@ -241,7 +253,7 @@ static apr_status_t sl_direct(sl_redis_t *rs, sl_node_t *node, apr_pool_t *p,
     (*trips)++;
     /* ASKING holds for the next command only: the script's. */
     if (reload) {
-        rv = sl_conn_send(conn, rs->load, rs->load_len);
+        rv = sl_conn_send(conn, reload->load, reload->load_len);
     }
     if (rv == APR_SUCCESS && asking) {
         rv = sl_conn_send(conn, SL_RESP_ASKING, sizeof(SL_RESP_ASKING) - 1);
@@ -327,8 +339,8 @@ static const char *sl_decide_command(sl_redis_t *rs, apr_pool_t *p,
     const char **argv = apr_palloc(p, sizeof(*argv) * argc);
     size_t *argvlen = apr_palloc(p, sizeof(*argvlen) * argc);
 
-    k = sl_script_head(p, argv, argvlen, "EVALSHA", rs->sha, budgets, n, member,
-                       member_len);
+    k = sl_script_head(p, argv, argvlen, "EVALSHA", rs->check.sha, budgets, n,
+                       member, member_len);
     for (i = 0; i < n; i++) {
         char code[2] = {sl_algorithm_code(budgets[i].algorithm), '\0'};
         argv[k++] = apr_pstrdup(p, code);
@@ -353,19 +365,19 @@ static const char *sl_decide_command(sl_redis_t *rs, apr_pool_t *p,
 }
 
 /* lua/sl_refund.lua's arguments: the admission's store time, then per
- * budget its algorithm, requests, window and cost. EVAL, not EVALSHA: a
- * give-back is rarer than a decision, and Redis keeps the compiled script
- * by its hash either way. */
-static const char *sl_refund_command(apr_pool_t *p, const sl_budget_t *budgets,
-                                     int n, const char *member,
-                                     apr_size_t member_len, apr_time_t at,
-                                     apr_size_t *len)
+ * budget its algorithm, requests, window and cost. EVALSHA like a
+ * decision: under count=401,403 most requests are given back, and the
+ * script's text would be most of each call's bytes. */
+static const char *sl_refund_command(sl_redis_t *rs, apr_pool_t *p,
+                                     const sl_budget_t *budgets, int n,
+                                     const char *member, apr_size_t member_len,
+                                     apr_time_t at, apr_size_t *len)
 {
     int argc = 5 + n + 4 * n, i, k;
     const char **argv = apr_palloc(p, sizeof(*argv) * argc);
     size_t *argvlen = apr_palloc(p, sizeof(*argvlen) * argc);
 
-    k = sl_script_head(p, argv, argvlen, "EVAL", sl_script_refund, budgets, n,
+    k = sl_script_head(p, argv, argvlen, "EVALSHA", rs->refund.sha, budgets, n,
                        member, member_len);
     argv[k++] = apr_off_t_toa(p, (apr_off_t) at);
     for (i = 0; i < n; i++) {
@@ -565,7 +577,8 @@ typedef struct sl_way {
     int cluster;
     const char *buf; /* the script's call, in RESP */
     apr_size_t len;
-    sl_node_t *node; /* held */
+    const sl_script_t *script; /* what buf runs (loaded after NOSCRIPT) */
+    sl_node_t *node;           /* held */
     int asking, reload, reloads, retried, waits;
 } sl_way_t;
 
@@ -602,11 +615,12 @@ static int sl_way_trip(sl_way_t *w, int attempt, redisReply **reply,
                            err, trips);
     }
     if (*rv == APR_ENOTIMPL) {
-        *rv = sl_direct(w->rs, w->node, w->p, w->buf, w->len, w->asking,
-                        w->reload, reply, &stale, err, trips);
+        *rv =
+            sl_direct(w->rs, w->node, w->p, w->buf, w->len, w->asking,
+                      w->reload ? w->script : NULL, reply, &stale, err, trips);
     }
     cls = sl_reply_classify(*rv, stale, *reply);
-    if (cls == SL_REPLY_NOSCRIPT && w->reloads++ >= 2) {
+    if (cls == SL_REPLY_NOSCRIPT && (!w->script || w->reloads++ >= 2)) {
         cls = SL_REPLY_FATAL;
     }
     if (w->cluster && cls == SL_REPLY_FAILED) {
@@ -694,7 +708,8 @@ static int sl_way_next(sl_way_t *w, int cls, const redisReply *reply,
  * its replies ask: APR_SUCCESS with the script's *reply, else the failure
  * with *err. */
 static apr_status_t sl_way_run(sl_redis_t *rs, apr_pool_t *p,
-                               const sl_budget_t *budgets, const char *buf,
+                               const sl_budget_t *budgets,
+                               const sl_script_t *script, const char *buf,
                                apr_size_t len, redisReply **reply,
                                const char **err, int *trips)
 {
@@ -703,7 +718,8 @@ static apr_status_t sl_way_run(sl_redis_t *rs, apr_pool_t *p,
                     .slot = sl_key_slot(budgets[0].key, budgets[0].key_len),
                     .cluster = rs->topo.slots != NULL,
                     .buf = buf,
-                    .len = len};
+                    .len = len,
+                    .script = script};
     sl_way_t *w = &way;
     apr_status_t rv = APR_EGENERAL;
     int attempt;
@@ -761,7 +777,8 @@ apr_status_t sl_redis_decide(sl_redis_t *rs, apr_pool_t *p,
     apr_size_t len;
     const char *buf =
         sl_decide_command(rs, p, budgets, n, member, member_len, 0, &len);
-    apr_status_t rv = sl_way_run(rs, p, budgets, buf, len, &reply, err, trips);
+    apr_status_t rv =
+        sl_way_run(rs, p, budgets, &rs->check, buf, len, &reply, err, trips);
 
     if (rv == APR_SUCCESS) {
         *err = sl_reply_decision(p, reply, n, d);
@@ -779,9 +796,10 @@ apr_status_t sl_redis_refund(sl_redis_t *rs, apr_pool_t *p,
     redisReply *reply = NULL;
     apr_size_t len;
     const char *buf =
-        sl_refund_command(p, budgets, n, member, member_len, at, &len);
+        sl_refund_command(rs, p, budgets, n, member, member_len, at, &len);
     int trips;
-    apr_status_t rv = sl_way_run(rs, p, budgets, buf, len, &reply, err, &trips);
+    apr_status_t rv =
+        sl_way_run(rs, p, budgets, &rs->refund, buf, len, &reply, err, &trips);
 
     if (reply) {
         freeReplyObject(reply);
@@ -798,7 +816,8 @@ apr_status_t sl_redis_peek(sl_redis_t *rs, apr_pool_t *p,
     long long *v;
     int trips;
     const char *buf = sl_decide_command(rs, p, budgets, n, "-", 1, 1, &len);
-    apr_status_t rv = sl_way_run(rs, p, budgets, buf, len, &reply, err, &trips);
+    apr_status_t rv =
+        sl_way_run(rs, p, budgets, &rs->check, buf, len, &reply, err, &trips);
 
     if (rv == APR_SUCCESS) {
         if (!(*err = sl_reply_integers(p, reply, &v))) {
@@ -832,7 +851,7 @@ apr_status_t sl_redis_reset(sl_redis_t *rs, apr_pool_t *p,
         argvlen[2 + 2 * i] = budgets[i].key_len + 2;
     }
     buf = sl_resp_format(p, argc, argv, argvlen, &len);
-    rv = sl_way_run(rs, p, budgets, buf, len, &reply, err, &trips);
+    rv = sl_way_run(rs, p, budgets, NULL, buf, len, &reply, err, &trips);
     if (rv == APR_SUCCESS) {
         if (reply->type != REDIS_REPLY_INTEGER) {
             *err = apr_psprintf(p, "unexpected reply type %d", reply->type);

@@ -143,6 +143,14 @@ typedef struct sl_master {
     char why[160]; /* the last answer, when it was no master */
 } sl_master_t;
 
+/* A script run with EVALSHA; after NOSCRIPT (Redis restarted, SCRIPT FLUSH)
+ * it is loaded again in the same round trip as the call. */
+typedef struct sl_script {
+    const char *sha;  /* hex SHA-1 of the text */
+    const char *load; /* SCRIPT LOAD of the text, in RESP */
+    apr_size_t load_len;
+} sl_script_t;
+
 struct sl_redis {
     apr_pool_t *pool;
     const sl_store_url_t *url;
@@ -157,9 +165,8 @@ struct sl_redis {
     apr_interval_time_t queue_timeout; /* connect + command timeouts */
     apr_threadkey_t *waiter_key;       /* this thread's sl_waiter_t */
     sl_waiter_t *spare;                /* of exited threads, under mutex */
-    const char *sha;
-    const char *load; /* SCRIPT LOAD of the script, in RESP */
-    apr_size_t load_len;
+    sl_script_t check;  /* lua/sl_check.lua: decisions and looks */
+    sl_script_t refund; /* lua/sl_refund.lua: give-backs (count=) */
     sl_breaker_t *breaker;
     sl_redis_ask_fn *prereq_ask; /* sl_redis_prereq_set */
     sl_redis_info_fn *prereq_info;
