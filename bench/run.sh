@@ -478,7 +478,8 @@ run_case() {
     read -r rrps rp50 rp99 rtotal _ rticks <<<"$(summary "$ref")"
     evalsha=$(cmdstat "$STAGE/out/$name.cmdstats" evalsha calls)
     evalsha=${evalsha:-0}
-    # EVAL: the give-back of count= (lua/sl_refund.lua), its own round trip.
+    # EVAL: none since the give-back of count= runs by its hash too (an EVAL
+    # here is a script sent as text).
     eval=$(cmdstat "$STAGE/out/$name.cmdstats" eval calls)
     eval=${eval:-0}
     usec=$(cmdstat "$STAGE/out/$name.cmdstats" evalsha usec_per_call)
