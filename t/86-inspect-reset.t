@@ -12,6 +12,8 @@
 #  - a client named by a header (GCRA) is found by header:NAME=VALUE;
 #  - bad queries get 400 with a reason, a client that Require refuses 403
 #    (GET and POST), a store that does not answer 503.
+# Runs under each MPM: the reset reaches every child of prefork and every
+# thread of the threaded MPMs.
 use strict;
 use warnings;
 
