@@ -246,90 +246,81 @@ void sl_limit_set_host(apr_pool_t *p, sl_limit_t *l, const char *host)
     }
 }
 
-const char *sl_parse_limit(apr_pool_t *p, int argc, char *const argv[],
-                           const char *section, sl_limit_t **out)
+/* One NAME=VALUE option of a SlidingLimit line, into l. */
+static const char *sl_parse_option(apr_pool_t *p, const char *arg,
+                                   sl_limit_t *l)
 {
-    sl_limit_t *l = apr_pcalloc(p, sizeof(*l));
     const char *err;
-    double tau;
-    int i;
+    const char *eq = strchr(arg, '=');
+    const char *val = eq ? eq + 1 : "";
+    apr_size_t klen = eq ? (apr_size_t) (eq - arg) : 0;
 
-    if (argc < 2) {
-        return "needs REQUESTS WINDOW (or 'off')";
-    }
-    if ((err = sl_parse_int(p, argv[0], 1, SL_MAX_REQUESTS, &l->requests))) {
-        return apr_pstrcat(p, "REQUESTS ", err, NULL);
-    }
-    if ((err = sl_parse_duration(p, argv[1], &l->window))) {
-        return apr_pstrcat(p, "WINDOW ", err, NULL);
-    }
-    l->algorithm = SL_ALG_UNSET;
-    l->cost = 1;
-    for (i = 2; i < argc; i++) {
-        const char *eq = strchr(argv[i], '=');
-        const char *val = eq ? eq + 1 : "";
-        apr_size_t klen = eq ? (apr_size_t) (eq - argv[i]) : 0;
-
-        if (klen == 4 && !strncasecmp(argv[i], "name", 4)) {
-            if (!sl_valid_name(val)) {
-                return apr_psprintf(p,
-                                    "'%s': a name is 1-64 characters of "
-                                    "letters, digits and -_.:/@",
-                                    argv[i]);
-            }
-            l->name = val;
-            l->named = 1;
-        }
-        else if (klen == 9 && !strncasecmp(argv[i], "algorithm", 9)) {
-            if ((err = sl_parse_algorithm(p, val, &l->algorithm))) {
-                return err;
-            }
-        }
-        else if (klen == 5 && !strncasecmp(argv[i], "burst", 5)) {
-            if ((err = sl_parse_int(p, val, 1, SL_MAX_REQUESTS, &l->burst))) {
-                return apr_pstrcat(p, "burst ", err, NULL);
-            }
-        }
-        else if (klen == 4 && !strncasecmp(argv[i], "cost", 4) &&
-                 (l->cost_expr || l->cost != 1)) {
-            return apr_psprintf(p, "'%s': cost= is given twice", argv[i]);
-        }
-        else if (klen == 4 && !strncasecmp(argv[i], "cost", 4) &&
-                 !strncasecmp(val, "expr:", 5)) {
-            if (!val[5]) {
-                return apr_psprintf(p, "'%s': needs an expression", argv[i]);
-            }
-            l->cost_expr = val + 5;
-        }
-        else if (klen == 4 && !strncasecmp(argv[i], "cost", 4)) {
-            if ((err = sl_parse_int(p, val, 1, SL_MAX_REQUESTS, &l->cost))) {
-                return apr_pstrcat(p, "cost ", err, NULL);
-            }
-        }
-        else if (klen == 9 && !strncasecmp(argv[i], "cost-unit", 9)) {
-            if ((err = sl_parse_int(p, val, 1, SL_MAX_COST_UNIT,
-                                    &l->cost_unit))) {
-                return apr_pstrcat(p, "cost-unit ", err, NULL);
-            }
-        }
-        else if (klen == 5 && !strncasecmp(argv[i], "block", 5)) {
-            if ((err = sl_parse_duration(p, val, &l->block))) {
-                return apr_pstrcat(p, "block ", err, NULL);
-            }
-        }
-        else if (klen == 5 && !strncasecmp(argv[i], "count", 5)) {
-            if ((err = sl_parse_count(p, argv[i], val, l))) {
-                return err;
-            }
-        }
-        else {
+    if (klen == 4 && !strncasecmp(arg, "name", 4)) {
+        if (!sl_valid_name(val)) {
             return apr_psprintf(p,
-                                "unknown option '%s' (expected name=, "
-                                "algorithm=, burst=, cost=, cost-unit=, "
-                                "block= or count=)",
-                                argv[i]);
+                                "'%s': a name is 1-64 characters of "
+                                "letters, digits and -_.:/@",
+                                arg);
+        }
+        l->name = val;
+        l->named = 1;
+    }
+    else if (klen == 9 && !strncasecmp(arg, "algorithm", 9)) {
+        if ((err = sl_parse_algorithm(p, val, &l->algorithm))) {
+            return err;
         }
     }
+    else if (klen == 5 && !strncasecmp(arg, "burst", 5)) {
+        if ((err = sl_parse_int(p, val, 1, SL_MAX_REQUESTS, &l->burst))) {
+            return apr_pstrcat(p, "burst ", err, NULL);
+        }
+    }
+    else if (klen == 4 && !strncasecmp(arg, "cost", 4) &&
+             (l->cost_expr || l->cost != 1)) {
+        return apr_psprintf(p, "'%s': cost= is given twice", arg);
+    }
+    else if (klen == 4 && !strncasecmp(arg, "cost", 4) &&
+             !strncasecmp(val, "expr:", 5)) {
+        if (!val[5]) {
+            return apr_psprintf(p, "'%s': needs an expression", arg);
+        }
+        l->cost_expr = val + 5;
+    }
+    else if (klen == 4 && !strncasecmp(arg, "cost", 4)) {
+        if ((err = sl_parse_int(p, val, 1, SL_MAX_REQUESTS, &l->cost))) {
+            return apr_pstrcat(p, "cost ", err, NULL);
+        }
+    }
+    else if (klen == 9 && !strncasecmp(arg, "cost-unit", 9)) {
+        if ((err = sl_parse_int(p, val, 1, SL_MAX_COST_UNIT, &l->cost_unit))) {
+            return apr_pstrcat(p, "cost-unit ", err, NULL);
+        }
+    }
+    else if (klen == 5 && !strncasecmp(arg, "block", 5)) {
+        if ((err = sl_parse_duration(p, val, &l->block))) {
+            return apr_pstrcat(p, "block ", err, NULL);
+        }
+    }
+    else if (klen == 5 && !strncasecmp(arg, "count", 5)) {
+        if ((err = sl_parse_count(p, arg, val, l))) {
+            return err;
+        }
+    }
+    else {
+        return apr_psprintf(p,
+                            "unknown option '%s' (expected name=, "
+                            "algorithm=, burst=, cost=, cost-unit=, "
+                            "block= or count=)",
+                            arg);
+    }
+    return NULL;
+}
+
+/* What the options of one line must agree on, once all are read. */
+static const char *sl_limit_check(apr_pool_t *p, sl_limit_t *l)
+{
+    double tau;
+
     if (l->cost_unit && !l->cost_expr) {
         return apr_psprintf(p,
                             "'cost-unit=%" APR_INT64_T_FMT
@@ -368,6 +359,35 @@ const char *sl_parse_limit(apr_pool_t *p, int argc, char *const argv[],
                             "': the tolerance burst x WINDOW / REQUESTS is "
                             "%.1f days, more than 366d",
                             l->burst, tau / (86400.0 * APR_USEC_PER_SEC));
+    }
+    return NULL;
+}
+
+const char *sl_parse_limit(apr_pool_t *p, int argc, char *const argv[],
+                           const char *section, sl_limit_t **out)
+{
+    sl_limit_t *l = apr_pcalloc(p, sizeof(*l));
+    const char *err;
+    int i;
+
+    if (argc < 2) {
+        return "needs REQUESTS WINDOW (or 'off')";
+    }
+    if ((err = sl_parse_int(p, argv[0], 1, SL_MAX_REQUESTS, &l->requests))) {
+        return apr_pstrcat(p, "REQUESTS ", err, NULL);
+    }
+    if ((err = sl_parse_duration(p, argv[1], &l->window))) {
+        return apr_pstrcat(p, "WINDOW ", err, NULL);
+    }
+    l->algorithm = SL_ALG_UNSET;
+    l->cost = 1;
+    for (i = 2; i < argc; i++) {
+        if ((err = sl_parse_option(p, argv[i], l))) {
+            return err;
+        }
+    }
+    if ((err = sl_limit_check(p, l))) {
+        return err;
     }
     if (!l->name) {
         l->name = apr_psprintf(p, "%" APR_INT64_T_FMT "-per-%s", l->requests,
