@@ -26,18 +26,6 @@ use SL::Wire;
 
 plan tests => 3 * 11 + 4 + 9 + 2 * 2 + 2 * 4;
 
-# Script runs so far: EVALSHA and EVAL calls that did not fail (the first
-# EVALSHA on a fresh Redis fails with NOSCRIPT and the script is sent again:
-# still one decision).
-sub script_calls {
-    my $info = redis('INFO', 'commandstats');
-    my $n    = 0;
-    while ($info =~ /^cmdstat_(?:evalsha|eval):calls=(\d+),.*?rejected_calls=(\d+),failed_calls=(\d+)/mg) {
-        $n += $1 - $2 - $3;
-    }
-    return $n;
-}
-
 # How many children of SL::Httpd $h answered the total requests tagged
 # X-Test-Id: $id (from its access log, written after each answer).
 sub children {

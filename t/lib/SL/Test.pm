@@ -19,7 +19,7 @@ use MIME::Base64 qw(encode_base64);
 use Time::HiRes qw(sleep time);
 
 our @EXPORT = qw(redis redis_connect sl_identity sl_policy_named sl_key fresh_ip
-  burst workers load server_url http_get wait_until free_port);
+  burst workers load server_url http_get wait_until free_port script_calls);
 
 sub redis_port { $ENV{SL_TEST_REDIS_PORT} or die "SL_TEST_REDIS_PORT unset" }
 
@@ -70,6 +70,19 @@ sub redis_connect {
     };
     $call->('AUTH', $a{password}) if defined $a{password};
     return $call;
+}
+
+# The scripts a Redis ran, from INFO commandstats: EVALSHA and EVAL calls
+# that did not fail (the first EVALSHA on a fresh Redis fails with NOSCRIPT
+# and the script is sent again: still one decision). script_calls({ port =>
+# P }) for another server.
+sub script_calls {
+    my $info = redis(@_, 'INFO', 'commandstats');
+    my $n    = 0;
+    while ($info =~ /^cmdstat_(?:evalsha|eval):calls=(\d+),.*?rejected_calls=(\d+),failed_calls=(\d+)/mg) {
+        $n += $1 - $2 - $3;
+    }
+    return $n;
 }
 
 # redis(qw(ZCARD key)) -> the reply, on a connection of its own; dies on an
