@@ -26,11 +26,6 @@ static const char *sl_sha1_hex(apr_pool_t *p, const char *text)
     return hex;
 }
 
-const char *sl_redis_script_sha(apr_pool_t *p)
-{
-    return sl_sha1_hex(p, sl_script_check);
-}
-
 static void sl_script_init(apr_pool_t *p, sl_script_t *sc, const char *text)
 {
     const char *argv[3] = {"SCRIPT", "LOAD", text};

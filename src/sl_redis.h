@@ -76,7 +76,4 @@ typedef void sl_redis_info_fn(void *ctx, const char *node, const char *text,
 void sl_redis_prereq_set(sl_redis_t *rs, sl_redis_ask_fn *ask,
                          sl_redis_info_fn *info, void *ctx);
 
-/* The script's SHA-1, fixed at build time. */
-const char *sl_redis_script_sha(apr_pool_t *p);
-
 #endif
