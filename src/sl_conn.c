@@ -54,7 +54,7 @@ static apr_status_t sl_setup_command(sl_transport_t *t, apr_status_t fail_rv,
 #define SL_SENTINEL_RETRY apr_time_from_msec(100)
 
 static apr_status_t sl_conn_master(sl_node_t *node, char *host,
-                                   apr_size_t hostlen, int *port)
+                                   apr_size_t hostlen, int *port, int *asked)
 {
     sl_redis_t *rs = node->rs;
     sl_master_t *m = &rs->master;
@@ -77,6 +77,7 @@ static apr_status_t sl_conn_master(sl_node_t *node, char *host,
     }
     m->asking = 1;
     apr_thread_mutex_unlock(m->lock);
+    *asked = 1;
 
     rv = sl_sentinel_master(&m->sentinel,
                             now + rs->connect_timeout + rs->command_timeout,
@@ -115,11 +116,16 @@ void sl_conn_master_failed(sl_redis_t *rs)
     }
 }
 
-void sl_conn_error_reply(sl_redis_t *rs, const char *msg)
+void sl_conn_error_reply(sl_node_t *node, const char *msg)
 {
     if (msg &&
         (!strncmp(msg, "READONLY", 8) || !strncmp(msg, "MASTERDOWN", 10))) {
-        sl_conn_master_failed(rs);
+        sl_conn_master_failed(node->rs);
+        /* The idle connections are to the same server: none is used again
+         * before the Sentinels are asked. */
+        if (node->rs->url->kind == SL_STORE_SENTINEL) {
+            apr_atomic_inc32(&node->gen);
+        }
     }
 }
 
@@ -186,24 +192,42 @@ static apr_status_t sl_conn_construct(sl_node_t *node, sl_conn_t **out)
     sl_transport_t *t;
     sl_conn_t *conn;
     const char *host = node->host;
-    char master[sizeof(rs->master.host)];
-    int port = node->port;
-    apr_status_t rv;
+    char master[sizeof(rs->master.host)], failed[sizeof(rs->master.host)];
+    int port = node->port, failed_port = 0;
+    apr_status_t rv, failed_rv = APR_SUCCESS;
 
     sl_conn_why[0] = '\0';
-    if (rs->url->kind == SL_STORE_SENTINEL) {
-        rv = sl_conn_master(node, master, sizeof(master), &port);
-        if (rv != APR_SUCCESS) {
+    for (;;) {
+        int asked = 0;
+
+        if (rs->url->kind == SL_STORE_SENTINEL) {
+            rv = sl_conn_master(node, master, sizeof(master), &port, &asked);
+            if (rv != APR_SUCCESS) {
+                return rv;
+            }
+            if (failed_port == port && !strcmp(failed, master)) {
+                return failed_rv; /* the Sentinels still name it */
+            }
+            host = master;
+        }
+        rv = sl_transport_connect(host, port, host ? NULL : rs->url->path,
+                                  rs->tls, rs->connect_timeout,
+                                  rs->command_timeout, &t, sl_conn_why,
+                                  sizeof(sl_conn_why));
+        if (rv == APR_SUCCESS) {
+            break;
+        }
+        sl_conn_master_failed(rs);
+        /* The master this child knew from before does not take
+         * connections: after a failover the first request of a child that
+         * was idle through it finds the old one. Ask the Sentinels again
+         * now, and connect once more if they name another master. */
+        if (rs->url->kind != SL_STORE_SENTINEL || asked || failed_port) {
             return rv;
         }
-        host = master;
-    }
-    rv = sl_transport_connect(host, port, host ? NULL : rs->url->path, rs->tls,
-                              rs->connect_timeout, rs->command_timeout, &t,
-                              sl_conn_why, sizeof(sl_conn_why));
-    if (rv != APR_SUCCESS) {
-        sl_conn_master_failed(rs);
-        return rv;
+        apr_cpystrn(failed, master, sizeof(failed));
+        failed_port = port;
+        failed_rv = rv;
     }
     /* A server that accepts but does not answer (stopped, overloaded) times
      * out here under the command timeout, which must not read as a refused

@@ -166,7 +166,7 @@ static void sl_pipe_run(sl_node_t *node, sl_pcmd_t *own, int *trips)
             r = batch[got]->reply;
             if (r->type == REDIS_REPLY_ERROR &&
                 !sl_error_usable(r->str ? r->str : "")) {
-                sl_conn_error_reply(node->rs, r->str);
+                sl_conn_error_reply(node, r->str);
                 keep = 0;
             }
         }

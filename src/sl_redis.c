@@ -275,7 +275,7 @@ static apr_status_t sl_direct(sl_redis_t *rs, sl_node_t *node, apr_pool_t *p,
     }
     if (last->type == REDIS_REPLY_ERROR &&
         !sl_error_usable(last->str ? last->str : "")) {
-        sl_conn_error_reply(rs, last->str);
+        sl_conn_error_reply(node, last->str);
         sl_conn_destroy(conn);
     }
     else {
@@ -574,7 +574,7 @@ typedef struct sl_way {
     apr_size_t len;
     const sl_script_t *script; /* what buf runs (loaded after NOSCRIPT) */
     sl_node_t *node;           /* held */
-    int asking, reload, reloads, retried, waits;
+    int asking, reload, reloads, retried, waits, asked_again;
 } sl_way_t;
 
 /* The slot's master in a map loaded now (if due: the caller's error says
@@ -666,8 +666,19 @@ static int sl_way_next(sl_way_t *w, int cls, const redisReply *reply,
         return 1;
     case SL_REPLY_REROUTE:
         /* Not run (READONLY from a demoted master, CLUSTERDOWN): the
-         * master of a map loaded now, if that is another node. */
+         * master of a map loaded now, if that is another node. A Sentinel
+         * store's master that is one no more (a child idle through a
+         * failover finds the old master back as a replica): once more, on
+         * the master the Sentinels name now (sl_conn_error_reply made the
+         * address this child knew stale). */
         if (!w->cluster) {
+            if (w->rs->url->kind == SL_STORE_SENTINEL && !w->asked_again &&
+                reply->str &&
+                (!strncmp(reply->str, "READONLY", 8) ||
+                 !strncmp(reply->str, "MASTERDOWN", 10))) {
+                w->asked_again = 1;
+                return 1;
+            }
             break;
         }
         if (sl_way_reroute(w)) {

@@ -192,7 +192,7 @@ const char *sl_conn_error(apr_status_t rv);
  * (sl_conn_error_reply with READONLY or MASTERDOWN): ask the Sentinels
  * again before the next connection. */
 void sl_conn_master_failed(sl_redis_t *rs);
-void sl_conn_error_reply(sl_redis_t *rs, const char *msg);
+void sl_conn_error_reply(sl_node_t *node, const char *msg);
 /* Queues one command in RESP; written by the next sl_conn_read. */
 apr_status_t sl_conn_send(sl_conn_t *conn, const char *buf, apr_size_t len);
 /* The next reply, or APR_TIMEUP, APR_ECONNRESET or APR_EGENERAL with the

@@ -2,8 +2,11 @@
 # loopback (t/servers-tls.sh, started once by t/run; down-after 1 s): the
 # limit is exact through the Sentinels' master; SIGKILL of the master under
 # traffic is followed within the Sentinels' promotion time plus 3 s (the
-# fail mode meanwhile, no request waiting past the timeouts); the old
-# master back as a replica changes nothing; exact again afterwards.
+# fail mode meanwhile, no request waiting past the timeouts); a child that
+# had nothing to do during the failover decides its first request after it
+# on the new master (its pooled connection and the master's address it
+# knew are the old master's), also once the old master is back as a
+# replica; that changes nothing else; exact again afterwards.
 use strict;
 use warnings;
 
@@ -16,7 +19,7 @@ plan skip_all => 'Sentinel servers not started (t/run starts them)'
   unless $ENV{SL_SENTINEL_PORTS};
 plan skip_all => "runs once, under $ENV{SL_TEST_ONCE_MPM}"
   if ($ENV{SL_TEST_ONCE_MPM} // 'event') ne ($ENV{SL_TEST_MPM} // 'event');
-plan tests => 9;
+plan tests => 12;
 
 my $dpw = $ENV{SL_TEST_SENTINEL_DATA_PASSWORD};
 my $spw = $ENV{SL_TEST_SENTINEL_PASSWORD};
@@ -35,6 +38,18 @@ sub sentinel_master {
 my $h = SL::Httpd->start(conf => ['tls.inc'],
     store => 'sentinel://' . ":$dpw\@" . join(',', map {"127.0.0.1:$_"} @sentinels) . '/slmaster',
     extra => "SlidingLimitSentinelAuth $spw\nSlidingLimitStoreTimeout 200ms 200ms");
+# Servers of one child, so that the child that answers after the failover
+# is the one that knew the old master: warmed now, then left alone, one
+# until the failover is done, the other until the old master is back as a
+# replica.
+my @quiet = map {
+    SL::Httpd->start(conf => ['tls.inc'], children => 1, name => "sentinel-quiet-$_-$$",
+        store => 'sentinel://' . ":$dpw\@" . join(',', map {"127.0.0.1:$_"} @sentinels) . '/slmaster',
+        extra => "SlidingLimitSentinelAuth $spw\nSlidingLimitStoreTimeout 200ms 200ms")
+} 1 .. 2;
+is(join(' ', map { http_get($_->url . '/sentinel/', 'X-Forwarded-For' => fresh_ip())->{status} } @quiet),
+    '200 200', 'two more servers of one child each decide through the first master');
+
 sub statuses {
     my ($n) = @_;
     my $ip = fresh_ip();
@@ -78,6 +93,11 @@ ok($back && $back <= $promoted + 3,
 ok($slowest < 1.5, sprintf 'no request waited past the timeouts meanwhile (slowest %.2f s; %s)',
     $slowest, join ' ', map {"$_:$seen{$_}"} sort keys %seen);
 is(statuses(7), '200 200 200 200 200 429 429', 'exact on the new master');
+# Its pooled connection finds the old master gone, and the address it knew
+# refuses: the Sentinels are asked again within the request.
+is(http_get($quiet[0]->url . '/sentinel/', 'X-Forwarded-For' => fresh_ip())->{status}, 200,
+    'a child idle through the failover: its first request decided on the new master');
+$quiet[0]->stop;
 
 # The old master back, as a replica of the new one.
 system("redis-server '$ENV{SL_SENTINEL_DIR}/master/redis.conf' --replicaof 127.0.0.1 $new") == 0
@@ -90,4 +110,9 @@ for (1 .. 100) {
 }
 like($role, qr/^slave/, 'the old master is back as a replica');
 is(sentinel_master(), $new, 'the Sentinels still name the new master');
+# The address it knew takes connections again, and says READONLY: the
+# Sentinels are asked again within the request.
+is(http_get($quiet[1]->url . '/sentinel/', 'X-Forwarded-For' => fresh_ip())->{status}, 200,
+    'a child idle until the old master is back as a replica: its first request decided on the new master');
+$quiet[1]->stop;
 is(statuses(7), '200 200 200 200 200 429 429', 'still exact, on the new master');

@@ -46,25 +46,37 @@ sub _httpd {
 }
 
 sub _mpm_settings {
-    my ($mpm) = @_;
-    return <<'EOT' if $mpm eq 'prefork';
+    my ($mpm, $children) = @_;
+    if ($mpm eq 'prefork') {
+        return <<'EOT' unless $children;
 StartServers 4
 MinSpareServers 2
 MaxSpareServers 8
 MaxRequestWorkers 16
 EOT
-    return <<'EOT';
-StartServers 2
-ServerLimit 2
+        return <<"EOT";
+ServerLimit $children
+StartServers $children
+MinSpareServers 1
+MaxSpareServers $children
+MaxRequestWorkers $children
+EOT
+    }
+    my $n = $children || 2;
+    my $workers = 8 * $n;
+    return <<"EOT";
+StartServers $n
+ServerLimit $n
 ThreadsPerChild 8
-MaxRequestWorkers 16
+MaxRequestWorkers $workers
 MinSpareThreads 4
-MaxSpareThreads 16
+MaxSpareThreads $workers
 EOT
 }
 
 # start(conf => [files in t/conf/sl.d], faketime => '+37m', name => 'x',
 #       store => 'cluster://127.0.0.1:7000' (default: the suite's Redis),
+#       children => 1 (default: 2 threaded, 4 to 8 under prefork),
 #       extra => "more configuration\n")
 sub start {
     my ($class, %a) = @_;
@@ -103,7 +115,7 @@ TypesConfig /etc/mime.types
 KeepAlive On
 MaxKeepAliveRequests 0
 ${\ join('', @load)}LoadModule slidinglimit_module "$root/.libs/mod_slidinglimit.so"
-${\ _mpm_settings($mpm)}
+${\ _mpm_settings($mpm, $a{children})}
 DocumentRoot "$t/htdocs"
 <Directory "$t/htdocs">
     Require all granted
