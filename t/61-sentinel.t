@@ -109,10 +109,14 @@ for (1 .. 100) {
     sleep 0.1;
 }
 like($role, qr/^slave/, 'the old master is back as a replica');
-is(sentinel_master(), $new, 'the Sentinels still name the new master');
+# Normally still the new master; on a loaded host the Sentinels may fail
+# over once more (a master that misses the 1 s down-after, seen once in
+# fifteen runs), which the module follows like the first.
+my $now = sentinel_master();
+ok($now && $now != $old, "the Sentinels name a master other than the old one ($now; $new after the failover)");
 # The address it knew takes connections again, and says READONLY: the
 # Sentinels are asked again within the request.
 is(http_get($quiet[1]->url . '/sentinel/', 'X-Forwarded-For' => fresh_ip())->{status}, 200,
     'a child idle until the old master is back as a replica: its first request decided on the new master');
 $quiet[1]->stop;
-is(statuses(7), '200 200 200 200 200 429 429', 'still exact, on the new master');
+is(statuses(7), '200 200 200 200 200 429 429', 'still exact, on the master they name');
