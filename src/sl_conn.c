@@ -193,6 +193,7 @@ static apr_status_t sl_conn_construct(sl_node_t *node, sl_conn_t **out)
     sl_conn_t *conn;
     const char *host = node->host;
     char master[sizeof(rs->master.host)], failed[sizeof(rs->master.host)];
+    char failed_why[sizeof(sl_conn_why)];
     int port = node->port, failed_port = 0;
     apr_status_t rv, failed_rv = APR_SUCCESS;
 
@@ -202,11 +203,16 @@ static apr_status_t sl_conn_construct(sl_node_t *node, sl_conn_t **out)
 
         if (rs->url->kind == SL_STORE_SENTINEL) {
             rv = sl_conn_master(node, master, sizeof(master), &port, &asked);
+            if (failed_port &&
+                (rv != APR_SUCCESS ||
+                 (failed_port == port && !strcmp(failed, master)))) {
+                /* No other master named (another thread asks, or the
+                 * Sentinels still name this one): the connect's error. */
+                apr_cpystrn(sl_conn_why, failed_why, sizeof(sl_conn_why));
+                return failed_rv;
+            }
             if (rv != APR_SUCCESS) {
                 return rv;
-            }
-            if (failed_port == port && !strcmp(failed, master)) {
-                return failed_rv; /* the Sentinels still name it */
             }
             host = master;
         }
@@ -226,6 +232,7 @@ static apr_status_t sl_conn_construct(sl_node_t *node, sl_conn_t **out)
             return rv;
         }
         apr_cpystrn(failed, master, sizeof(failed));
+        apr_cpystrn(failed_why, sl_conn_why, sizeof(failed_why));
         failed_port = port;
         failed_rv = rv;
     }
