@@ -24,7 +24,7 @@ my $start = time;
 my $rc = system('curl', '--silent', '--show-error', '--retry', '3',
     '--retry-max-time', '30', '--max-time', '30',
     '-H', "X-Forwarded-For: $ip", '-D', "$dir/headers", '-o', "$dir/body",
-    '-w', '%{http_code}', $url) >> 8;
+    '-w', '# curl: %{http_code}\n', $url) >> 8;
 my $elapsed = time - $start;
 ok t_cmp($rc, 0, 'curl exits 0');
 
