@@ -118,8 +118,7 @@ void sl_conn_master_failed(sl_redis_t *rs)
 
 void sl_conn_error_reply(sl_node_t *node, const char *msg)
 {
-    if (msg &&
-        (!strncmp(msg, "READONLY", 8) || !strncmp(msg, "MASTERDOWN", 10))) {
+    if (sl_error_demoted(msg)) {
         sl_conn_master_failed(node->rs);
         /* The idle connections are to the same server: none is used again
          * before the Sentinels are asked. */

@@ -182,6 +182,12 @@ int sl_error_usable(const char *msg)
            !strncmp(msg, "ASK ", 4);
 }
 
+int sl_error_demoted(const char *msg)
+{
+    return msg &&
+           (!strncmp(msg, "READONLY", 8) || !strncmp(msg, "MASTERDOWN", 10));
+}
+
 static char *sl_resp_header(char *o, char type, apr_size_t n)
 {
     char digits[24];
@@ -673,9 +679,7 @@ static int sl_way_next(sl_way_t *w, int cls, const redisReply *reply,
          * address this child knew stale). */
         if (!w->cluster) {
             if (w->rs->url->kind == SL_STORE_SENTINEL && !w->asked_again &&
-                reply->str &&
-                (!strncmp(reply->str, "READONLY", 8) ||
-                 !strncmp(reply->str, "MASTERDOWN", 10))) {
+                sl_error_demoted(reply->str)) {
                 w->asked_again = 1;
                 return 1;
             }

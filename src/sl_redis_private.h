@@ -249,6 +249,9 @@ int sl_reply_classify(apr_status_t rv, int stale, const redisReply *r);
 
 /* sl_redis.c */
 int sl_error_usable(const char *msg);
+/* READONLY or MASTERDOWN: the server is no master (now), the call did not
+ * run. */
+int sl_error_demoted(const char *msg);
 const char *sl_resp_format(apr_pool_t *p, int argc, const char **argv,
                            const size_t *argvlen, apr_size_t *len);
 

@@ -35,18 +35,15 @@ sub sentinel_master {
     return 0;
 }
 
-my $h = SL::Httpd->start(conf => ['tls.inc'],
+my %store = (conf => ['tls.inc'],
     store => 'sentinel://' . ":$dpw\@" . join(',', map {"127.0.0.1:$_"} @sentinels) . '/slmaster',
     extra => "SlidingLimitSentinelAuth $spw\nSlidingLimitStoreTimeout 200ms 200ms");
+my $h = SL::Httpd->start(%store);
 # Servers of one child, so that the child that answers after the failover
 # is the one that knew the old master: warmed now, then left alone, one
 # until the failover is done, the other until the old master is back as a
 # replica.
-my @quiet = map {
-    SL::Httpd->start(conf => ['tls.inc'], children => 1, name => "sentinel-quiet-$_-$$",
-        store => 'sentinel://' . ":$dpw\@" . join(',', map {"127.0.0.1:$_"} @sentinels) . '/slmaster',
-        extra => "SlidingLimitSentinelAuth $spw\nSlidingLimitStoreTimeout 200ms 200ms")
-} 1 .. 2;
+my @quiet = map { SL::Httpd->start(%store, children => 1, name => "sentinel-quiet-$_-$$") } 1 .. 2;
 is(join(' ', map { http_get($_->url . '/sentinel/', 'X-Forwarded-For' => fresh_ip())->{status} } @quiet),
     '200 200', 'two more servers of one child each decide through the first master');
 

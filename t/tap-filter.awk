@@ -28,13 +28,11 @@ infile && /^[ \t]*#/ {
 }
 infile && /^ok [0-9]/ { n = 0; after = 0; next }
 infile && /^not ok [0-9]/ {
-    if (mode == "failures" || header != "") {
-        if (mode == "failures") {
-            print "--- " file
-        }
-        else {
-            flush_header()
-        }
+    if (mode == "failures") {
+        print "--- " file
+    }
+    else {
+        flush_header()
     }
     for (i = (n > 40 ? n - 40 : 0); i < n; i++) {
         print buf[i % 40]

@@ -132,9 +132,9 @@ my $ip_counter = 0;
 
 # A client address no other test of the run has used: numbered from one
 # counter that every test process shares (a file in the staged tree, under
-# flock), forked workers included. Addresses drawn at random met now and
-# then: two test files' budgets of the same policy then were one, and a
-# limit's exact sequence came out wrong. The number's lowest digit (base
+# flock), forked workers included. Addresses drawn at random could meet:
+# two test files' budgets of the same policy would then be one, and a
+# limit's exact sequence would come out wrong. The number's lowest digit (base
 # 250) is the second octet, so two fresh addresses never share a /16.
 # Without the staged tree (a test run by hand), the process id and chance.
 sub fresh_ip {
