@@ -74,7 +74,7 @@ const char *sl_parse_duration(apr_pool_t *p, const char *s, apr_int64_t *us)
             return NULL;
         }
     }
-    return apr_psprintf(p, "'%s' has an unknown unit (use ms, s, m, h or d)",
+    return apr_psprintf(p, "'%s' has an unknown unit (use ms, s, m or min, h or d)",
                         s);
 }
 
@@ -802,20 +802,22 @@ const char *sl_json_cost_body(apr_pool_t *p, int why, const char *policy,
 
 const char *sl_json_body(apr_pool_t *p, int unavailable, apr_int64_t retry)
 {
+    const char *unit = retry == 1 ? "second" : "seconds";
+
     if (unavailable) {
         return apr_psprintf(
             p,
             "{\"error\":{\"code\":\"SERVICE_UNAVAILABLE\",\"message\":"
             "\"Rate limiting is unavailable. Try again in %" APR_INT64_T_FMT
-            " seconds.\",\"retry_after_seconds\":%" APR_INT64_T_FMT "}}\n",
-            retry, retry);
+            " %s.\",\"retry_after_seconds\":%" APR_INT64_T_FMT "}}\n",
+            retry, unit, retry);
     }
     return apr_psprintf(
         p,
         "{\"error\":{\"code\":\"TOO_MANY_REQUESTS\",\"message\":"
         "\"Rate limit exceeded. Try again in %" APR_INT64_T_FMT
-        " seconds.\",\"retry_after_seconds\":%" APR_INT64_T_FMT "}}\n",
-        retry, retry);
+        " %s.\",\"retry_after_seconds\":%" APR_INT64_T_FMT "}}\n",
+        retry, unit, retry);
 }
 
 static const char *sl_parse_hostport(apr_pool_t *p, const char *s,
@@ -837,7 +839,15 @@ static const char *sl_parse_hostport(apr_pool_t *p, const char *s,
         }
     }
     else {
-        colon = strrchr(s, ':');
+        colon = strchr(s, ':');
+        /* host:port:port is a typo and a bare IPv6 address is ambiguous
+         * (is its last group the port?): neither is taken as a host. */
+        if (colon && strchr(colon + 1, ':')) {
+            return apr_psprintf(p,
+                                "'%s': more than one ':' (an IPv6 address "
+                                "goes in brackets: [::1]:6379)",
+                                s);
+        }
         hp->host = colon ? apr_pstrmemdup(p, s, colon - s) : apr_pstrdup(p, s);
     }
     if (!*hp->host) {

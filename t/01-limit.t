@@ -33,8 +33,9 @@ my $h = $res->{headers};
 my $retry = $h->{'retry-after'} // -1;
 ok($retry >= 1 && $retry <= 60, "Retry-After $retry within the window");
 ok t_cmp($h->{'content-type'}, qr{^application/json}, 'JSON body');
+my $unit = $retry == 1 ? 'second' : 'seconds';
 ok t_cmp($res->{content},
-    qr/^\{"error":\{"code":"TOO_MANY_REQUESTS","message":"Rate limit exceeded\. Try again in $retry seconds\.","retry_after_seconds":$retry\}\}/,
+    qr/^\{"error":\{"code":"TOO_MANY_REQUESTS","message":"Rate limit exceeded\. Try again in $retry $unit\.","retry_after_seconds":$retry\}\}/,
     'body names the wait');
 ok t_cmp($h->{'ratelimit-policy'}, '"basic";q=5;w=60', 'RateLimit-Policy');
 ok t_cmp($h->{ratelimit}, "\"basic\";r=0;t=$retry", 'RateLimit says r=0 and t=Retry-After');

@@ -44,6 +44,12 @@ static void test_durations(apr_pool_t *p)
         EXPECT(err && strstr(err, bad[i]), "duration '%s' must be refused",
                bad[i]);
     }
+    {
+        /* The message names every unit that is accepted. */
+        apr_int64_t us = 0;
+        const char *err = sl_parse_duration(p, "15mins", &us);
+        EXPECT(err && strstr(err, "m or min,"), "units listed: %s", err ? err : "");
+    }
     EXPECT(!strcmp(sl_format_duration(p, 60000000), "1m"), "format 1m");
     EXPECT(!strcmp(sl_format_duration(p, 1500000), "1500ms"), "format 1500ms");
 }
@@ -404,6 +410,22 @@ static void test_store_urls_tls_sentinel(apr_pool_t *p)
     EXPECT(sl_parse_store_url(p, "cluster://a:1/3", &u) != NULL,
            "cluster with a database other than 0");
     {
+        /* A host with a colon outside brackets is a typo (host:port:port)
+         * or an IPv6 address without its brackets: never a host name. */
+        static const char *const colon[] = {
+            "redis://127.0.0.1:6391:7", "redis://::1", "redis://fe80::1:6379",
+            "cluster://a:1,b:2:3", "sentinel://s:1:2/m"};
+        apr_size_t i;
+        for (i = 0; i < sizeof(colon) / sizeof(colon[0]); i++) {
+            const char *err = sl_parse_store_url(p, colon[i], &u);
+            EXPECT(err && strstr(err, "brackets"),
+                   "%s must be refused, saying why: %s", colon[i],
+                   err ? err : "(accepted)");
+        }
+        err = sl_parse_store_url(p, "redis://[::1]:6391", &u);
+        EXPECT(!err, "[::1]:6391: %s", err ? err : "");
+    }
+    {
         sl_store_url_t a, b;
         sl_parse_store_url(p, "redis://10.0.0.1:6379/0", &a);
         sl_parse_store_url(p, "rediss://10.0.0.1:6379/0", &b);
@@ -612,6 +634,12 @@ static void test_headers(apr_pool_t *p)
     EXPECT(strstr(sl_json_body(p, 0, 18), "\"retry_after_seconds\":18}") !=
                NULL,
            "json body");
+    EXPECT(strstr(sl_json_body(p, 0, 1), "Try again in 1 second.") != NULL,
+           "one second, not one seconds: %s", sl_json_body(p, 0, 1));
+    EXPECT(strstr(sl_json_body(p, 1, 1), "Try again in 1 second.") != NULL,
+           "one second (unavailable): %s", sl_json_body(p, 1, 1));
+    EXPECT(strstr(sl_json_body(p, 0, 2), "Try again in 2 seconds.") != NULL,
+           "two seconds");
 }
 
 int main(void)
