@@ -74,8 +74,8 @@ const char *sl_parse_duration(apr_pool_t *p, const char *s, apr_int64_t *us)
             return NULL;
         }
     }
-    return apr_psprintf(p, "'%s' has an unknown unit (use ms, s, m or min, h or d)",
-                        s);
+    return apr_psprintf(
+        p, "'%s' has an unknown unit (use ms, s, m or min, h or d)", s);
 }
 
 const char *sl_format_duration(apr_pool_t *p, apr_int64_t us)

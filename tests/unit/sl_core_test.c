@@ -48,7 +48,8 @@ static void test_durations(apr_pool_t *p)
         /* The message names every unit that is accepted. */
         apr_int64_t us = 0;
         const char *err = sl_parse_duration(p, "15mins", &us);
-        EXPECT(err && strstr(err, "m or min,"), "units listed: %s", err ? err : "");
+        EXPECT(err && strstr(err, "m or min,"), "units listed: %s",
+               err ? err : "");
     }
     EXPECT(!strcmp(sl_format_duration(p, 60000000), "1m"), "format 1m");
     EXPECT(!strcmp(sl_format_duration(p, 1500000), "1500ms"), "format 1500ms");
