@@ -182,6 +182,21 @@ int sl_error_usable(const char *msg)
            !strncmp(msg, "ASK ", 4);
 }
 
+/* A store's error as the log shows it. Redis 6 and later close a
+ * connection that sends a long command before AUTH with "Protocol error:
+ * unauthenticated multibulk length", which says nothing of a password. */
+static const char *sl_error_text(apr_pool_t *p, const char *msg)
+{
+    if (!strncmp(msg, "NOAUTH", 6) || strstr(msg, "unauthenticated")) {
+        return apr_pstrcat(p, msg,
+                           " (the store requires authentication: give "
+                           "the password, or user:password, in "
+                           "SlidingLimitStore)",
+                           NULL);
+    }
+    return apr_pstrdup(p, msg);
+}
+
 int sl_error_demoted(const char *msg)
 {
     return msg &&
@@ -708,7 +723,7 @@ static int sl_way_next(sl_way_t *w, int cls, const redisReply *reply,
         return 0;
     }
     if (reply) {
-        *err = apr_pstrdup(w->p, reply->str ? reply->str : "");
+        *err = sl_error_text(w->p, reply->str ? reply->str : "");
         *rv = APR_EGENERAL;
     }
     return 0;

@@ -8,7 +8,7 @@ use Apache::TestUtil;
 use SL::Test;
 use SL::Fault;
 
-plan tests => 8;
+plan tests => 10;
 
 my $store = quotemeta store_display();
 my $re = qr/mod_slidinglimit: store $store failed \(authentication refused\)/;
@@ -24,6 +24,19 @@ ok t_cmp("$r->{status} $r->{headers}{'x-sl-result'}", '200 failed-open',
     'wrong password, fail-open: passes');
 my $after = () = error_log_lines($re);
 ok t_cmp($after - $before, 1, 'one line says the store refused the password');
+
+# No password for a store that needs one: Redis answers a long command
+# before AUTH with "Protocol error: unauthenticated multibulk length" (or
+# NOAUTH); the log must say that the store wants a password.
+my $hint = qr/mod_slidinglimit: store .*requires authentication: give the password/;
+my $hints = () = error_log_lines($hint);
+my @np = map {
+    http_get({ vhost => 'sl_nopass' }, '/f/closed/a', 'X-Forwarded-For' => fresh_ip())->{status};
+} 1 .. 2;
+ok t_cmp("@np", '503 503', 'no password, fail-closed: 503');
+my $hinted = () = error_log_lines($hint);
+ok($hinted > $hints, 'the log says the store requires authentication')
+    or diag(join '', error_log_lines(qr/sl_nopass|store .* failed/));
 
 # The right password on the same redis works meanwhile.
 $r = http_get({ vhost => 'sl_fault_patient' }, '/f/closed/a', 'X-Forwarded-For' => fresh_ip());
