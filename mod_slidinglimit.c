@@ -85,7 +85,10 @@ static int sl_post_config(apr_pool_t *pconf, apr_pool_t *plog,
                      "mod_slidinglimit: cannot create the statistics segment");
         return HTTP_INTERNAL_SERVER_ERROR;
     }
-    proc->breaker = sl_stats_breaker(proc->stats);
+    {
+        const char *id = sl_store_id(ptemp, msc->store);
+        proc->breaker = sl_stats_breaker(proc->stats, id, strlen(id));
+    }
     rv = sl_denycache_shm_create(pconf, &proc->denycache_shm);
     if (rv != APR_SUCCESS) {
         /* Only an optimisation: every decision goes to the store. */

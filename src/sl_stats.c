@@ -2,6 +2,7 @@
  * latency) in one shared segment kept across graceful restarts, and the
  * Prometheus text of the status page. */
 #include "sl_stats.h"
+
 #include "sl_claim.h"
 #include "sl_shm.h"
 
@@ -11,6 +12,7 @@
 
 #include <apr_atomic.h>
 #include <apr_hash.h>
+#include <apr_sha1.h>
 #include <apr_strings.h>
 
 #include <string.h>
@@ -51,6 +53,8 @@ typedef struct sl_stats_seg {
     volatile apr_uint64_t other[SL_RESULT_COUNT];
     sl_policy_slot_t policies[SL_STATS_POLICIES];
     volatile apr_uint64_t store_round_trips;
+    /* A digest of the store the breaker belongs to (sl_stats_breaker). */
+    unsigned char breaker_of[APR_SHA1_DIGESTSIZE];
 } sl_stats_seg_t;
 
 struct sl_stats {
@@ -84,8 +88,23 @@ apr_status_t sl_stats_create(apr_pool_t *pconf, server_rec *s, sl_stats_t **out)
     return APR_SUCCESS;
 }
 
-sl_breaker_t *sl_stats_breaker(sl_stats_t *st)
+sl_breaker_t *sl_stats_breaker(sl_stats_t *st, const char *id,
+                               apr_size_t id_len)
 {
+    unsigned char digest[APR_SHA1_DIGESTSIZE];
+    apr_sha1_ctx_t ctx;
+
+    /* An outage that spans a graceful restart is still the same outage,
+     * but a changed SlidingLimitStore is another store: tried at once, and
+     * its failure logged as news, not read as the old store's. */
+    apr_sha1_init(&ctx);
+    apr_sha1_update_binary(&ctx, (const unsigned char *) id,
+                           (unsigned int) id_len);
+    apr_sha1_final(digest, &ctx);
+    if (memcmp(digest, st->seg->breaker_of, sizeof(digest))) {
+        sl_breaker_init(&st->seg->breaker);
+        memcpy(st->seg->breaker_of, digest, sizeof(digest));
+    }
     return &st->seg->breaker;
 }
 

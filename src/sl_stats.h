@@ -12,11 +12,14 @@ typedef struct sl_stats sl_stats_t;
 
 const char *sl_result_name(int result);
 
-/* post_config: the segment (kept across graceful restarts) with the store
- * breaker inside it. */
+/* post_config: the segment (kept across graceful restarts) with the main
+ * server's store breaker inside it; the breaker of the store whose id
+ * (URL with credentials) is given, closed afresh when that store is not
+ * the one it was before the restart. Called in the parent only. */
 apr_status_t sl_stats_create(apr_pool_t *pconf, server_rec *s,
                              sl_stats_t **out);
-sl_breaker_t *sl_stats_breaker(sl_stats_t *st);
+sl_breaker_t *sl_stats_breaker(sl_stats_t *st, const char *id,
+                               apr_size_t id_len);
 
 void sl_stats_decision(sl_stats_t *st, const char *policy, int result);
 void sl_stats_store(sl_stats_t *st, apr_interval_time_t latency, int error);

@@ -22,6 +22,15 @@ static sl_server_conf_t *sl_server_conf(server_rec *s)
     return ap_get_module_config(s->module_config, &slidinglimit_module);
 }
 
+const char *sl_store_id(apr_pool_t *p, const sl_store_url_t *u)
+{
+    if (!u) {
+        return "shm";
+    }
+    return apr_pstrcat(p, u->display, "\n", u->user ? u->user : "", "\n",
+                       u->password ? u->password : "", NULL);
+}
+
 /* The main server's store uses the breaker the status page reports; any
  * other store its own, so that one host's outage leaves the others' stores
  * alone. The slot is found by the URL with its credentials. */
@@ -35,8 +44,7 @@ static sl_breaker_t *sl_store_breaker(apr_pool_t *p, sl_proc_t *proc,
     if (vs == main) {
         return proc->breaker;
     }
-    id = apr_pstrcat(p, u->display, "\n", u->user ? u->user : "", "\n",
-                     u->password ? u->password : "", NULL);
+    id = sl_store_id(p, u);
     b = sl_breakers_get(proc->breakers, id, strlen(id));
     if (!b) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, vs,

@@ -19,6 +19,10 @@ typedef struct sl_store {
 
 /* child_init: the store of s and of every virtual host. threads: the
  * MPM's threads per child, the client's connections per node. */
+/* What tells one store from another: its URL with the credentials (two
+ * stores that differ only in the password are two); "shm" for none. */
+const char *sl_store_id(apr_pool_t *p, const sl_store_url_t *u);
+
 void sl_store_child_init(apr_pool_t *pchild, server_rec *s, sl_proc_t *proc,
                          int threads);
 

@@ -9,6 +9,7 @@ package SL::Httpd;
 #                            faketime => '-37m');
 #   (store => URL and extra => "more server directives" change the store)
 #   http_get($h->url . '/alg/log/', ...);
+#   $h->graceful(store => URL);   # apachectl graceful with another store
 #   $h->stop;    # also done when $h goes away or the test exits
 #
 # Everything lives under the staged t/ directory (the suite may run as
@@ -190,6 +191,30 @@ sub _log_tail {
         $out .= "--- $f\n" . join('', @l > 20 ? @l[-20 .. -1] : @l);
     }
     return $out;
+}
+
+# A graceful restart (SIGUSR1) with another SlidingLimitStore, as an
+# operator edits httpd.conf and runs "apachectl graceful"; returns once the
+# new generation answers.
+sub graceful {
+    my ($self, %a) = @_;
+    my $conf = "$self->{dir}/httpd.conf";
+    open my $in, '<', $conf or die "SL::Httpd: $conf: $!\n";
+    my $text = do { local $/; <$in> };
+    close $in;
+    $text =~ s/^SlidingLimitStore .*$/SlidingLimitStore $a{store}/m if $a{store};
+    open my $out, '>', $conf or die "SL::Httpd: $conf: $!\n";
+    print $out $text;
+    close $out;
+    my $resumed = sub { () = $self->error_log =~ /resuming normal operations/g };
+    my $before = $resumed->();
+    kill 'USR1', $self->{pid};
+    my $deadline = time + 20;
+    while (time < $deadline) {
+        return $self if $resumed->() > $before && $self->_answers;
+        sleep 0.1;
+    }
+    die "SL::Httpd: no graceful restart within 20 s:\n" . $self->_log_tail;
 }
 
 # Whether start(faketime => ...) can shift a clock here.
