@@ -18,14 +18,18 @@
 #include "sl_table.h"
 
 #include "http_config.h"
+#include "http_core.h"
 #include "http_log.h"
 #include "util_mutex.h"
 
+#include <apr_file_io.h>
 #include <apr_global_mutex.h>
+#include <apr_sha1.h>
 #include <apr_shm.h>
 #include <apr_strings.h>
 
 #include <string.h>
+#include <unistd.h>
 
 APLOG_USE_MODULE(slidinglimit);
 
@@ -128,7 +132,9 @@ apr_status_t sl_shm_pre_config(apr_pool_t *pconf)
  * price: a changed "Mutex slidinglimit-shm" takes effect at the next full
  * restart. */
 static apr_status_t sl_stripe_create(apr_pool_t *pconf, server_rec *s,
-                                     apr_size_t size, int i, sl_stripe_t **out)
+                                     apr_size_t size, int i,
+                                     const unsigned char *image,
+                                     sl_stripe_t **out)
 {
     sl_stripe_t *st = apr_pcalloc(pconf, sizeof(*st));
     sl_retained_t *rd;
@@ -152,6 +158,12 @@ static apr_status_t sl_stripe_create(apr_pool_t *pconf, server_rec *s,
                      "(%" APR_SIZE_T_FMT " bytes)",
                      size);
         return rv;
+    }
+    if (fresh && image) {
+        /* A cold start with the state of the last stop: the table checks
+         * it as it checks a region kept across a graceful restart. */
+        memcpy(base, image, size);
+        fresh = 0;
     }
     rv = sl_table_attach(pconf, base, size, fresh, &kept, &st->table);
     if (rv != APR_SUCCESS) {
@@ -180,6 +192,210 @@ static apr_status_t sl_stripe_create(apr_pool_t *pconf, server_rec *s,
     return APR_SUCCESS;
 }
 
+/* ---- the store's state across a stop and a start ----
+ *
+ * A graceful restart keeps the segments; a stop ("service apache2
+ * restart" is a stop and a start) ends the process that held them, and
+ * with it every budget and every block. So the parent writes the stripes
+ * to a file in the runtime directory when it exits, and a cold start reads
+ * them back: the stripe key, then each stripe's region as it was, checked
+ * by a digest and by the table itself, and the file is removed once read.
+ * A file of another size or stripe count (SlidingLimitShmSize changed), of
+ * another build's layout, or damaged, is discarded with a log line; a
+ * budget whose limit changed meanwhile is what it would be in Redis, which
+ * keeps its keys across a restart of httpd too. */
+#define SL_STATE_FILE  "slidinglimit-shm.state"
+#define SL_STATE_MAGIC "mod_slidinglimit shm state 1\n"
+
+typedef struct sl_state_head {
+    char magic[32];
+    apr_uint64_t stripes;
+    apr_uint64_t stripe_size;
+    unsigned char digest[APR_SHA1_DIGESTSIZE]; /* of what follows */
+} sl_state_head_t;
+
+/* What the parent needs when it stops. */
+typedef struct sl_state_exit {
+    pid_t parent;
+    int n;
+    apr_size_t stripe;
+    void *base[SL_SHM_STRIPES];
+    apr_global_mutex_t *mutex[SL_SHM_STRIPES];
+    const unsigned char *key;
+    const char *path;
+    server_rec *s;
+} sl_state_exit_t;
+
+static const unsigned char *sl_state_read(apr_pool_t *p, server_rec *s, int n,
+                                          apr_size_t stripe)
+{
+    const char *path = ap_runtime_dir_relative(p, SL_STATE_FILE);
+    apr_size_t want = SL_TABLE_STRIPE_KEY + (apr_size_t) n * stripe, got = 0;
+    unsigned char digest[APR_SHA1_DIGESTSIZE];
+    const char *why = NULL;
+    sl_state_head_t head;
+    apr_sha1_ctx_t ctx;
+    apr_file_t *f;
+    unsigned char *body = NULL;
+
+    if (!path || apr_file_open(&f, path, APR_FOPEN_READ | APR_FOPEN_BINARY, 0,
+                               p) != APR_SUCCESS) {
+        return NULL;
+    }
+    if (apr_file_read_full(f, &head, sizeof(head), &got) != APR_SUCCESS ||
+        got != sizeof(head) ||
+        memcmp(head.magic, SL_STATE_MAGIC, sizeof(SL_STATE_MAGIC))) {
+        why = "not a state file of this build";
+    }
+    else if (head.stripes != (apr_uint64_t) n ||
+             head.stripe_size != (apr_uint64_t) stripe) {
+        why = "written for another SlidingLimitShmSize";
+    }
+    else {
+        body = apr_palloc(p, want);
+        if (apr_file_read_full(f, body, want, &got) != APR_SUCCESS ||
+            got != want) {
+            why = "truncated";
+        }
+        else {
+            apr_sha1_init(&ctx);
+            apr_sha1_update_binary(&ctx, body, (unsigned int) want);
+            apr_sha1_final(digest, &ctx);
+            if (memcmp(digest, head.digest, sizeof(digest))) {
+                why = "damaged";
+            }
+        }
+    }
+    apr_file_close(f);
+    apr_file_remove(path, p);
+    if (why) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
+                     "mod_slidinglimit: %s: %s; the shm store starts empty",
+                     path, why);
+        return NULL;
+    }
+    ap_log_error(APLOG_MARK, APLOG_INFO, 0, s,
+                 "mod_slidinglimit: shm store state read from %s", path);
+    return body;
+}
+
+static void sl_state_write(sl_state_exit_t *x, apr_pool_t *p)
+{
+    apr_file_t *f;
+    sl_state_head_t head;
+    apr_sha1_ctx_t ctx;
+    apr_uint32_t live = 0;
+    const char *tmp;
+    apr_status_t rv;
+    int i, kept;
+
+    for (i = 0; i < x->n; i++) {
+        sl_table_t *t;
+        if (sl_table_attach(p, x->base[i], x->stripe, 0, &kept, &t) ==
+                APR_SUCCESS &&
+            kept) {
+            live += sl_table_entries(t);
+        }
+    }
+    if (!live) {
+        apr_file_remove(x->path, p);
+        return;
+    }
+    memset(&head, 0, sizeof(head));
+    memcpy(head.magic, SL_STATE_MAGIC, sizeof(SL_STATE_MAGIC));
+    head.stripes = (apr_uint64_t) x->n;
+    head.stripe_size = (apr_uint64_t) x->stripe;
+    apr_sha1_init(&ctx);
+    apr_sha1_update_binary(&ctx, x->key, SL_TABLE_STRIPE_KEY);
+    for (i = 0; i < x->n; i++) {
+        apr_sha1_update_binary(&ctx, x->base[i], (unsigned int) x->stripe);
+    }
+    apr_sha1_final(head.digest, &ctx);
+    /* Written aside and renamed: a stop that dies halfway leaves the old
+     * file or none, never half of one. Owner-only: it holds the budgets. */
+    tmp = apr_pstrcat(p, x->path, ".new", NULL);
+    rv = apr_file_open(&f, tmp,
+                       APR_FOPEN_WRITE | APR_FOPEN_CREATE | APR_FOPEN_TRUNCATE |
+                           APR_FOPEN_BINARY,
+                       APR_FPROT_UREAD | APR_FPROT_UWRITE, p);
+    if (rv == APR_SUCCESS) {
+        rv = apr_file_write_full(f, &head, sizeof(head), NULL);
+        if (rv == APR_SUCCESS) {
+            rv = apr_file_write_full(f, x->key, SL_TABLE_STRIPE_KEY, NULL);
+        }
+        for (i = 0; rv == APR_SUCCESS && i < x->n; i++) {
+            rv = apr_file_write_full(f, x->base[i], x->stripe, NULL);
+        }
+        if (apr_file_close(f) != APR_SUCCESS && rv == APR_SUCCESS) {
+            rv = APR_EGENERAL;
+        }
+        if (rv == APR_SUCCESS) {
+            rv = apr_file_rename(tmp, x->path, p);
+        }
+        if (rv != APR_SUCCESS) {
+            apr_file_remove(tmp, p);
+        }
+    }
+    /* No server record outlives pconf: the main log (httpd's stderr). */
+    ap_log_error(APLOG_MARK, rv == APR_SUCCESS ? APLOG_INFO : APLOG_WARNING, rv,
+                 NULL,
+                 rv == APR_SUCCESS
+                     ? "mod_slidinglimit: shm store state (%u budgets) "
+                       "written to %s"
+                     : "mod_slidinglimit: cannot write the shm store state "
+                       "(%u budgets) to %s; they are lost with this stop",
+                 live, x->path);
+}
+
+static apr_status_t sl_state_cleanup(void *data)
+{
+    sl_state_exit_t *x = data;
+    apr_pool_t *p;
+    int i;
+
+    /* pconf goes at every restart, and only a stop is the end of the
+     * segments; a child's copy of pconf is never the parent's stop. */
+    if (ap_state_query(AP_SQ_MAIN_STATE) != AP_SQ_MS_EXITING ||
+        x->parent != getpid() || apr_pool_create(&p, NULL) != APR_SUCCESS) {
+        return APR_SUCCESS;
+    }
+    /* The children are gone by now; the locks keep out any that is not. */
+    for (i = 0; i < x->n; i++) {
+        apr_global_mutex_lock(x->mutex[i]);
+    }
+    sl_state_write(x, p);
+    for (i = 0; i < x->n; i++) {
+        apr_global_mutex_unlock(x->mutex[i]);
+    }
+    apr_pool_destroy(p);
+    return APR_SUCCESS;
+}
+
+/* On pconf, whose cleanups run before httpd unloads the module (a cleanup
+ * on the process pool would run after, in code no longer mapped). */
+static void sl_state_on_exit(apr_pool_t *pconf, server_rec *s,
+                             const sl_shm_t *shm, apr_size_t stripe)
+{
+    sl_state_exit_t *x = apr_pcalloc(pconf, sizeof(*x));
+    int i;
+
+    x->path = ap_runtime_dir_relative(pconf, SL_STATE_FILE);
+    if (!x->path) {
+        return;
+    }
+    x->parent = getpid();
+    x->stripe = stripe;
+    x->s = s;
+    x->n = shm->n;
+    x->key = shm->key;
+    for (i = 0; i < shm->n; i++) {
+        x->base[i] = sl_table_base(shm->stripe[i]->table);
+        x->mutex[i] = shm->stripe[i]->mutex;
+    }
+    apr_pool_cleanup_register(pconf, x, sl_state_cleanup,
+                              apr_pool_cleanup_null);
+}
+
 apr_status_t sl_shm_create(apr_pool_t *pconf, server_rec *s, apr_size_t size,
                            sl_shm_t **out)
 {
@@ -188,9 +404,30 @@ apr_status_t sl_shm_create(apr_pool_t *pconf, server_rec *s, apr_size_t size,
     void *key;
     int i, fresh;
 
+    apr_pool_t *tmp;
+    const unsigned char *state = NULL;
+    apr_size_t stripe;
+
+    shm->n = (int) (size / SL_SHM_MIN_STRIPE);
+    if (shm->n > SL_SHM_STRIPES) {
+        shm->n = SL_SHM_STRIPES;
+    }
+    if (shm->n < 1) {
+        shm->n = 1;
+    }
+    stripe = size / (apr_size_t) shm->n;
+    apr_pool_create(&tmp, pconf);
     rv = sl_shm_retain(s, "shm-key", SL_TABLE_STRIPE_KEY, &key, &fresh);
     if (rv == APR_SUCCESS && fresh) {
-        rv = sl_siphash_key(key);
+        /* Only a cold start (httpd's process new) finds the segments
+         * fresh: then the state written at the last stop, if any. */
+        state = sl_state_read(tmp, s, shm->n, stripe);
+        if (state) {
+            memcpy(key, state, SL_TABLE_STRIPE_KEY);
+        }
+        else {
+            rv = sl_siphash_key(key);
+        }
     }
     if (rv != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_ERR, rv, s,
@@ -199,20 +436,19 @@ apr_status_t sl_shm_create(apr_pool_t *pconf, server_rec *s, apr_size_t size,
         return rv;
     }
     shm->key = key;
-    shm->n = (int) (size / SL_SHM_MIN_STRIPE);
-    if (shm->n > SL_SHM_STRIPES) {
-        shm->n = SL_SHM_STRIPES;
-    }
-    if (shm->n < 1) {
-        shm->n = 1;
-    }
     for (i = 0; i < shm->n; i++) {
-        rv = sl_stripe_create(pconf, s, size / (apr_size_t) shm->n, i,
+        rv = sl_stripe_create(pconf, s, stripe, i,
+                              state ? state + SL_TABLE_STRIPE_KEY +
+                                          (apr_size_t) i * stripe
+                                    : NULL,
                               &shm->stripe[i]);
         if (rv != APR_SUCCESS) {
+            apr_pool_destroy(tmp);
             return rv;
         }
     }
+    apr_pool_destroy(tmp);
+    sl_state_on_exit(pconf, s, shm, stripe);
     *out = shm;
     return APR_SUCCESS;
 }

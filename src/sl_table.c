@@ -1243,6 +1243,11 @@ void sl_table_geometry(const sl_table_t *tab, apr_uint32_t *nslots,
     *nbuckets = tab->hdr->nbuckets;
 }
 
+void *sl_table_base(const sl_table_t *tab)
+{
+    return tab->hdr;
+}
+
 apr_uint32_t sl_table_entries(const sl_table_t *tab)
 {
     return tab->hdr->nentries;

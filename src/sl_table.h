@@ -89,6 +89,9 @@ apr_status_t sl_table_peek(sl_table_t *t, sl_shm_op_t *ops, int n,
  * script's DEL KEY KEY.b); its next request starts afresh. */
 void sl_table_reset(sl_table_t *t, sl_shm_op_t *ops, int n, apr_time_t now);
 
+/* The region the table lives in (sl_shm.c writes it out at a stop). */
+void *sl_table_base(const sl_table_t *t);
+
 /* Live budgets and free slots (the unit tests). */
 apr_uint32_t sl_table_entries(const sl_table_t *t);
 apr_uint32_t sl_table_free(const sl_table_t *t);
