@@ -16,6 +16,7 @@
  *   src/sl_breaker.c    the circuit breaker of a store
  *   src/sl_stats.c      counters and the status page's text
  *   src/sl_inspect.c    the status handler's look at one client, its reset
+ *   src/sl_forgery.c    a reset a page of another site asked for (pure)
  *   src/sl_core.c       limits, keys, script replies, wire formats (pure)
  *   src/sl_algo.c       the algorithms in C (pure)
  *   src/sl_proc.h       per-process state */

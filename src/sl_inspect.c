@@ -8,10 +8,10 @@
 #include "http_request.h"
 
 #include "apr_strings.h"
-#include "apr_uri.h"
 
 #include "sl_config.h"
 #include "sl_decide.h"
+#include "sl_forgery.h"
 #include "sl_key.h"
 #include "sl_store.h"
 
@@ -296,59 +296,19 @@ static int sl_answer_state(const sl_client_t *c, const sl_ask_t *a,
     return OK;
 }
 
-/* Whether Origin (scheme://host[:port]) is the request's own: its scheme,
- * the host it asked for and that host's port. */
-static int sl_same_origin(request_rec *r, const char *origin)
+/* Why a POST is not a reset an operator asked for (NULL: it is); the
+ * request's own origin is the scheme, the host it asked for and that
+ * host's port. */
+static const char *sl_reset_refused(request_rec *r)
 {
-    apr_uri_t u;
-    char *host = r->hostname ? apr_pstrdup(r->pool, r->hostname) : NULL;
     apr_port_t port =
         r->parsed_uri.port_str ? r->parsed_uri.port : ap_default_port(r);
-    apr_size_t len;
 
-    if (!host || apr_uri_parse(r->pool, origin, &u) != APR_SUCCESS ||
-        !u.scheme || !u.hostname || u.user || u.query || u.fragment ||
-        (u.path && *u.path)) {
-        return 0;
-    }
-    /* An IPv6 literal, with or without the brackets of the Host field. */
-    len = strlen(host);
-    if (len > 2 && host[0] == '[' && host[len - 1] == ']') {
-        host[len - 1] = '\0';
-        host++;
-    }
-    return !strcasecmp(u.scheme, ap_http_scheme(r)) &&
-           !strcasecmp(u.hostname, host) &&
-           (u.port_str ? u.port : apr_uri_port_of_scheme(u.scheme)) == port;
-}
-
-/* Why a POST is not a reset an operator asked for (NULL: it is). A page of
- * another site can make a browser send a form, or a fetch() without a
- * preflight, only with CORS-safelisted headers: a header of our own forces
- * a preflight, which this handler never grants. Origin and Sec-Fetch-Site,
- * which browsers set and pages cannot, refuse the rest (a preflight that
- * some other module granted). */
-static const char *sl_reset_forged(request_rec *r)
-{
-    const char *mark = apr_table_get(r->headers_in, "X-SlidingLimit-Reset");
-    const char *site = apr_table_get(r->headers_in, "Sec-Fetch-Site");
-    const char *origin = apr_table_get(r->headers_in, "Origin");
-
-    if (!mark || !*mark) {
-        return "a reset needs the header X-SlidingLimit-Reset: 1 (which "
-               "tools/slidinglimit-client sends): a form or a page of "
-               "another site cannot send it";
-    }
-    if (site && strcasecmp(site, "same-origin") && strcasecmp(site, "none")) {
-        return "a reset is refused when Sec-Fetch-Site is not same-origin "
-               "or none: a page of another site asked for it";
-    }
-    if (origin && !sl_same_origin(r, origin)) {
-        return "a reset is refused when the Origin is not this server's "
-               "(the scheme, host and port of the request): a page of "
-               "another site asked for it";
-    }
-    return NULL;
+    return sl_reset_forged(r->pool,
+                           apr_table_get(r->headers_in, SL_RESET_HEADER),
+                           apr_table_get(r->headers_in, "Sec-Fetch-Site"),
+                           apr_table_get(r->headers_in, "Origin"),
+                           ap_http_scheme(r), r->hostname, port);
 }
 
 int sl_inspect(request_rec *r, sl_proc_t *proc, int level)
@@ -362,7 +322,7 @@ int sl_inspect(request_rec *r, sl_proc_t *proc, int level)
 
     if (r->method_number == M_POST) {
         ap_discard_request_body(r);
-        if ((err = sl_reset_forged(r))) {
+        if ((err = sl_reset_refused(r))) {
             ap_log_rerror(APLOG_MARK, APLOG_NOTICE, 0, r,
                           "mod_slidinglimit: refused a reset: %s", err);
             return sl_answer_error(r, HTTP_FORBIDDEN, err);
