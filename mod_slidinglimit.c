@@ -16,6 +16,7 @@
  *   src/sl_breaker.c    the circuit breaker of a store
  *   src/sl_stats.c      counters and the status page's text
  *   src/sl_inspect.c    the status handler's look at one client, its reset
+ *   src/sl_forgery.c    a reset a page of another site asked for (pure)
  *   src/sl_core.c       limits, keys, script replies, wire formats (pure)
  *   src/sl_algo.c       the algorithms in C (pure)
  *   src/sl_proc.h       per-process state */
@@ -27,6 +28,7 @@
 #include "http_protocol.h"
 #include "http_request.h"
 #include "ap_mpm.h"
+#include "mod_core.h"
 
 #include "src/sl_config.h"
 #include "src/sl_decide.h"
@@ -212,17 +214,39 @@ static int sl_fixups(request_rec *r)
 }
 
 /* The counters (GET without a query); with a query, one client's budgets:
- * GET shows them, POST resets them (sl_inspect.c). Like any handler it
- * runs after the access checks: Require guards both. */
+ * GET shows them, POST resets them (sl_inspect.c); each only where the
+ * server configuration opened it with SlidingLimitStatusPage, however the
+ * handler was set. Elsewhere it declines, as if the module had no handler:
+ * a tenant's file stays the tenant's file. Like any handler it runs after
+ * the access checks: Require guards every level. */
 static int sl_status_handler(request_rec *r)
 {
+    const sl_dir_conf_t *dc;
     sl_proc_t *proc;
+    int level;
 
     if (!r->handler || strcmp(r->handler, SL_HANDLER)) {
         return DECLINED;
     }
-    r->allowed |= (AP_METHOD_BIT << M_GET) | (AP_METHOD_BIT << M_POST);
-    if (r->method_number != M_GET && r->method_number != M_POST) {
+    dc = ap_get_module_config(r->per_dir_config, &slidinglimit_module);
+    level = SL_OR(dc->status_page, SL_STATUS_PAGE_OFF);
+    if (level == SL_STATUS_PAGE_OFF) {
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r,
+                      "mod_slidinglimit: " SL_HANDLER " handler not enabled "
+                      "here: add SlidingLimitStatusPage metrics (or inspect, "
+                      "reset) to the server configuration's section that "
+                      "serves %s",
+                      ap_escape_logitem(r->pool, r->uri));
+        return DECLINED;
+    }
+    /* What OPTIONS and a 405 announce (Allow): the level's methods. */
+    ap_allow_standard_methods(r, REPLACE_ALLOW, M_GET, M_OPTIONS,
+                              level >= SL_STATUS_PAGE_RESET ? M_POST : -1, -1);
+    if (r->method_number == M_OPTIONS) {
+        return ap_send_http_options(r);
+    }
+    if (r->method_number != M_GET &&
+        !(r->method_number == M_POST && level >= SL_STATUS_PAGE_RESET)) {
         return HTTP_METHOD_NOT_ALLOWED;
     }
     proc = sl_proc_of(r->server);
@@ -230,7 +254,7 @@ static int sl_status_handler(request_rec *r)
         return HTTP_SERVICE_UNAVAILABLE;
     }
     if (r->method_number == M_POST || (r->args && *r->args)) {
-        return sl_inspect(r, proc);
+        return sl_inspect(r, proc, level);
     }
     ap_set_content_type(r, "text/plain; version=0.0.4; charset=utf-8");
     if (!r->header_only) {

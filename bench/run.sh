@@ -228,6 +228,7 @@ SlidingLimitKeyPrefix slbench
 </Location>
 <Location /slidinglimit-status>
     SetHandler slidinglimit-status
+    SlidingLimitStatusPage metrics
 </Location>
 CONF
 }

@@ -106,6 +106,7 @@ void *sl_create_dir_conf(apr_pool_t *p, char *dir)
     c->fail_mode = -1;
     c->local_fallback = -1;
     c->headers = -1;
+    c->status_page = -1;
     c->status = -1;
     c->fail_status = -1;
     c->dry_run = -1;
@@ -136,6 +137,7 @@ void *sl_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     SL_MERGE_INT(fail_mode);
     SL_MERGE_INT(local_fallback);
     SL_MERGE_INT(headers);
+    SL_MERGE_INT(status_page);
     SL_MERGE_INT(status);
     SL_MERGE_INT(fail_status);
     SL_MERGE_INT(dry_run);
@@ -885,6 +887,30 @@ static const char *sl_cmd_secret(cmd_parms *cmd, void *dconf, const char *arg)
     return NULL;
 }
 
+/* SlidingLimitStatusPage: what the status handler may do in this section.
+ * The level is the server configuration's alone (its context has no
+ * override class, so httpd refuses it in .htaccess, also inside <If> and
+ * <Files>): a tenant who may set a handler there (SetHandler, AddHandler,
+ * RewriteRule [H=] under AllowOverride FileInfo) gets no more than the
+ * administrator opened around it. */
+static const char *sl_cmd_status_page(cmd_parms *cmd, void *dconf,
+                                      const char *arg)
+{
+    static const char *const levels[] = {"off", "metrics", "inspect", "reset"};
+    int i;
+
+    for (i = 0; i < (int) (sizeof(levels) / sizeof(levels[0])); i++) {
+        if (!strcasecmp(arg, levels[i])) {
+            ((sl_dir_conf_t *) dconf)->status_page = i;
+            return NULL;
+        }
+    }
+    return sl_err(cmd, apr_psprintf(cmd->pool,
+                                    "'%s' is not off, metrics, inspect or "
+                                    "reset",
+                                    arg));
+}
+
 /* The per-directory directives are also allowed in .htaccess under
  * AllowOverride Limit: they control access, like Require and Allow/Deny
  * (which that class has always covered). The store and server-wide ones
@@ -947,4 +973,9 @@ const command_rec sl_cmds[] = {
                   "400-599 (default 503)"),
     AP_INIT_TAKE1("SlidingLimitDryRun", sl_cmd_dry_run, NULL, SL_DIR_CONF,
                   "on or off: decide and report, never block"),
+    AP_INIT_TAKE1(
+        "SlidingLimitStatusPage", sl_cmd_status_page, NULL,
+        RSRC_CONF | ACCESS_CONF,
+        "off, metrics, inspect or reset: what the slidinglimit-status "
+        "handler serves here (default off; never in .htaccess)"),
     {NULL}};

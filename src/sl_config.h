@@ -21,6 +21,12 @@ struct sl_store;
 #define SL_FAIL_OPEN   0
 #define SL_FAIL_CLOSED 1
 
+/* SlidingLimitStatusPage: each level allows what the ones below it do. */
+#define SL_STATUS_PAGE_OFF     0
+#define SL_STATUS_PAGE_METRICS 1
+#define SL_STATUS_PAGE_INSPECT 2
+#define SL_STATUS_PAGE_RESET   3
+
 /* Defaults, applied where a value is read (never in merge). */
 #define SL_DEFAULT_CONNECT_TIMEOUT apr_time_from_msec(100)
 #define SL_DEFAULT_COMMAND_TIMEOUT apr_time_from_msec(50)
@@ -74,6 +80,7 @@ typedef struct sl_dir_conf {
     int fail_mode;
     int local_fallback;
     int headers;
+    int status_page; /* SL_STATUS_PAGE_*; -1: unset (off) */
     int status;
     int fail_status;
     int dry_run;

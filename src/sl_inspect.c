@@ -11,6 +11,7 @@
 
 #include "sl_config.h"
 #include "sl_decide.h"
+#include "sl_forgery.h"
 #include "sl_key.h"
 #include "sl_store.h"
 
@@ -295,7 +296,22 @@ static int sl_answer_state(const sl_client_t *c, const sl_ask_t *a,
     return OK;
 }
 
-int sl_inspect(request_rec *r, sl_proc_t *proc)
+/* Why a POST is not a reset an operator asked for (NULL: it is); the
+ * request's own origin is the scheme, the host it asked for and that
+ * host's port. */
+static const char *sl_reset_refused(request_rec *r)
+{
+    apr_port_t port =
+        r->parsed_uri.port_str ? r->parsed_uri.port : ap_default_port(r);
+
+    return sl_reset_forged(r->pool,
+                           apr_table_get(r->headers_in, SL_RESET_HEADER),
+                           apr_table_get(r->headers_in, "Sec-Fetch-Site"),
+                           apr_table_get(r->headers_in, "Origin"),
+                           ap_http_scheme(r), r->hostname, port);
+}
+
+int sl_inspect(request_rec *r, sl_proc_t *proc, int level)
 {
     sl_ask_t a;
     sl_client_t c = {r, proc, sl_store_of(r->server), NULL, NULL, 0};
@@ -306,6 +322,18 @@ int sl_inspect(request_rec *r, sl_proc_t *proc)
 
     if (r->method_number == M_POST) {
         ap_discard_request_body(r);
+        if ((err = sl_reset_refused(r))) {
+            ap_log_rerror(APLOG_MARK, APLOG_NOTICE, 0, r,
+                          "mod_slidinglimit: refused a reset: %s", err);
+            return sl_answer_error(r, HTTP_FORBIDDEN, err);
+        }
+    }
+    else if (level < SL_STATUS_PAGE_INSPECT) {
+        return sl_answer_error(
+            r, HTTP_FORBIDDEN,
+            "this status page serves the counters only "
+            "(SlidingLimitStatusPage metrics): a client's budgets need "
+            "SlidingLimitStatusPage inspect in the server configuration");
     }
     if ((err = sl_ask_parse(r, &a)) || (err = sl_client_make(&c, &a))) {
         return sl_answer_error(r, HTTP_BAD_REQUEST, err);

@@ -6,7 +6,10 @@
  * GET shows each limit's state, read without a write; POST deletes the
  * budgets on the store (and in the local fallback's table) and forgets
  * their refusals in the deny cache every child reads, then shows the state.
- * The answer is JSON. */
+ * The answer is JSON. A reset needs a request that a page of another site
+ * cannot make a browser send (the header X-SlidingLimit-Reset, no
+ * cross-site Origin or Sec-Fetch-Site): the operator's browser, which
+ * passes Require, must not reset budgets for whoever it visits. */
 #ifndef SL_INSPECT_H
 #define SL_INSPECT_H
 
@@ -14,7 +17,9 @@
 
 #include "sl_proc.h"
 
-/* The handler's answer to r (GET, HEAD or POST with a query). */
-int sl_inspect(request_rec *r, sl_proc_t *proc);
+/* The handler's answer to r (GET, HEAD or POST with a query) under the
+ * section's SlidingLimitStatusPage level (SL_STATUS_PAGE_*): a look needs
+ * inspect; the handler sends POST only under reset. */
+int sl_inspect(request_rec *r, sl_proc_t *proc, int level);
 
 #endif

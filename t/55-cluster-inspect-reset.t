@@ -25,7 +25,8 @@ my $ua = HTTP::Tiny->new(keep_alive => 1, timeout => 10);
 my $get = sub { $ua->get($h->url . $_[0], { headers => { 'X-Forwarded-For' => $ip } })->{status} };
 my $ask = sub {
     my ($method, $q) = @_;
-    my $res = HTTP::Tiny->new(timeout => 10)->request($method, $h->url . "/ir-status?$q");
+    my $res = HTTP::Tiny->new(timeout => 10)->request($method, $h->url . "/ir-status?$q",
+        { headers => { 'X-SlidingLimit-Reset' => 1 } });
     my $j = eval { decode_json($res->{content}) } // {};
     return (grep { $_->{name} eq $_[2] } @{ $j->{limits} || [] })[0] // { error => $j->{error} };
 };
