@@ -22,7 +22,7 @@ use JSON::PP qw(decode_json);
 use SL::Test;
 use SL::Keys qw(basic tag httpd_check);
 
-plan tests => 32;
+plan tests => 35;
 
 sub get {
     my ($path, $from, @auth) = @_;
@@ -101,6 +101,18 @@ redis('DEL', $alice);
     # The give-back runs after the response (log_transaction).
     ok(wait_until(sub { redis('ZCARD', pair_key('alice', $ip, 'user-login')) == 0 }, 5),
         '... every reservation given back to (alice, that address)');
+}
+
+# An ErrorDocument's redirect in the same section: one decision, one
+# identity.
+{
+    my $ip = fresh_ip();
+    my @st = map { get('/user/login-doc/', $ip, 'bob', 'wrong')->{status} } 1 .. 4;
+    is("@st", '401 401 401 429', 'login-doc: 3 failures with an ErrorDocument 401, then refused');
+    is(redis('ZCARD', pair_key('bob', $ip, 'user-login-doc')), 3,
+        '... each counted once, on (bob, that address)');
+    is(redis('EXISTS', user_key('bob', 'user-login-doc')), 0,
+        '... and never as an authenticated bob');
 }
 
 # The status handler: a user section's address budget, and the pair.
