@@ -22,7 +22,7 @@ use JSON::PP qw(decode_json);
 use SL::Test;
 use SL::Keys qw(basic tag httpd_check);
 
-plan tests => 35;
+plan tests => 43;
 
 sub get {
     my ($path, $from, @auth) = @_;
@@ -103,6 +103,26 @@ redis('DEL', $alice);
         '... every reservation given back to (alice, that address)');
 }
 
+# The pair's address is masked as ip masks it: a client cannot escape by
+# rotating through its /64.
+{
+    my $net = sprintf('2001:db8:%x:%x', $$ % 65535 + 1, int(rand(65535)) + 1);
+    my @st = map { get('/user/login/', "$net\::$_", 'carol', 'wrong')->{status} } 1 .. 4;
+    is("@st", '401 401 401 429', 'login: carol:wrong from four addresses of one /64: one budget');
+    is(redis('ZCARD', pair_key('carol', "$net\::/64", 'user-login')), 3, '... of (carol, the /64)');
+}
+
+# user:any-address: the attempted name alone, whatever the address.
+{
+    my $key = sl_key(identity => sl_identity('sent-user', 'bob'), policy => 'user-login-any');
+    redis('DEL', $key);
+    my @st = map { get('/user/login-any/', fresh_ip(), 'bob', 'wrong')->{status} } 1 .. 4;
+    is("@st", '401 401 401 429', 'login-any: bob:wrong from four addresses: one budget');
+    is(redis('ZCARD', $key), 3, '... of the attempted name alone');
+    my ($st, $j) = status_ask('GET', 'path=/user/login-any/&user=bob');
+    ok(($st == 200 && ($j->{limits}[0]{key} // '') eq $key), "status: user= alone finds it ($st)");
+}
+
 # An ErrorDocument's redirect in the same section: one decision, one
 # identity.
 {
@@ -132,6 +152,13 @@ redis('DEL', $alice);
         "status: user= and ip= find the pair, blocked ($st)");
     ($st) = status_ask('POST', "path=/user/login/&user=carol&ip=$attacker");
     is(get('/user/login/', $attacker, 'carol', 'carol-pw')->{status}, 200, '... and a reset unblocks it');
+    for my $case ([ 'path=/user/login/&user=carol', qr/give ip=ADDR too/ ],
+        [ "path=/user/open/&user=carol&ip=$attacker", qr/one identity only/ ],
+        [ "path=/user/login-any/&user=carol&ip=$attacker", qr/one identity only/ ]) {
+        my ($q, $why) = @$case;
+        ($st, $j) = status_ask('GET', $q);
+        ok(($st == 400 && ($j->{error} // '') =~ $why), "status: ?$q: 400 ($st: " . ($j->{error} // '-') . ')');
+    }
     ($st, $j) = status_ask('GET', 'path=/user/open/&none=-');
     ok(($st == 400 && ($j->{error} // '') =~ /address/),
         "status: none= on a user section: no request uses the shared bucket ($st: "
