@@ -18,10 +18,11 @@ struct sl_store;
 #define SL_KEY_ENV    3
 #define SL_KEY_EXPR   4
 
-/* Options of the user source (user:nocase,any-address). */
-#define SL_USER_NOCASE 1 /* fold ASCII letters to lower case */
-#define SL_USER_ANY_ADDRESS                                                    \
-    2 /* an attempted name alone, not with the address */
+/* Options of the user source (user:nocase,any-address): fold ASCII
+ * letters to lower case; count= sections: the attempted name alone, not
+ * with the address. */
+#define SL_USER_NOCASE      1
+#define SL_USER_ANY_ADDRESS 2
 
 #define SL_FAIL_OPEN   0
 #define SL_FAIL_CLOSED 1
