@@ -409,6 +409,37 @@ static int sl_is_token(const char *s)
     return 1;
 }
 
+/* user:OPTION[,OPTION...]: the options after the colon of a, as flags.
+ * NULL, or what is wrong. */
+static const char *sl_user_options(apr_pool_t *p, const char *a, int *flags)
+{
+    char *opts = apr_pstrdup(p, a + 5), *tok, *last;
+
+    if (!*opts) {
+        return apr_psprintf(p, "'%s': no option after the colon", a);
+    }
+    for (tok = apr_strtok(opts, ",", &last); tok;
+         tok = apr_strtok(NULL, ",", &last)) {
+        if (!strcasecmp(tok, "nocase")) {
+            *flags |= SL_USER_NOCASE;
+        }
+        else if (!strcasecmp(tok, "any-address")) {
+            *flags |= SL_USER_ANY_ADDRESS;
+        }
+        else {
+            return apr_psprintf(p,
+                                "'%s': '%s' is not an option of user "
+                                "(nocase, any-address)",
+                                a, tok);
+        }
+    }
+    /* apr_strtok skips empty tokens: "user:nocase," is a slip too. */
+    if (strstr(a + 5, ",,") || a[5] == ',' || a[strlen(a) - 1] == ',') {
+        return apr_psprintf(p, "'%s': an empty option", a);
+    }
+    return NULL;
+}
+
 static const char *sl_cmd_key(cmd_parms *cmd, void *dconf, int argc,
                               char *const argv[])
 {
@@ -427,8 +458,12 @@ static const char *sl_cmd_key(cmd_parms *cmd, void *dconf, int argc,
         if (!strcasecmp(a, "ip")) {
             k->type = SL_KEY_IP;
         }
-        else if (!strcasecmp(a, "user")) {
+        else if (!strncasecmp(a, "user", 4) && (!a[4] || a[4] == ':')) {
+            const char *err;
             k->type = SL_KEY_USER;
+            if (a[4] && (err = sl_user_options(cmd->pool, a, &k->flags))) {
+                return sl_err(cmd, err);
+            }
         }
         else if (!strncasecmp(a, "header:", 7) && a[7]) {
             k->type = SL_KEY_HEADER;
@@ -465,7 +500,8 @@ static const char *sl_cmd_key(cmd_parms *cmd, void *dconf, int argc,
         else {
             return sl_err(cmd, apr_psprintf(cmd->pool,
                                             "'%s' is not a key source (ip, "
-                                            "user, header:NAME, env:NAME, "
+                                            "user[:nocase,any-address], "
+                                            "header:NAME, env:NAME, "
                                             "expr:STRING)",
                                             a));
         }

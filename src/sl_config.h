@@ -18,6 +18,12 @@ struct sl_store;
 #define SL_KEY_ENV    3
 #define SL_KEY_EXPR   4
 
+/* Options of the user source (user:nocase,any-address): fold ASCII
+ * letters to lower case; count= sections: the attempted name alone, not
+ * with the address. */
+#define SL_USER_NOCASE      1
+#define SL_USER_ANY_ADDRESS 2
+
 #define SL_FAIL_OPEN   0
 #define SL_FAIL_CLOSED 1
 
@@ -41,6 +47,7 @@ typedef struct sl_key_source {
     int type;
     const char *name; /* header or variable name; the token for expr */
     ap_expr_info_t *expr;
+    int flags; /* user: SL_USER_* */
 } sl_key_source_t;
 
 typedef struct sl_server_conf {

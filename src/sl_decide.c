@@ -83,7 +83,11 @@ void sl_decide_budget(apr_pool_t *p, const sl_server_conf_t *sc,
 static void sl_budgets_build(sl_case_t *c, const sl_server_conf_t *sc)
 {
     request_rec *r = c->r;
-    const char *identity = sl_key_identity(r, c->dc);
+    /* A section with count= decides before authentication (and in fixups
+     * only an internal redirect that skipped it): its user is the name
+     * attempted in every phase, so the redirect finds the budgets already
+     * decided, and the give-back returns the budgets taken here. */
+    const char *identity = sl_key_identity(r, c->dc, sl_decide_counts(c->dc));
     int i;
 
     c->n = c->limits->nelts;

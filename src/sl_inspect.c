@@ -25,6 +25,7 @@ typedef struct sl_ask {
     const char *name;   /* only the limit of this name; NULL: all */
     const char *source; /* the key source, as SlidingLimitKey names it */
     const char *value;
+    const char *address; /* ip= beside user=: a name paired with it */
 } sl_ask_t;
 
 /* One client's budgets at one URL. */
@@ -72,12 +73,27 @@ static const char *sl_ask_parse(request_rec *r, sl_ask_t *a)
             slot = &a->name;
         }
         else if (sl_source_param(k)) {
-            if (a->source) {
+            if (!a->source) {
+                a->source = k;
+                slot = &a->value;
+            }
+            /* user= with ip=: the pair a section with count= keys a name
+             * attempted by (sl_key.c). */
+            else if (!a->address && !strcmp(k, "ip") &&
+                     !strcmp(a->source, "user")) {
+                slot = &a->address;
+            }
+            else if (!a->address && !strcmp(k, "user") &&
+                     !strcmp(a->source, "ip")) {
+                a->address = a->value;
+                a->source = k;
+                a->value = NULL;
+                slot = &a->value;
+            }
+            else {
                 return "one identity only: a request's budget is that of "
                        "its first key source with a value";
             }
-            a->source = k;
-            slot = &a->value;
         }
         else {
             return apr_psprintf(p, "unknown parameter '%s'", k);
@@ -118,8 +134,9 @@ static const char *sl_client_make(sl_client_t *c, const sl_ask_t *a)
     if (!all) {
         return apr_psprintf(r->pool, "no SlidingLimit applies to %s", a->path);
     }
-    identity = sl_key_identity_of(r->pool, sc, dc, a->source,
-                                  a->value ? a->value : "", &err);
+    identity =
+        sl_key_identity_of(r->pool, sc, dc, sl_decide_counts(dc), a->source,
+                           a->value ? a->value : "", a->address, &err);
     if (!identity) {
         return err;
     }
@@ -279,8 +296,9 @@ static int sl_answer_state(const sl_client_t *c, const sl_ask_t *a,
         ap_rputs(
             apr_pstrcat(
                 p, "{\"path\":", sl_json_string(p, a->path), ",\"identity\":",
-                sl_json_string(p, apr_pstrcat(p, a->source, "=",
-                                              a->value ? a->value : "", NULL)),
+                sl_json_string(
+                    p, apr_pstrcat(p, a->source, "=", a->value ? a->value : "",
+                                   a->address ? "&ip=" : "", a->address, NULL)),
                 ",\"store\":",
                 sl_json_string(p,
                                c->store->url ? c->store->url->display : "shm"),

@@ -9,9 +9,10 @@
 
 APLOG_USE_MODULE(slidinglimit);
 
-/* The user name a Basic Authorization header attempts, as sent (before
- * authentication has run, or when it failed): what count= counts failed
- * logins by. NULL when there is none. */
+/* The user name a Basic Authorization header attempts, as sent: nobody
+ * has checked it. What a section with count=, decided before
+ * authentication, counts failed logins by (sl_key_user); never a key
+ * anywhere else. NULL when there is none. */
 static const char *sl_basic_user(request_rec *r)
 {
     const char *h = apr_table_get(r->headers_in, "Authorization");
@@ -35,7 +36,7 @@ static const char *sl_basic_user(request_rec *r)
     return dec;
 }
 
-static const sl_key_source_t sl_key_ip = {SL_KEY_IP, NULL, NULL};
+static const sl_key_source_t sl_key_ip = {SL_KEY_IP, NULL, NULL, 0};
 
 /* The key sources of dc: SlidingLimitKey's, or ip. */
 static const sl_key_source_t *sl_key_sources(const sl_dir_conf_t *dc, int *n)
@@ -44,10 +45,58 @@ static const sl_key_source_t *sl_key_sources(const sl_dir_conf_t *dc, int *n)
     return dc->keys ? (const sl_key_source_t *) dc->keys->elts : &sl_key_ip;
 }
 
-/* The identity of the value v (not empty) of source src: the one function
- * that makes identities, for requests and for the operator's look. An
- * address is masked as SlidingLimitIPv6Prefix says; one that does not
- * parse keeps its own budget, as it is. */
+/* The address a as ip keys it: masked as SlidingLimitIPv6Prefix says; one
+ * that does not parse keeps its own budget, as it is. */
+static const char *sl_key_address(apr_pool_t *p, const sl_dir_conf_t *dc,
+                                  const char *a)
+{
+    const char *m =
+        sl_ip_key(p, a, SL_OR(dc->ipv6_prefix, SL_DEFAULT_IPV6_PREFIX));
+
+    return m ? m : a;
+}
+
+/* The identity of a user name (not empty). An authenticated one is
+ * itself. One only attempted (sent: the Basic name a section with count=
+ * reads before authentication) has a tag of its own, so that failed
+ * logins as alice never spend what the authenticated alice has, and is
+ * paired with the client address unless the source says any-address: a
+ * lockout per name alone lets anyone lock alice out from anywhere, one per
+ * name and address stops guessing her password from one address and
+ * leaves her own address alone. */
+static const char *sl_key_user(apr_pool_t *p, const sl_server_conf_t *sc,
+                               const sl_dir_conf_t *dc,
+                               const sl_key_source_t *src, const char *name,
+                               int sent, const char *address)
+{
+    char *v = apr_pstrdup(p, name), *pair;
+    apr_size_t n, m;
+
+    /* A login backend that ignores case (LDAP, many SQL setups) takes
+     * Alice and alice for one account: one budget. */
+    if (src->flags & SL_USER_NOCASE) {
+        ap_str_tolower(v);
+    }
+    n = strlen(v);
+    if (!sent) {
+        return sl_identity(p, sc->secret, sc->secret_len, "user", v, n);
+    }
+    if (src->flags & SL_USER_ANY_ADDRESS) {
+        return sl_identity(p, sc->secret, sc->secret_len, "sent-user", v, n);
+    }
+    /* Name, NUL, address: neither holds a NUL, so no two pairs meet. */
+    address = sl_key_address(p, dc, address ? address : "");
+    m = strlen(address);
+    pair = apr_palloc(p, n + 1 + m);
+    memcpy(pair, v, n + 1);
+    memcpy(pair + n + 1, address, m);
+    return sl_identity(p, sc->secret, sc->secret_len, "sent-user+ip", pair,
+                       n + 1 + m);
+}
+
+/* The identity of the value v (not empty) of source src other than user:
+ * with sl_key_user, the one function that makes identities, for requests
+ * and for the operator's look. */
 static const char *sl_key_hash(apr_pool_t *p, const sl_server_conf_t *sc,
                                const sl_dir_conf_t *dc,
                                const sl_key_source_t *src, const char *v)
@@ -56,12 +105,9 @@ static const char *sl_key_hash(apr_pool_t *p, const sl_server_conf_t *sc,
     char *t;
 
     switch (src->type) {
-    case SL_KEY_IP: {
-        const char *m =
-            sl_ip_key(p, v, SL_OR(dc->ipv6_prefix, SL_DEFAULT_IPV6_PREFIX));
-        v = m ? m : v;
+    case SL_KEY_IP:
+        v = sl_key_address(p, dc, v);
         break;
-    }
     case SL_KEY_USER:
         tag = "user";
         break;
@@ -81,11 +127,12 @@ static const char *sl_key_hash(apr_pool_t *p, const sl_server_conf_t *sc,
 }
 
 /* The budget's identity: the first key source with a value, hashed. */
-const char *sl_key_identity(request_rec *r, const sl_dir_conf_t *dc)
+const char *sl_key_identity(request_rec *r, const sl_dir_conf_t *dc,
+                            int before_auth)
 {
     const sl_server_conf_t *sc =
         ap_get_module_config(r->server->module_config, &slidinglimit_module);
-    int n, i;
+    int n, i, user = 0;
     const sl_key_source_t *src = sl_key_sources(dc, &n);
 
     for (i = 0; i < n; i++) {
@@ -95,8 +142,15 @@ const char *sl_key_identity(request_rec *r, const sl_dir_conf_t *dc)
             v = r->useragent_ip;
             break;
         case SL_KEY_USER:
-            v = r->user ? r->user : sl_basic_user(r);
-            break;
+            /* Only authentication makes r->user a user; the name a client
+             * sends is nobody's until it has. */
+            user = 1;
+            v = before_auth ? sl_basic_user(r) : r->user;
+            if (v && *v) {
+                return sl_key_user(r->pool, sc, dc, &src[i], v, before_auth,
+                                   r->useragent_ip);
+            }
+            continue;
         case SL_KEY_HEADER:
             v = apr_table_get(r->headers_in, src[i].name);
             break;
@@ -117,6 +171,12 @@ const char *sl_key_identity(request_rec *r, const sl_dir_conf_t *dc)
         if (v && *v) {
             return sl_key_hash(r->pool, sc, dc, &src[i], v);
         }
+    }
+    /* Requests without a user are many clients (every browser's first try
+     * sends no credentials): one shared bucket would let a few of them
+     * spend, or block=, everybody's. */
+    if (user && r->useragent_ip) {
+        return sl_key_hash(r->pool, sc, dc, &sl_key_ip, r->useragent_ip);
     }
     return sl_identity(r->pool, sc->secret, sc->secret_len, "none", "-", 1);
 }
@@ -140,16 +200,45 @@ static int sl_key_names(const sl_key_source_t *src, const char *source)
     }
 }
 
+/* The section's first user source, or NULL. */
+static const sl_key_source_t *sl_key_user_source(const sl_key_source_t *src,
+                                                 int n)
+{
+    int i;
+
+    for (i = 0; i < n; i++) {
+        if (src[i].type == SL_KEY_USER) {
+            return &src[i];
+        }
+    }
+    return NULL;
+}
+
 const char *sl_key_identity_of(apr_pool_t *p, const sl_server_conf_t *sc,
-                               const sl_dir_conf_t *dc, const char *source,
-                               const char *value, const char **err)
+                               const sl_dir_conf_t *dc, int before_auth,
+                               const char *source, const char *value,
+                               const char *address, const char **err)
 {
     int n, i;
     const sl_key_source_t *src = sl_key_sources(dc, &n);
+    const sl_key_source_t *user = sl_key_user_source(src, n);
+    int paired = user && before_auth && !(user->flags & SL_USER_ANY_ADDRESS);
     const char *names = NULL;
 
     *err = NULL;
+    if (address && !paired) {
+        *err = "one identity only: ip= goes with user= only where a "
+               "section with count= keys the name attempted with the "
+               "client address";
+        return NULL;
+    }
     if (!strcmp(source, "none")) {
+        if (user) {
+            *err = "none: with user among the key sources a request with "
+                   "no key value is keyed by its address, never the "
+                   "shared bucket: give ip=ADDR";
+            return NULL;
+        }
         return sl_identity(p, sc->secret, sc->secret_len, "none", "-", 1);
     }
     for (i = 0; i < n; i++) {
@@ -163,6 +252,22 @@ const char *sl_key_identity_of(apr_pool_t *p, const sl_server_conf_t *sc,
                                 source);
             return NULL;
         }
+        if (src[i].type == SL_KEY_USER) {
+            if (paired && !address) {
+                *err = "user: this section decides before authentication "
+                       "(count=) and keys the name attempted with the "
+                       "client address: give ip=ADDR too";
+                return NULL;
+            }
+            if (paired &&
+                !sl_ip_key(p, address,
+                           SL_OR(dc->ipv6_prefix, SL_DEFAULT_IPV6_PREFIX))) {
+                *err =
+                    apr_psprintf(p, "ip: '%s' is not an IP address", address);
+                return NULL;
+            }
+            return sl_key_user(p, sc, dc, &src[i], value, before_auth, address);
+        }
         if (src[i].type == SL_KEY_IP &&
             !sl_ip_key(p, value,
                        SL_OR(dc->ipv6_prefix, SL_DEFAULT_IPV6_PREFIX))) {
@@ -170,6 +275,15 @@ const char *sl_key_identity_of(apr_pool_t *p, const sl_server_conf_t *sc,
             return NULL;
         }
         return sl_key_hash(p, sc, dc, &src[i], value);
+    }
+    /* A request without a user: keyed by its address (sl_key_identity). */
+    if (user && !strcmp(source, "ip")) {
+        if (!sl_ip_key(p, value,
+                       SL_OR(dc->ipv6_prefix, SL_DEFAULT_IPV6_PREFIX))) {
+            *err = apr_psprintf(p, "ip: '%s' is not an IP address", value);
+            return NULL;
+        }
+        return sl_key_hash(p, sc, dc, &sl_key_ip, value);
     }
     for (i = 0; i < n; i++) {
         const char *one = src[i].type == SL_KEY_IP     ? "ip"
@@ -183,7 +297,10 @@ const char *sl_key_identity_of(apr_pool_t *p, const sl_server_conf_t *sc,
     }
     *err = apr_psprintf(p,
                         "%s is not a key source here; the section's are: "
-                        "%s (or none, the shared bucket)",
-                        source, names);
+                        "%s (%s)",
+                        source, names,
+                        user ? "or ip, the address of a request without a "
+                               "user"
+                             : "or none, the shared bucket");
     return NULL;
 }

@@ -4,8 +4,9 @@
 # reserved at the decision and given back after its response when its
 # status is not listed: successful logins never use up the budget, 50
 # concurrent wrong passwords against count=401 5 let at most 5 through to
-# their 401, and keyed by user the attempted name (as sent, hashed) is the
-# budget whatever the address.
+# their 401, and keyed by user the attempted name (as sent, hashed) with
+# the address is the budget (user:any-address: the name whatever the
+# address).
 # Runs under each MPM: reservations given back under concurrency, by
 # children or threads.
 use strict;
@@ -17,7 +18,7 @@ use SL::Test;
 use SL::Fault;
 use SL::Keys qw(basic);
 
-plan tests => 2 * 6 + 1;
+plan tests => 2 * 8 + 1;
 
 for my $vhost (qw(sl_fault sl_shm)) {
     my $store = $vhost eq 'sl_shm' ? 'shm' : 'redis';
@@ -48,8 +49,15 @@ for my $vhost (qw(sl_fault sl_shm)) {
     my ($f, $r) = ($got->{401} // 0, $got->{429} // 0);
     ok($f >= 1 && $f <= 5 && $f + $r == 50, "$store: 50 concurrent wrong passwords: $f failures let through, $r refused");
 
-    # Keyed by the attempted user: other addresses share carol's budget.
-    my @u = map { $get->('/f/loginuser/a', 'carol', 'wrong', fresh_ip()) } 1 .. 6;
-    ok t_cmp("@u", '401 401 401 401 401 429', "$store: key user: carol's failures from 6 addresses, the 6th refused");
-    ok t_cmp($get->('/f/loginuser/a', 'alice', 'alice-pw', fresh_ip()), 200, "$store: ... alice is not affected");
+    # Keyed by the attempted user and the address: carol's failures from
+    # one address lock out that address, not carol.
+    my $from = fresh_ip();
+    my @u = map { $get->('/f/loginuser/a', 'carol', 'wrong', $from) } 1 .. 6;
+    ok t_cmp("@u", '401 401 401 401 401 429', "$store: key user: carol's failures from one address, the 6th refused");
+    ok t_cmp($get->('/f/loginuser/a', 'carol', 'carol-pw', fresh_ip()), 200, "$store: ... carol from another address is not");
+    ok t_cmp($get->('/f/loginuser/a', 'alice', 'alice-pw', $from), 200, "$store: ... nor alice from that address");
+
+    # user:any-address: the name alone, whatever the address.
+    @u = map { $get->('/f/loginany/a', 'dave', 'wrong', fresh_ip()) } 1 .. 6;
+    ok t_cmp("@u", '401 401 401 401 401 429', "$store: key user:any-address: dave's failures from 6 addresses, the 6th refused");
 }
