@@ -167,7 +167,7 @@ uninstall:
 	    echo "uninstall: the files belong to $(DEB_PKG): apt-get purge $(DEB_PKG)" >&2; \
 	    exit 1; fi
 	@if [ -e $(APACHE_CONFDIR)/mods-enabled/slidinglimit.load ]; then \
-	    a2dismod -q -f slidinglimit; fi
+	    a2dismod -q -f -p slidinglimit; fi
 	rm -f $(INSTALLED)
 	@c=$(APACHE_CONFDIR)/mods-available/slidinglimit.conf; \
 	if [ -e $$c ] && ! cmp -s $$c conf/slidinglimit.conf; then \
@@ -189,5 +189,7 @@ deb:
 	lintian --fail-on error build/deb/*.changes
 	@echo "deb: $(DEB_FILE)"
 
+# Root only: installs the package into this system and purges it again.
 test-package:
+	@sh tools/deps.sh $(DEPS_BUILD) $(DEPS_DEB) curl
 	bash t/package.sh
