@@ -2,11 +2,12 @@
 # rules (contrib/prometheus/slidinglimit-rules.yml) ask only for series the
 # status page serves: every metric name in every query, and every result=
 # a query matches, is on a live page, read after the test caused the
-# events whose series appear only then (a decision per result the queries
-# name, a block started under each store). Also: the dashboard imports
-# with a Prometheus data-source input, promtool accepts the rules and the
-# page, and slidinglimit_blocks_total counts each block once, when it
-# starts.
+# events whose series appear only then (decisions of a policy, which list
+# every result, and a block started under each store). Also: the
+# dashboard imports with a Prometheus data-source input; promtool accepts
+# the rules and the page; the rules' unit test passes (each alert fires on
+# the series meant to raise it, not on its neighbours); and
+# slidinglimit_blocks_total counts each block once, when it starts.
 use strict;
 use warnings;
 
@@ -16,7 +17,7 @@ use JSON::PP;
 use SL::Test;
 use SL::Keys;
 
-plan tests => 22;
+plan tests => 25;
 
 my $top = top_dir();
 
@@ -155,6 +156,12 @@ my @dmiss = grep { !$names->{$_} } map { metric_names($_) } @dexpr, @vars;
 ok(!@dmiss, 'every dashboard query') or diag("@dmiss");
 my @rmiss = grep { !$names->{$_} } map { metric_names($_) } @rexpr;
 ok(!@rmiss, 'every alert rule') or diag("@rmiss");
+# The rules' unit test feeds series of the page's names too.
+my @tseries = slurp("$top/contrib/prometheus/slidinglimit-rules.test.yml")
+  =~ /^\s*- series: '([a-zA-Z_:][a-zA-Z0-9_:]*)/mg;
+my @tmiss = grep { !$names->{$_} } @tseries;
+ok(@tseries >= 10 && !@tmiss, scalar(@tseries) . " input series of the rules' unit test, all named as on the page")
+    or diag("@tmiss");
 
 # result="..." in a query matches a result the page reports.
 my %results = map { /result="([^"]+)"/ ? ($1 => 1) : () } keys %$after;
@@ -174,10 +181,14 @@ ok(!$names->{slidinglimit_decision_total}, 'a misspelt name is not on the page')
 my $promtool = `command -v promtool 2>/dev/null`;
 chomp $promtool;
 SKIP: {
-    skip 'promtool is not installed (Debian: prometheus)', 4 unless $promtool;
+    skip 'promtool is not installed (Debian: prometheus)', 6 unless $promtool;
     my $out = `'$promtool' check rules '$top/contrib/prometheus/slidinglimit-rules.yml' 2>&1`;
     is($?, 0, 'promtool check rules') or diag($out);
     like($out, qr/SUCCESS: 6 rules found/, '... 6 rules');
+    # Each alert fires on the series meant to raise it, not on others.
+    $out = `cd '$top/contrib/prometheus' && '$promtool' test rules slidinglimit-rules.test.yml 2>&1`;
+    is($?, 0, 'promtool test rules: every alert fires where it should') or diag($out);
+    like($out, qr/SUCCESS/, '... SUCCESS');
     my $tmp = "$top/t/logs/dash-status.txt";
     open my $fh, '>', $tmp or die "$tmp: $!";
     print $fh $text;
