@@ -182,8 +182,13 @@ DEB_FILE    = build/$(DEB_PKG)_$(DEB_VERSION)_$(DEB_ARCH).deb
 deb:
 	@sh tools/deps.sh $(DEPS_BUILD) $(DEPS_DEB)
 	rm -rf build/deb && mkdir -p build/deb/src
-	git ls-files -z --cached --others --exclude-standard | \
-	    grep -zv '^build/' | xargs -0 tar cf - | tar xf - -C build/deb/src
+	if git rev-parse --git-dir >/dev/null 2>&1; then \
+	    git ls-files -z --cached --others --exclude-standard | \
+	        grep -zv '^build/' | xargs -0 tar cf - | tar xf - -C build/deb/src; \
+	else \
+	    tar cf - --exclude=./build --exclude=./t/sf/node_modules --exclude=./.git . | \
+	        tar xf - -C build/deb/src; \
+	fi
 	cd build/deb/src && dpkg-buildpackage -us -uc -b
 	cp build/deb/$(DEB_PKG)_$(DEB_VERSION)_$(DEB_ARCH).deb build/
 	lintian --fail-on error build/deb/*.changes
