@@ -139,9 +139,10 @@ memory:
 	bash bench/memory.sh $(IDS)
 
 # Install, uninstall and the Debian package. "make install" puts the module
-# where Debian's package does (apxs' LIBEXECDIR), so each refuses to touch
-# files the other one owns; the .conf is installed only where none is (it
-# is the admin's to edit) and removed only while it is still the shipped one.
+# where Debian's package does (apxs' LIBEXECDIR), so install and uninstall
+# refuse to run while the package owns those paths; the .conf is installed
+# only where none is (it is the admin's to edit) and removed only while it
+# is still the shipped one.
 LIBEXECDIR ?= $(shell $(APXS) -q LIBEXECDIR 2>/dev/null || echo /usr/lib/apache2/modules)
 APACHE_CONFDIR ?= /etc/apache2
 BINDIR     ?= /usr/local/bin
@@ -152,7 +153,7 @@ INSTALLED   = $(LIBEXECDIR)/mod_slidinglimit.so \
 
 install: $(MODULE)
 	@if dpkg-query -W -f='$${Status}' $(DEB_PKG) 2>/dev/null | grep -q 'ok installed'; then \
-	    echo "install: $(DEB_PKG) is installed; remove it first (apt-get remove $(DEB_PKG))" >&2; \
+	    echo "install: $(DEB_PKG) is installed; remove it first (apt-get purge $(DEB_PKG))" >&2; \
 	    exit 1; fi
 	$(APXS) -i -n slidinglimit mod_slidinglimit.la
 	install -D -m 0644 conf/slidinglimit.load $(APACHE_CONFDIR)/mods-available/slidinglimit.load
