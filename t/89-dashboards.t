@@ -17,7 +17,7 @@ use JSON::PP;
 use SL::Test;
 use SL::Keys;
 
-plan tests => 25;
+plan tests => 26;
 
 my $top = top_dir();
 
@@ -181,7 +181,7 @@ ok(!$names->{slidinglimit_decision_total}, 'a misspelt name is not on the page')
 my $promtool = `command -v promtool 2>/dev/null`;
 chomp $promtool;
 SKIP: {
-    skip 'promtool is not installed (Debian: prometheus)', 6 unless $promtool;
+    skip 'promtool is not installed (Debian: prometheus)', 7 unless $promtool;
     my $out = `'$promtool' check rules '$top/contrib/prometheus/slidinglimit-rules.yml' 2>&1`;
     is($?, 0, 'promtool check rules') or diag($out);
     like($out, qr/SUCCESS: 6 rules found/, '... 6 rules');
@@ -189,6 +189,21 @@ SKIP: {
     $out = `cd '$top/contrib/prometheus' && '$promtool' test rules slidinglimit-rules.test.yml 2>&1`;
     is($?, 0, 'promtool test rules: every alert fires where it should') or diag($out);
     like($out, qr/SUCCESS/, '... SUCCESS');
+    # The dashboard's queries parse as PromQL once Grafana's variables are
+    # replaced as Grafana does: promtool parses each as a recording rule.
+    my $rules = "$top/t/logs/dash-queries.yml";
+    open my $rf, '>', $rules or die "$rules: $!";
+    print $rf "groups:\n  - name: dashboard\n    rules:\n";
+    for my $i (0 .. $#dexpr) {
+        (my $q = $dexpr[$i]) =~ s/\$__rate_interval/5m/g;
+        $q =~ s/\$(?:instance|policy)\b/.*/g;
+        $q =~ s/'/''/g;
+        print $rf "      - record: dashboard_query_$i\n        expr: '$q'\n";
+    }
+    close $rf;
+    $out = `'$promtool' check rules '$rules' 2>&1`;
+    ok($? == 0 && $out =~ /SUCCESS: ${\ scalar @dexpr} rules found/,
+        'every dashboard query parses as PromQL') or diag($out);
     my $tmp = "$top/t/logs/dash-status.txt";
     open my $fh, '>', $tmp or die "$tmp: $!";
     print $fh $text;
