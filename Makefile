@@ -1,7 +1,11 @@
 # mod_slidinglimit -- build, install, test, demo, bench.
 #
 #   make            build .libs/mod_slidinglimit.so with apxs
-#   make install    install it with apxs (then see conf/ for a2enmod files)
+#   make install    install it with apxs, its a2enmod files and
+#                   slidinglimit-client; make uninstall removes them
+#   make deb        build the Debian package into build/
+#   make test-package  (root) build, install, use and purge the package
+#                   against the system's apache2 (t/package.sh)
 #   make test       install what is missing, build, run the whole suite,
 #                   then the sanitizer pass
 #   make sanitize   the unit tests and the suite (event MPM) with the module
@@ -31,12 +35,13 @@ MODULE     = .libs/mod_slidinglimit.so
 # Packages the build, the suite and the demo need (Debian names).
 DEPS_BUILD = apache2 apache2-dev libhiredis-dev libssl-dev
 DEPS_TEST  = redis-server redis-tools libapache2-mod-perl2 libwww-perl curl faketime \
-             openssl
+             openssl prometheus
+DEPS_DEB   = debhelper devscripts fakeroot lintian dpkg-dev
 DEPS_BENCH = wrk gnuplot-nox libapache2-mod-evasive libapache2-mod-qos libpcre3 \
              libapache2-mod-security2 linux-perf valgrind
 
 .PHONY: all install clean deps deps-bench test unit sf demo demo-stop bench soak format \
-        accuracy memory sanitize
+        accuracy memory sanitize uninstall deb test-package
 
 all: $(MODULE)
 
@@ -48,9 +53,6 @@ src/sl_scripts.h: lua/sl_check.lua lua/sl_refund.lua tools/embed-lua.sh
 $(MODULE): $(SRCS) $(HDRS) src/exports.map
 	$(APXS) -c -o mod_slidinglimit.la $(CC_WARN) \
 	    -Wl,-Wl,--version-script=$(CURDIR)/src/exports.map -lhiredis -lssl -lcrypto -lm $(SRCS)
-
-install: $(MODULE)
-	$(APXS) -i -n slidinglimit mod_slidinglimit.la
 
 deps:
 	@sh tools/deps.sh $(DEPS_BUILD) $(DEPS_TEST)
@@ -80,6 +82,8 @@ test: deps
 	$(MAKE) sf
 	bash t/run
 	$(MAKE) sanitize
+	@if [ "$$(id -u)" -eq 0 ]; then $(MAKE) test-package; \
+	else echo "test-package: skipped (installs a package: needs root)"; fi
 
 sanitize: deps
 	$(MAKE) sf
@@ -133,3 +137,65 @@ accuracy: bench/results/accuracy bench/results/accuracy-replay
 
 memory:
 	bash bench/memory.sh $(IDS)
+
+# Install, uninstall and the Debian package. "make install" puts the module
+# where Debian's package does (apxs' LIBEXECDIR), so install and uninstall
+# refuse to run while the package owns those paths; the .conf is installed
+# only where none is (it is the admin's to edit) and removed only while it
+# is still the shipped one.
+LIBEXECDIR ?= $(shell $(APXS) -q LIBEXECDIR 2>/dev/null || echo /usr/lib/apache2/modules)
+APACHE_CONFDIR ?= /etc/apache2
+BINDIR     ?= /usr/local/bin
+DEB_PKG     = libapache2-mod-slidinglimit
+INSTALLED   = $(LIBEXECDIR)/mod_slidinglimit.so \
+              $(APACHE_CONFDIR)/mods-available/slidinglimit.load \
+              $(BINDIR)/slidinglimit-client
+
+install: $(MODULE)
+	@if dpkg-query -W -f='$${Status}' $(DEB_PKG) 2>/dev/null | grep -q 'ok installed'; then \
+	    echo "install: $(DEB_PKG) is installed; remove it first (apt-get purge $(DEB_PKG))" >&2; \
+	    exit 1; fi
+	$(APXS) -i -n slidinglimit mod_slidinglimit.la
+	install -D -m 0644 conf/slidinglimit.load $(APACHE_CONFDIR)/mods-available/slidinglimit.load
+	@if [ -e $(APACHE_CONFDIR)/mods-available/slidinglimit.conf ]; then \
+	    echo "install: kept $(APACHE_CONFDIR)/mods-available/slidinglimit.conf"; \
+	else install -m 0644 conf/slidinglimit.conf $(APACHE_CONFDIR)/mods-available/; fi
+	install -D -m 0755 tools/slidinglimit-client $(BINDIR)/slidinglimit-client
+	@echo "install: now a2enmod slidinglimit; apache2ctl configtest; systemctl restart apache2"
+
+uninstall:
+	@if dpkg-query -W -f='$${Status}' $(DEB_PKG) 2>/dev/null | grep -q 'ok installed'; then \
+	    echo "uninstall: the files belong to $(DEB_PKG): apt-get purge $(DEB_PKG)" >&2; \
+	    exit 1; fi
+	@if [ -e $(APACHE_CONFDIR)/mods-enabled/slidinglimit.load ]; then \
+	    a2dismod -q -f -p slidinglimit; fi
+	rm -f $(INSTALLED)
+	@c=$(APACHE_CONFDIR)/mods-available/slidinglimit.conf; \
+	if [ -e $$c ] && ! cmp -s $$c conf/slidinglimit.conf; then \
+	    echo "uninstall: kept $$c (edited)"; else rm -f $$c; fi
+
+# Built in a copy of the tree (dh_auto_clean runs "make clean", which would
+# remove the suite's node_modules here): build/$(DEB_PKG)_VERSION_ARCH.deb.
+DEB_VERSION = $(shell dpkg-parsechangelog -S Version 2>/dev/null)
+DEB_ARCH    = $(shell dpkg-architecture -qDEB_HOST_ARCH 2>/dev/null)
+DEB_FILE    = build/$(DEB_PKG)_$(DEB_VERSION)_$(DEB_ARCH).deb
+
+deb:
+	@sh tools/deps.sh $(DEPS_BUILD) $(DEPS_DEB)
+	rm -rf build/deb && mkdir -p build/deb/src
+	if git rev-parse --git-dir >/dev/null 2>&1; then \
+	    git ls-files -z --cached --others --exclude-standard | \
+	        grep -zv '^build/' | xargs -0 tar cf - | tar xf - -C build/deb/src; \
+	else \
+	    tar cf - --exclude=./build --exclude=./t/sf/node_modules --exclude=./.git . | \
+	        tar xf - -C build/deb/src; \
+	fi
+	cd build/deb/src && dpkg-buildpackage -us -uc -b
+	cp build/deb/$(DEB_PKG)_$(DEB_VERSION)_$(DEB_ARCH).deb build/
+	lintian --fail-on error build/deb/*.changes
+	@echo "deb: $(DEB_FILE)"
+
+# Root only: installs the package into this system and purges it again.
+test-package:
+	@sh tools/deps.sh $(DEPS_BUILD) $(DEPS_DEB) curl
+	bash t/package.sh

@@ -234,6 +234,23 @@ static void sl_decision_cached(const sl_case_t *c, const apr_time_t *retry_at,
     }
 }
 
+/* The refusals of a store's answer that started a limit's block. The store
+ * raises a starting block's reset to the whole block (lua/sl_check.lua,
+ * sl_block_begin) and answers a running one with the time left in it,
+ * which is shorter by the store time since it began. */
+static int sl_blocks_started(const sl_case_t *c, const sl_decision_t *d)
+{
+    int i, started = 0;
+
+    for (i = 0; i < c->n && i < d->n; i++) {
+        if (c->budgets[i].block > 0 && !d->quota[i].ok &&
+            d->quota[i].reset >= c->budgets[i].block) {
+            started++;
+        }
+    }
+    return started;
+}
+
 /* The deny cache, else the store. */
 static int sl_ask_store(sl_case_t *c, sl_decision_t *d)
 {
@@ -245,6 +262,9 @@ static int sl_ask_store(sl_case_t *c, sl_decision_t *d)
     if (!c->store->redis) {
         rv = sl_store_decide(c->store, c->r, c->proc, c->budgets, c->n, d,
                              &c->member);
+        if (rv == APR_SUCCESS) {
+            sl_stats_blocks(c->proc->stats, sl_blocks_started(c, d));
+        }
         return sl_step(rv, d);
     }
     /* A key refused until T stays refused until T whatever happens (nothing
@@ -267,6 +287,9 @@ static int sl_ask_store(sl_case_t *c, sl_decision_t *d)
     sl_denycache_settle(c->proc->denycache, c->budgets, c->n,
                         rv == APR_SUCCESS ? d : NULL, sent, apr_time_now(),
                         flights);
+    if (rv == APR_SUCCESS) {
+        sl_stats_blocks(c->proc->stats, sl_blocks_started(c, d));
+    }
     return sl_step(rv, d);
 }
 
@@ -278,6 +301,7 @@ static int sl_ask_fallback(sl_case_t *c, sl_decision_t *d)
         return SL_STEP_FAILED;
     }
     sl_stats_fallback(c->proc->stats);
+    sl_stats_blocks(c->proc->stats, sl_blocks_started(c, d));
     return sl_step(APR_SUCCESS, d);
 }
 

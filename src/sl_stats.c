@@ -53,6 +53,7 @@ typedef struct sl_stats_seg {
     volatile apr_uint64_t other[SL_RESULT_COUNT];
     sl_policy_slot_t policies[SL_STATS_POLICIES];
     volatile apr_uint64_t store_round_trips;
+    volatile apr_uint64_t blocks;
     /* A digest of the store the breaker belongs to (sl_stats_breaker). */
     unsigned char breaker_of[APR_SHA1_DIGESTSIZE];
 } sl_stats_seg_t;
@@ -180,6 +181,13 @@ void sl_stats_deny_cached(sl_stats_t *st)
     }
 }
 
+void sl_stats_blocks(sl_stats_t *st, int started)
+{
+    if (st && started > 0) {
+        apr_atomic_add64(&st->seg->blocks, (apr_uint64_t) started);
+    }
+}
+
 /* Prometheus label value: backslash, quote and newline escaped. */
 static const char *sl_label(apr_pool_t *p, const char *s)
 {
@@ -282,6 +290,11 @@ void sl_stats_write(sl_stats_t *st, request_rec *r)
         apr_atomic_read64(&g->store_round_trips),
         apr_atomic_read64(&g->store_errors), apr_atomic_read64(&g->fallback),
         apr_atomic_read64(&g->deny_cached), sl_breaker_is_open(&g->breaker));
+    ap_rprintf(r,
+               "# HELP slidinglimit_blocks_total Blocks started by block=.\n"
+               "# TYPE slidinglimit_blocks_total counter\n"
+               "slidinglimit_blocks_total %" APR_UINT64_T_FMT "\n",
+               apr_atomic_read64(&g->blocks));
     ap_rputs("# HELP slidinglimit_store_latency_seconds Store round trip "
              "time.\n"
              "# TYPE slidinglimit_store_latency_seconds histogram\n",

@@ -28,6 +28,8 @@ void sl_stats_store(sl_stats_t *st, apr_interval_time_t latency, int error);
 void sl_stats_round_trips(sl_stats_t *st, int trips);
 void sl_stats_fallback(sl_stats_t *st);
 void sl_stats_deny_cached(sl_stats_t *st);
+/* A refusal that started a block= (one store answer, not a cached one). */
+void sl_stats_blocks(sl_stats_t *st, int started);
 
 /* The text of the status page. */
 void sl_stats_write(sl_stats_t *st, request_rec *r);

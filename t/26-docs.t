@@ -1,5 +1,6 @@
 # Every directive the module registers has a "### Name" section in the
-# README and a line in conf/slidinglimit.conf; the reference configuration
+# README, a line in conf/slidinglimit.conf and an entry in the manual page
+# man/mod_slidinglimit.5; the reference configuration
 # is valid with every commented setting enabled.
 use strict;
 use warnings;
@@ -20,6 +21,7 @@ my $src = slurp("$top/src/sl_config.c");
 my @directives = $src =~ /AP_INIT_\w+\(\s*"(\w+)"/g;
 my $readme = slurp("$top/README.md");
 my $conf = slurp("$top/conf/slidinglimit.conf");
+my $man = slurp("$top/man/mod_slidinglimit.5");
 
 # "#" directly followed by a directive, or by indentation in steps of four
 # spaces, is a setting; "# " begins an explanation.
@@ -27,12 +29,13 @@ my $enabled = join '', map {
     s/^(\s*)#((?: {4})*)(?=[^\s#])/$1$2/r
 } split /^/, $conf;
 
-plan tests => 2 * @directives + 8;
+plan tests => 3 * @directives + 8;
 
 ok(@directives >= 13, scalar(@directives) . ' directives registered in src/sl_config.c');
 for my $d (@directives) {
     like($readme, qr/^### \Q$d\E\s*$/m, "README.md has a section for $d");
     like($conf, qr/^\s*#?(?: {4})*\Q$d\E\s/m, "conf/slidinglimit.conf shows $d");
+    like($man, qr/^\.TP\n\.B[RI]? \Q$d\E(?:\s|$)/m, "man/mod_slidinglimit.5 has an entry for $d");
 }
 
 # The example client certificate is the suite's.
