@@ -148,6 +148,22 @@ static const char *sl_err(cmd_parms *cmd, const char *msg)
     return apr_pstrcat(cmd->pool, cmd->cmd->name, ": ", msg, NULL);
 }
 
+/* Whether this directive is read from an .htaccess file: at request time,
+ * with the request's pool, by as many threads as there are requests. Such
+ * a directive writes its own per-directory record only: never the server's
+ * record, a static, or the userdata of a pool that outlives the request.
+ * httpd gives .htaccess files the AllowOverride classes alone as
+ * cmd->override (the configuration files always carry ACCESS_CONF or
+ * RSRC_CONF, also inside <If>), and the request's pool as both pools (what
+ * its own NOT_IN_HTACCESS check tests); either is taken as an .htaccess
+ * file, so that a change in one still never lets a file write server
+ * state. */
+static int sl_in_htaccess(const cmd_parms *cmd)
+{
+    return cmd->pool == cmd->temp_pool ||
+           !(cmd->override & (ACCESS_CONF | RSRC_CONF));
+}
+
 /* The configuration sections that enclose this directive, outermost first:
  * "<VirtualHost *:80>\n<Location /api>\n<If ...>". Not the file or line, so
  * the identity survives edits elsewhere and agrees across servers. */
@@ -156,9 +172,8 @@ static const char *sl_section(cmd_parms *cmd)
     const ap_directive_t *d;
     const char *path = "";
 
-    /* An .htaccess file (read with the request's pool as both pools, as
-     * httpd's NOT_IN_HTACCESS check knows it) is its directory's section. */
-    if (cmd->pool == cmd->temp_pool) {
+    /* An .htaccess file is its directory's section. */
+    if (sl_in_htaccess(cmd)) {
         path = apr_pstrcat(cmd->pool, ".htaccess ", cmd->path, "\n", NULL);
     }
 
@@ -374,7 +389,7 @@ static const char *sl_cmd_limit(cmd_parms *cmd, void *dconf, int argc,
     /* A name in an .htaccess file is that directory's own: a file that
      * its owner may edit never reaches the budgets of the server's (or
      * another directory's) policy of the same name. */
-    if (l->named && cmd->pool == cmd->temp_pool) {
+    if (l->named && sl_in_htaccess(cmd)) {
         sl_limit_scope(cmd->pool, l, sl_section(cmd));
     }
     else if (l->named && ((err = sl_named_agree(cmd, l)) ||
@@ -382,7 +397,12 @@ static const char *sl_cmd_limit(cmd_parms *cmd, void *dconf, int argc,
         return sl_err(cmd, err);
     }
     APR_ARRAY_PUSH(dc->limits, sl_limit_t *) = l;
-    if (!l->named && cmd->server->is_virtual) {
+    if (!l->named && cmd->server->is_virtual && sl_in_htaccess(cmd)) {
+        /* The whole configuration is read by now: the host's names are
+         * known, and this line is the host's own at once. */
+        sl_limit_set_host(cmd->pool, l, sl_host_label(cmd->pool, cmd->server));
+    }
+    else if (!l->named && cmd->server->is_virtual) {
         sl_server_conf_t *sc = ap_get_module_config(cmd->server->module_config,
                                                     &slidinglimit_module);
         if (!sc->unnamed) {
@@ -488,13 +508,20 @@ static const char *sl_cmd_algorithm(cmd_parms *cmd, void *dconf,
                                     const char *arg)
 {
     sl_dir_conf_t *dc = dconf;
-    sl_named_state_t *st = sl_named_state(cmd->pool);
-    const ap_directive_t **section = apr_palloc(cmd->pool, sizeof(*section));
+    sl_named_state_t *st;
+    const ap_directive_t **section;
     const char *err = sl_parse_algorithm(cmd->pool, arg, &dc->algorithm);
 
     if (err) {
         return sl_err(cmd, err);
     }
+    /* A name in an .htaccess file is the file's own (sl_limit_scope): there
+     * is nothing to agree with, and no state to keep. */
+    if (sl_in_htaccess(cmd)) {
+        return NULL;
+    }
+    st = sl_named_state(cmd->pool);
+    section = apr_palloc(cmd->pool, sizeof(*section));
     /* The section whose default this is (NULL: the main server). */
     *section = cmd->directive ? cmd->directive->parent : NULL;
     apr_hash_set(st->algs, section, sizeof(*section), dc);
