@@ -228,12 +228,63 @@ static sl_named_state_t *sl_named_state(apr_pool_t *p)
     return st;
 }
 
+static const char *sl_place(apr_pool_t *p, const ap_directive_t *d)
+{
+    return d ? apr_psprintf(p, "%s:%d", d->filename, d->line_num) : "?";
+}
+
+/* Whether two count= lists hold the same statuses (each lists a status
+ * once), in whatever order. */
+static int sl_counts_agree(const sl_limit_t *a, const sl_limit_t *b)
+{
+    int i;
+
+    if (!a->count != !b->count || a->ncount != b->ncount) {
+        return 0;
+    }
+    for (i = 0; i < a->ncount; i++) {
+        if (!sl_limit_counts(b, a->count[i])) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static const char *sl_count_text(apr_pool_t *p, const sl_limit_t *l)
+{
+    const char *s = "count=";
+    int i;
+
+    for (i = 0; i < l->ncount; i++) {
+        s = apr_psprintf(p, "%s%s%d", s, i ? "," : "", l->count[i]);
+    }
+    return s;
+}
+
+/* What the store does with a name's budget, as the message shows it. */
+static const char *sl_limit_text(apr_pool_t *p, const sl_limit_t *l)
+{
+    return apr_psprintf(
+        p, "%" APR_INT64_T_FMT " per %s%s%s%s%s%s%s", l->requests,
+        sl_format_duration(p, l->window), l->burst ? ", burst=" : "",
+        l->burst ? sl_i64toa(p, l->burst) : "", l->block ? ", block=" : "",
+        l->block ? sl_format_duration(p, l->block) : "", l->count ? ", " : "",
+        l->count ? sl_count_text(p, l) : "");
+}
+
+/* Every use of a name must agree on what the store does with its budget:
+ * the quota, window and burst; block=, since a refusal through a use
+ * without it writes no block, and a use without it ignores one that runs;
+ * count=, since a use that gives admissions back frees room that another
+ * use's deny cache entry says cannot be there. cost= may differ: it is what
+ * a request through that section takes from the one budget. */
 static const char *sl_named_agree(cmd_parms *cmd, const sl_limit_t *l)
 {
     sl_named_state_t *st = sl_named_state(cmd->pool);
     const sl_limit_t *o = apr_hash_get(st->first, l->name, APR_HASH_KEY_STRING);
     apr_array_header_t *uses;
     sl_named_use_t *u;
+    const char *diff = NULL;
 
     if (!o) {
         apr_hash_set(st->first, l->name, APR_HASH_KEY_STRING, l);
@@ -242,16 +293,30 @@ static const char *sl_named_agree(cmd_parms *cmd, const sl_limit_t *l)
     }
     else if (o->requests != l->requests || o->window != l->window ||
              o->burst != l->burst) {
-        return apr_psprintf(cmd->pool,
-                            "name '%s' is already a different limit "
-                            "(%" APR_INT64_T_FMT " per %s%s%s); every use of "
-                            "a name must be the same limit",
-                            l->name, o->requests,
-                            sl_format_duration(cmd->pool, o->window),
-                            o->burst ? ", burst=" : "",
-                            o->burst ? sl_i64toa(cmd->pool, o->burst) : "");
+        diff = apr_pstrcat(cmd->pool, "this use is ",
+                           sl_limit_text(cmd->pool, l), NULL);
+    }
+    else if (o->block != l->block) {
+        diff = l->block
+                   ? apr_pstrcat(cmd->pool, "this use has block=",
+                                 sl_format_duration(cmd->pool, l->block), NULL)
+                   : "this use has no block=";
+    }
+    else if (!sl_counts_agree(o, l)) {
+        diff = l->count ? apr_pstrcat(cmd->pool, "this use has ",
+                                      sl_count_text(cmd->pool, l), NULL)
+                        : "this use has no count=";
     }
     uses = apr_hash_get(st->uses, l->name, APR_HASH_KEY_STRING);
+    if (diff) {
+        const sl_named_use_t *first = &APR_ARRAY_IDX(uses, 0, sl_named_use_t);
+        return apr_psprintf(cmd->pool,
+                            "name '%s' is already a different limit at %s "
+                            "(%s); %s; every use of a name must be the same "
+                            "limit",
+                            l->name, sl_place(cmd->pool, first->line),
+                            sl_limit_text(cmd->pool, o), diff);
+    }
     u = apr_array_push(uses);
     u->l = l;
     u->line = cmd->directive;
@@ -279,11 +344,6 @@ static int sl_line_algorithm(const sl_named_state_t *st,
         }
     } while (d);
     return SL_ALG_LOG;
-}
-
-static const char *sl_place(apr_pool_t *p, const ap_directive_t *d)
-{
-    return d ? apr_psprintf(p, "%s:%d", d->filename, d->line_num) : "?";
 }
 
 /* Every use of each name must apply one algorithm, or the name would be
