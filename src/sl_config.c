@@ -19,6 +19,7 @@ void *sl_create_server_conf(apr_pool_t *p, server_rec *s)
     c->command_timeout = -1;
     c->shm_size = -1;
     c->tls_verify = -1;
+    c->override = -1;
     return c;
 }
 
@@ -94,6 +95,7 @@ void *sl_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
         c->tls_key = base->tls_key;
     }
     c->tls_verify = add->tls_verify != -1 ? add->tls_verify : base->tls_verify;
+    c->override = add->override != -1 ? add->override : base->override;
     return c;
 }
 
@@ -121,10 +123,21 @@ void *sl_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     sl_dir_conf_t *c = apr_pcalloc(p, sizeof(*c));
 
     /* An inner section's own SlidingLimit lines replace the inherited list;
-     * everything else merges value by value. */
-    if (add->limits) {
-        c->limits = add->limits;
-        c->limits_off = add->limits_off;
+     * an .htaccess file that may only add adds its own to it, and those
+     * stay when a section merged after the file (a <Location>, an <If>)
+     * sets its own. Everything else merges value by value. */
+    c->added = base->added;
+    if (add->limits && add->htaccess_add) {
+        c->limits = base->limits && !base->limits_off
+                        ? apr_array_append(p, base->limits, add->limits)
+                        : add->limits;
+        c->added = base->added ? apr_array_append(p, base->added, add->limits)
+                               : add->limits;
+    }
+    else if (add->limits) {
+        c->limits = base->added ? apr_array_append(p, add->limits, base->added)
+                                : add->limits;
+        c->limits_off = add->limits_off && !base->added;
     }
     else {
         c->limits = base->limits;
@@ -162,6 +175,44 @@ static int sl_in_htaccess(const cmd_parms *cmd)
 {
     return cmd->pool == cmd->temp_pool ||
            !(cmd->override & (ACCESS_CONF | RSRC_CONF));
+}
+
+static sl_server_conf_t *sl_server_conf(cmd_parms *cmd)
+{
+    return ap_get_module_config(cmd->server->module_config,
+                                &slidinglimit_module);
+}
+
+static const char *const sl_override_names[] = {"none", "add", "all"};
+
+/* What SlidingLimitOverride lets an .htaccess file do with this directive:
+ * NULL when it may (always outside .htaccess), else the refusal, which
+ * httpd answers with a 500 and logs with the file's name. loosens: the
+ * value would weaken the limits the server configuration sets above the
+ * file (switch them off or to a dry run, key them differently, let them
+ * fail open, change their status or algorithm). The server's record is
+ * only read here: it is the merged one of the request's server. */
+static const char *sl_htaccess_check(cmd_parms *cmd, int loosens,
+                                     const char *value)
+{
+    int mode;
+
+    if (!sl_in_htaccess(cmd)) {
+        return NULL;
+    }
+    mode = SL_OR(sl_server_conf(cmd)->override, SL_OVERRIDE_ADD);
+    if (mode == SL_OVERRIDE_ALL || (mode == SL_OVERRIDE_ADD && !loosens)) {
+        return NULL;
+    }
+    if (mode == SL_OVERRIDE_NONE) {
+        value = NULL;
+    }
+    return apr_psprintf(
+        cmd->pool,
+        "%s: not allowed in .htaccess under SlidingLimitOverride %s%s%s%s",
+        cmd->cmd->name, sl_override_names[mode], value ? " ('" : "",
+        value ? value : "",
+        value ? "' would loosen the limits of the server configuration)" : "");
 }
 
 /* The configuration sections that enclose this directive, outermost first:
@@ -388,6 +439,14 @@ static const char *sl_cmd_limit(cmd_parms *cmd, void *dconf, int argc,
     const char *err;
     int i;
 
+    if ((err = sl_htaccess_check(cmd, argc == 1 && !strcasecmp(argv[0], "off"),
+                                 "off"))) {
+        return err;
+    }
+    if (sl_in_htaccess(cmd)) {
+        dc->htaccess_add = SL_OR(sl_server_conf(cmd)->override,
+                                 SL_OVERRIDE_ADD) == SL_OVERRIDE_ADD;
+    }
     if (argc == 1 && !strcasecmp(argv[0], "off")) {
         if (dc->limits && dc->limits->nelts) {
             return sl_err(cmd, "'off' cannot be combined with limits in the "
@@ -491,8 +550,12 @@ static const char *sl_cmd_key(cmd_parms *cmd, void *dconf, int argc,
                               char *const argv[])
 {
     sl_dir_conf_t *dc = dconf;
+    const char *err = sl_htaccess_check(cmd, 1, NULL);
     int i;
 
+    if (err) {
+        return err;
+    }
     if (argc < 1) {
         return sl_err(cmd, "needs at least one source");
     }
@@ -555,9 +618,12 @@ static const char *sl_cmd_ipv6(cmd_parms *cmd, void *dconf, const char *arg)
 {
     sl_dir_conf_t *dc = dconf;
     apr_int64_t v;
-    const char *err = sl_parse_int(cmd->pool, arg, 1, 128, &v);
+    const char *err = sl_htaccess_check(cmd, 1, NULL);
 
     if (err) {
+        return err;
+    }
+    if ((err = sl_parse_int(cmd->pool, arg, 1, 128, &v))) {
         return sl_err(cmd, err);
     }
     dc->ipv6_prefix = (int) v;
@@ -570,9 +636,12 @@ static const char *sl_cmd_algorithm(cmd_parms *cmd, void *dconf,
     sl_dir_conf_t *dc = dconf;
     sl_named_state_t *st;
     const ap_directive_t **section;
-    const char *err = sl_parse_algorithm(cmd->pool, arg, &dc->algorithm);
+    const char *err = sl_htaccess_check(cmd, 1, NULL);
 
     if (err) {
+        return err;
+    }
+    if ((err = sl_parse_algorithm(cmd->pool, arg, &dc->algorithm))) {
         return sl_err(cmd, err);
     }
     /* A name in an .htaccess file is the file's own (sl_limit_scope): there
@@ -604,7 +673,7 @@ static const char *sl_cmd_fail_mode(cmd_parms *cmd, void *dconf,
             cmd,
             apr_psprintf(cmd->pool, "'%s' is neither open nor closed", arg));
     }
-    return NULL;
+    return sl_htaccess_check(cmd, dc->fail_mode == SL_FAIL_OPEN, arg);
 }
 
 static const char *sl_onoff(cmd_parms *cmd, const char *arg, int *out)
@@ -624,20 +693,30 @@ static const char *sl_onoff(cmd_parms *cmd, const char *arg, int *out)
 
 static const char *sl_cmd_fallback(cmd_parms *cmd, void *dconf, const char *arg)
 {
-    return sl_onoff(cmd, arg, &((sl_dir_conf_t *) dconf)->local_fallback);
+    sl_dir_conf_t *dc = dconf;
+    const char *err = sl_onoff(cmd, arg, &dc->local_fallback);
+
+    return err ? err : sl_htaccess_check(cmd, !dc->local_fallback, arg);
 }
 
 static const char *sl_cmd_dry_run(cmd_parms *cmd, void *dconf, const char *arg)
 {
-    return sl_onoff(cmd, arg, &((sl_dir_conf_t *) dconf)->dry_run);
+    sl_dir_conf_t *dc = dconf;
+    const char *err = sl_onoff(cmd, arg, &dc->dry_run);
+
+    return err ? err : sl_htaccess_check(cmd, dc->dry_run, arg);
 }
 
 static const char *sl_cmd_headers(cmd_parms *cmd, void *dconf, int argc,
                                   char *const argv[])
 {
     sl_dir_conf_t *dc = dconf;
+    const char *err = sl_htaccess_check(cmd, 0, NULL);
     int flags = 0, i;
 
+    if (err) {
+        return err;
+    }
     if (argc < 1) {
         return sl_err(cmd, "needs ietf, draft03, x-ratelimit or off");
     }
@@ -670,9 +749,12 @@ static const char *sl_cmd_headers(cmd_parms *cmd, void *dconf, int argc,
 static const char *sl_cmd_status(cmd_parms *cmd, void *dconf, const char *arg)
 {
     apr_int64_t v;
-    const char *err = sl_parse_int(cmd->pool, arg, 400, 599, &v);
+    const char *err = sl_htaccess_check(cmd, 1, NULL);
 
     if (err) {
+        return err;
+    }
+    if ((err = sl_parse_int(cmd->pool, arg, 400, 599, &v))) {
         return sl_err(cmd, err);
     }
     *(int *) ((char *) dconf + (apr_size_t) cmd->info) = (int) v;
@@ -698,12 +780,6 @@ static const char *sl_cmd_store(cmd_parms *cmd, void *dconf, const char *arg)
     }
     sc->store = u;
     return NULL;
-}
-
-static sl_server_conf_t *sl_server_conf(cmd_parms *cmd)
-{
-    return ap_get_module_config(cmd->server->module_config,
-                                &slidinglimit_module);
 }
 
 static const char *sl_cmd_sentinel_auth(cmd_parms *cmd, void *dconf,
@@ -807,6 +883,21 @@ const char *sl_config_store_check(apr_pool_t *p, server_rec *s,
                      u ? u->display : "shm");
     }
     return NULL;
+}
+
+static const char *sl_cmd_override(cmd_parms *cmd, void *dconf, const char *arg)
+{
+    int i;
+    (void) dconf;
+
+    for (i = 0; i < 3; i++) {
+        if (!strcasecmp(arg, sl_override_names[i])) {
+            sl_server_conf(cmd)->override = i;
+            return NULL;
+        }
+    }
+    return sl_err(
+        cmd, apr_psprintf(cmd->pool, "'%s' is none of none, add, all", arg));
 }
 
 static const char *sl_cmd_timeout(cmd_parms *cmd, void *dconf, const char *a1,
@@ -1005,6 +1096,9 @@ const command_rec sl_cmds[] = {
                   "same on every server that shares the store"),
     AP_INIT_TAKE1("SlidingLimitShmSize", sl_cmd_shm_size, NULL, RSRC_CONF,
                   "size of the shared memory store, e.g. 8M (default 8M)"),
+    AP_INIT_TAKE1("SlidingLimitOverride", sl_cmd_override, NULL, RSRC_CONF,
+                  "what .htaccess files may do: none, add (limits, never "
+                  "loosen the server's; the default) or all"),
     AP_INIT_TAKE_ARGV("SlidingLimit", sl_cmd_limit, NULL, SL_DIR_CONF,
                       "REQUESTS WINDOW [name=NAME] [algorithm=log|counter|"
                       "gcra] [burst=N] [cost=N|expr:STRING] [cost-unit=N] "
