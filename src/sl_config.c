@@ -23,6 +23,18 @@ void *sl_create_server_conf(apr_pool_t *p, server_rec *s)
     return c;
 }
 
+/* SlidingLimitStorePassword's password becomes the URL's: the URL may
+ * name the user ("redis://user@host", the userinfo without ':' read as the
+ * user here), never a password of its own as well. */
+static void sl_store_set_password(sl_store_url_t *u, const char *pw)
+{
+    if (u->bare_userinfo) {
+        u->user = u->password;
+        u->bare_userinfo = 0;
+    }
+    u->password = pw;
+}
+
 /* "ServerName:port" of a virtual host, lower case; its ServerAlias names
  * when it has no ServerName. */
 static const char *sl_host_label(apr_pool_t *p, const server_rec *s)
@@ -62,7 +74,27 @@ void *sl_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
         add->unnamed = NULL;
     }
 
-    c->store = add->store ? add->store : base->store;
+    /* The password goes with the store: a virtual host that inherits the
+     * store and sets a password of its own gets a copy that carries it. */
+    if (add->store) {
+        c->store = add->store;
+        c->store_password = add->store_password;
+    }
+    else if (add->store_password && base->store &&
+             base->store->kind != SL_STORE_SHM) {
+        sl_store_url_t *u = apr_pmemdup(p, base->store, sizeof(*u));
+        if (base->store_password) {
+            u->bare_userinfo = 0; /* its user is already the user */
+        }
+        sl_store_set_password(u, add->store_password);
+        c->store = u;
+        c->store_password = add->store_password;
+    }
+    else {
+        c->store = base->store;
+        c->store_password =
+            add->store_password ? add->store_password : base->store_password;
+    }
     c->connect_timeout = add->connect_timeout != -1 ? add->connect_timeout
                                                     : base->connect_timeout;
     c->command_timeout = add->command_timeout != -1 ? add->command_timeout
@@ -761,6 +793,137 @@ static const char *sl_cmd_status(cmd_parms *cmd, void *dconf, const char *arg)
     return NULL;
 }
 
+#define SL_SECRET_MIN 16
+#define SL_SECRET_MAX 4096
+
+/* Reads a file of at most SL_SECRET_MAX bytes, now: httpd reads its
+ * configuration as root, before the children drop their privileges, so a
+ * file readable by root only works. CR and LF at its end are not part of
+ * the content, so a file written by an editor or by echo reads the same as
+ * one written without them. A file others can read is accepted with a
+ * warning: refusing it would stop a server over a mode bit. */
+static const char *sl_read_secret_file(cmd_parms *cmd, const char *arg,
+                                       unsigned char **out, apr_size_t *outlen)
+{
+    const char *path = ap_server_root_relative(cmd->temp_pool, arg);
+    unsigned char *buf = NULL;
+    apr_file_t *f;
+    apr_finfo_t fi;
+    apr_size_t len = 0;
+    apr_status_t rv;
+    char errbuf[128];
+
+    if (!path) {
+        return sl_err(cmd, apr_psprintf(cmd->pool, "'%s': bad path", arg));
+    }
+    rv = apr_file_open(&f, path, APR_FOPEN_READ | APR_FOPEN_BINARY,
+                       APR_FPROT_OS_DEFAULT, cmd->temp_pool);
+    if (rv == APR_SUCCESS) {
+        rv = apr_file_info_get(
+            &fi, APR_FINFO_TYPE | APR_FINFO_SIZE | APR_FINFO_PROT, f);
+        if (rv == APR_SUCCESS && fi.filetype != APR_REG) {
+            apr_file_close(f);
+            return sl_err(
+                cmd,
+                apr_psprintf(cmd->pool, "'%s' is not a regular file", path));
+        }
+        if (rv == APR_SUCCESS && fi.size > SL_SECRET_MAX) {
+            apr_file_close(f);
+            return sl_err(cmd, apr_psprintf(cmd->pool,
+                                            "'%s' is longer than %d bytes",
+                                            path, SL_SECRET_MAX));
+        }
+        buf = apr_palloc(cmd->pool, SL_SECRET_MAX + 1);
+        if (rv == APR_SUCCESS) {
+            rv = apr_file_read_full(f, buf, SL_SECRET_MAX + 1, &len);
+            rv = rv == APR_EOF ? APR_SUCCESS : rv;
+        }
+        apr_file_close(f);
+    }
+    if (rv != APR_SUCCESS) {
+        return sl_err(cmd,
+                      apr_psprintf(cmd->pool, "cannot read '%s': %s", path,
+                                   apr_strerror(rv, errbuf, sizeof(errbuf))));
+    }
+    while (len && (buf[len - 1] == '\n' || buf[len - 1] == '\r')) {
+        len--;
+    }
+    if (fi.protection & (APR_FPROT_GREAD | APR_FPROT_WREAD)) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, cmd->server,
+                     "mod_slidinglimit: %s: '%s' is readable by others than "
+                     "its owner; make it readable by root only (chmod 0400)",
+                     cmd->cmd->name, path);
+    }
+    *out = buf;
+    *outlen = len;
+    return NULL;
+}
+
+/* A password given as file:PATH (its first line, read now as root) or
+ * env:NAME (httpd's environment at start-up), never written in the
+ * configuration itself: mod_info and "httpd -D DUMP_CONFIG" show every
+ * directive's arguments as written. */
+static const char *sl_read_password(cmd_parms *cmd, const char *arg,
+                                    const char **out)
+{
+    const char *v = NULL;
+    apr_size_t len = 0;
+    const char *err;
+
+    if (!strncmp(arg, "file:", 5) && arg[5]) {
+        unsigned char *buf;
+        if ((err = sl_read_secret_file(cmd, arg + 5, &buf, &len))) {
+            return err;
+        }
+        v = (const char *) buf;
+        if (!len) {
+            return sl_err(
+                cmd, apr_psprintf(cmd->pool, "'%s': the file is empty", arg));
+        }
+    }
+    else if (!strncmp(arg, "env:", 4) && arg[4]) {
+        v = getenv(arg + 4);
+        if (!v || !*v) {
+            return sl_err(cmd,
+                          apr_psprintf(cmd->pool, "'%s': the variable is %s",
+                                       arg, v ? "empty" : "not set"));
+        }
+        len = strlen(v);
+    }
+    else {
+        return sl_err(cmd, apr_psprintf(cmd->pool,
+                                        "'%s' is neither file:PATH nor "
+                                        "env:NAME",
+                                        arg));
+    }
+    if (memchr(v, '\0', len) || memchr(v, '\n', len) || memchr(v, '\r', len)) {
+        return sl_err(cmd, apr_psprintf(cmd->pool,
+                                        "'%s': a password is one line, "
+                                        "without NUL bytes",
+                                        arg));
+    }
+    *out = apr_pstrmemdup(cmd->pool, v, len);
+    return NULL;
+}
+
+/* The URL may name the user, never a password of its own as well. */
+static const char *sl_store_give_password(cmd_parms *cmd, sl_store_url_t *u,
+                                          const char *pw)
+{
+    if (u->kind == SL_STORE_SHM) {
+        return NULL; /* the check after the merge says it does nothing */
+    }
+    if (u->password && *u->password && !u->bare_userinfo) {
+        return apr_psprintf(cmd->pool,
+                            "%s: the store %s already holds a password in its "
+                            "URL; give it in one place (SlidingLimitStore "
+                            "redis://user@host with SlidingLimitStorePassword)",
+                            cmd->cmd->name, u->display);
+    }
+    sl_store_set_password(u, pw);
+    return NULL;
+}
+
 static const char *sl_cmd_store(cmd_parms *cmd, void *dconf, const char *arg)
 {
     sl_server_conf_t *sc =
@@ -778,7 +941,30 @@ static const char *sl_cmd_store(cmd_parms *cmd, void *dconf, const char *arg)
                      ? err
                      : apr_psprintf(cmd->pool, "%s (in '%s')", err, shown));
     }
+    if (sc->store_password &&
+        (err = sl_store_give_password(cmd, u, sc->store_password))) {
+        return err;
+    }
     sc->store = u;
+    return NULL;
+}
+
+static const char *sl_cmd_store_password(cmd_parms *cmd, void *dconf,
+                                         const char *arg)
+{
+    sl_server_conf_t *sc = sl_server_conf(cmd);
+    const char *pw, *err;
+    (void) dconf;
+
+    if ((err = sl_read_password(cmd, arg, &pw))) {
+        return err;
+    }
+    /* The store this record names itself (a virtual host's inherited one
+     * gets it in the merge): whichever of the two directives comes last. */
+    if (sc->store && (err = sl_store_give_password(cmd, sc->store, pw))) {
+        return err;
+    }
+    sc->store_password = pw;
     return NULL;
 }
 
@@ -788,11 +974,19 @@ static const char *sl_cmd_sentinel_auth(cmd_parms *cmd, void *dconf,
     sl_server_conf_t *sc = sl_server_conf(cmd);
     (void) dconf;
 
+    const char *pw = a2 ? a2 : a1, *err;
+
     if (!*a1 || (a2 && !*a2)) {
         return sl_err(cmd, "needs [USER] PASSWORD, neither empty");
     }
+    /* file:PATH and env:NAME keep the password out of the configuration
+     * (and so out of mod_info and DUMP_CONFIG). */
+    if ((!strncmp(pw, "file:", 5) || !strncmp(pw, "env:", 4)) &&
+        (err = sl_read_password(cmd, pw, &pw))) {
+        return err;
+    }
     sc->sentinel_user = a2 ? a1 : NULL;
-    sc->sentinel_password = a2 ? a2 : a1;
+    sc->sentinel_password = pw;
     return NULL;
 }
 
@@ -875,6 +1069,11 @@ const char *sl_config_store_check(apr_pool_t *p, server_rec *s,
                      "no effect: the store %s is not a TLS store "
                      "(rediss://, clusters://, sentinels://)",
                      u ? u->display : "shm");
+    }
+    if (sc->store_password && (!u || u->kind == SL_STORE_SHM)) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
+                     "mod_slidinglimit: SlidingLimitStorePassword has no "
+                     "effect: the store is shm");
     }
     if (sc->sentinel_password && (!u || u->kind != SL_STORE_SENTINEL)) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
@@ -987,76 +1186,27 @@ static const char *sl_cmd_shm_size(cmd_parms *cmd, void *dconf, const char *arg)
     return NULL;
 }
 
-#define SL_SECRET_MIN 16
-#define SL_SECRET_MAX 4096
-
 /* The identities' secret: every server that shares a store must read the
- * same bytes, or each counts its own budgets. CR and LF at the end are not
- * part of it, so a file written by an editor or by echo gives the same
- * secret as one written without it. */
+ * same bytes, or each counts its own budgets. */
 static const char *sl_cmd_secret(cmd_parms *cmd, void *dconf, const char *arg)
 {
-    sl_server_conf_t *sc =
-        ap_get_module_config(cmd->server->module_config, &slidinglimit_module);
-    const char *path = ap_server_root_relative(cmd->temp_pool, arg);
+    sl_server_conf_t *sc = sl_server_conf(cmd);
     unsigned char *buf;
-    apr_file_t *f;
-    apr_finfo_t fi;
-    apr_size_t len = 0;
-    apr_status_t rv;
-    char errbuf[128];
+    apr_size_t len;
+    const char *err = sl_read_secret_file(cmd, arg, &buf, &len);
     (void) dconf;
 
-    if (!path) {
-        return sl_err(cmd, apr_psprintf(cmd->pool, "'%s': bad path", arg));
-    }
-    rv = apr_file_open(&f, path, APR_FOPEN_READ | APR_FOPEN_BINARY,
-                       APR_FPROT_OS_DEFAULT, cmd->temp_pool);
-    if (rv == APR_SUCCESS) {
-        rv = apr_file_info_get(
-            &fi, APR_FINFO_TYPE | APR_FINFO_SIZE | APR_FINFO_PROT, f);
-        if (rv == APR_SUCCESS && fi.filetype != APR_REG) {
-            apr_file_close(f);
-            return sl_err(
-                cmd,
-                apr_psprintf(cmd->pool, "'%s' is not a regular file", path));
-        }
-        if (rv == APR_SUCCESS && fi.size > SL_SECRET_MAX) {
-            apr_file_close(f);
-            return sl_err(cmd, apr_psprintf(cmd->pool,
-                                            "'%s' is longer than %d bytes",
-                                            path, SL_SECRET_MAX));
-        }
-        buf = apr_palloc(cmd->pool, SL_SECRET_MAX + 1);
-        if (rv == APR_SUCCESS) {
-            rv = apr_file_read_full(f, buf, SL_SECRET_MAX + 1, &len);
-            rv = rv == APR_EOF ? APR_SUCCESS : rv;
-        }
-        apr_file_close(f);
-    }
-    if (rv != APR_SUCCESS) {
-        return sl_err(cmd,
-                      apr_psprintf(cmd->pool, "cannot read '%s': %s", path,
-                                   apr_strerror(rv, errbuf, sizeof(errbuf))));
-    }
-    while (len && (buf[len - 1] == '\n' || buf[len - 1] == '\r')) {
-        len--;
+    if (err) {
+        return err;
     }
     if (len < SL_SECRET_MIN || len > SL_SECRET_MAX) {
-        return sl_err(cmd, apr_psprintf(cmd->pool,
-                                        "'%s' holds %lu bytes; a secret needs "
-                                        "%d to %d (e.g. 32 random bytes)",
-                                        path, (unsigned long) len,
-                                        SL_SECRET_MIN, SL_SECRET_MAX));
-    }
-    /* httpd reads its configuration as root: a secret others can read is
-     * no secret, but refusing it would stop a server over a mode bit. */
-    if (fi.protection & (APR_FPROT_GREAD | APR_FPROT_WREAD)) {
-        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, cmd->server,
-                     "mod_slidinglimit: SlidingLimitKeySecret: '%s' is "
-                     "readable by others than its owner; make it readable "
-                     "by root only (chmod 0400)",
-                     path);
+        return sl_err(cmd,
+                      apr_psprintf(cmd->pool,
+                                   "'%s' holds %lu bytes; a secret needs "
+                                   "%d to %d (e.g. 32 random bytes)",
+                                   ap_server_root_relative(cmd->temp_pool, arg),
+                                   (unsigned long) len, SL_SECRET_MIN,
+                                   SL_SECRET_MAX));
     }
     sc->secret = buf;
     sc->secret_len = len;
@@ -1076,8 +1226,14 @@ const command_rec sl_cmds[] = {
                   "cluster[s]://[user:password@]host:port[,...], "
                   "sentinel[s]://[user:password@]host:port[,...]/MASTER[/db] "
                   "or shm"),
+    AP_INIT_TAKE1("SlidingLimitStorePassword", sl_cmd_store_password, NULL,
+                  RSRC_CONF,
+                  "file:PATH or env:NAME: the store's password, kept out of "
+                  "the configuration"),
     AP_INIT_TAKE12("SlidingLimitSentinelAuth", sl_cmd_sentinel_auth, NULL,
-                   RSRC_CONF, "[USER] PASSWORD of the Sentinels"),
+                   RSRC_CONF,
+                   "[USER] PASSWORD of the Sentinels (PASSWORD may be "
+                   "file:PATH or env:NAME)"),
     AP_INIT_TAKE1("SlidingLimitStoreTLSCA", sl_cmd_tls_ca, NULL, RSRC_CONF,
                   "CA file or directory that verifies the store (default: "
                   "the system's)"),

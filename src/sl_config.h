@@ -55,6 +55,9 @@ typedef struct sl_server_conf {
      * password: the default user */
     const char *sentinel_user;
     const char *sentinel_password;
+    /* SlidingLimitStorePassword, as read from its file or variable; NULL:
+     * unset (the URL's, if any). Given to this record's store URL. */
+    const char *store_password;
     const char *tls_ca;   /* NULL: unset (the system's CAs) */
     const char *tls_cert; /* NULL: unset (no client certificate) */
     const char *tls_key;

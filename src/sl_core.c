@@ -867,6 +867,7 @@ static const char *sl_split_userinfo(apr_pool_t *p, const char *rest,
     }
     else {
         out->password = apr_pstrmemdup(p, rest, at - rest);
+        out->bare_userinfo = 1;
     }
     return at + 1;
 }

@@ -199,6 +199,9 @@ typedef struct sl_store_url {
     int db;
     const char *user; /* the data node's credentials */
     const char *password;
+    /* The userinfo had no ':': a password, or the user name where
+     * SlidingLimitStorePassword gives the password. */
+    int bare_userinfo;
     const char *display; /* for logs: "user:***@" at most, never a password */
     apr_uint32_t tag;    /* the same for URLs naming the same data */
 } sl_store_url_t;
