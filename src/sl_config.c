@@ -859,7 +859,7 @@ static const char *sl_read_secret_file(cmd_parms *cmd, const char *arg,
     return NULL;
 }
 
-/* A password given as file:PATH (its first line, read now as root) or
+/* A password given as file:PATH (one line, read now as root) or
  * env:NAME (httpd's environment at start-up), never written in the
  * configuration itself: mod_info and "httpd -D DUMP_CONFIG" show every
  * directive's arguments as written. */
