@@ -19,7 +19,20 @@ void *sl_create_server_conf(apr_pool_t *p, server_rec *s)
     c->command_timeout = -1;
     c->shm_size = -1;
     c->tls_verify = -1;
+    c->override = -1;
     return c;
+}
+
+/* SlidingLimitStorePassword's password becomes the URL's: the URL may
+ * name the user ("redis://user@host", the userinfo without ':' read as the
+ * user here), never a password of its own as well. */
+static void sl_store_set_password(sl_store_url_t *u, const char *pw)
+{
+    if (u->bare_userinfo) {
+        u->user = u->password;
+        u->bare_userinfo = 0;
+    }
+    u->password = pw;
 }
 
 /* "ServerName:port" of a virtual host, lower case; its ServerAlias names
@@ -61,7 +74,27 @@ void *sl_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
         add->unnamed = NULL;
     }
 
-    c->store = add->store ? add->store : base->store;
+    /* The password goes with the store: a virtual host that inherits the
+     * store and sets a password of its own gets a copy that carries it. */
+    if (add->store) {
+        c->store = add->store;
+        c->store_password = add->store_password;
+    }
+    else if (add->store_password && base->store &&
+             base->store->kind != SL_STORE_SHM) {
+        sl_store_url_t *u = apr_pmemdup(p, base->store, sizeof(*u));
+        if (base->store_password) {
+            u->bare_userinfo = 0; /* its user is already the user */
+        }
+        sl_store_set_password(u, add->store_password);
+        c->store = u;
+        c->store_password = add->store_password;
+    }
+    else {
+        c->store = base->store;
+        c->store_password =
+            add->store_password ? add->store_password : base->store_password;
+    }
     c->connect_timeout = add->connect_timeout != -1 ? add->connect_timeout
                                                     : base->connect_timeout;
     c->command_timeout = add->command_timeout != -1 ? add->command_timeout
@@ -94,6 +127,7 @@ void *sl_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
         c->tls_key = base->tls_key;
     }
     c->tls_verify = add->tls_verify != -1 ? add->tls_verify : base->tls_verify;
+    c->override = add->override != -1 ? add->override : base->override;
     return c;
 }
 
@@ -122,10 +156,21 @@ void *sl_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     sl_dir_conf_t *c = apr_pcalloc(p, sizeof(*c));
 
     /* An inner section's own SlidingLimit lines replace the inherited list;
-     * everything else merges value by value. */
-    if (add->limits) {
-        c->limits = add->limits;
-        c->limits_off = add->limits_off;
+     * an .htaccess file that may only add adds its own to it, and those
+     * stay when a section merged after the file (a <Location>, an <If>)
+     * sets its own. Everything else merges value by value. */
+    c->added = base->added;
+    if (add->limits && add->htaccess_add) {
+        c->limits = base->limits && !base->limits_off
+                        ? apr_array_append(p, base->limits, add->limits)
+                        : add->limits;
+        c->added = base->added ? apr_array_append(p, base->added, add->limits)
+                               : add->limits;
+    }
+    else if (add->limits) {
+        c->limits = base->added ? apr_array_append(p, add->limits, base->added)
+                                : add->limits;
+        c->limits_off = add->limits_off && !base->added;
     }
     else {
         c->limits = base->limits;
@@ -150,6 +195,60 @@ static const char *sl_err(cmd_parms *cmd, const char *msg)
     return apr_pstrcat(cmd->pool, cmd->cmd->name, ": ", msg, NULL);
 }
 
+/* Whether this directive is read from an .htaccess file: at request time,
+ * with the request's pool, by as many threads as there are requests. Such
+ * a directive writes its own per-directory record only: never the server's
+ * record, a static, or the userdata of a pool that outlives the request.
+ * httpd gives .htaccess files the AllowOverride classes alone as
+ * cmd->override (the configuration files always carry ACCESS_CONF or
+ * RSRC_CONF, also inside <If>), and the request's pool as both pools (what
+ * its own NOT_IN_HTACCESS check tests); either is taken as an .htaccess
+ * file, so that a change in one still never lets a file write server
+ * state. */
+static int sl_in_htaccess(const cmd_parms *cmd)
+{
+    return cmd->pool == cmd->temp_pool ||
+           !(cmd->override & (ACCESS_CONF | RSRC_CONF));
+}
+
+static sl_server_conf_t *sl_server_conf(cmd_parms *cmd)
+{
+    return ap_get_module_config(cmd->server->module_config,
+                                &slidinglimit_module);
+}
+
+static const char *const sl_override_names[] = {"none", "add", "all"};
+
+/* What SlidingLimitOverride lets an .htaccess file do with this directive:
+ * NULL when it may (always outside .htaccess), else the refusal, which
+ * httpd answers with a 500 and logs with the file's name. loosens: the
+ * value would weaken the limits the server configuration sets above the
+ * file (switch them off or to a dry run, key them differently, let them
+ * fail open, change their status or algorithm). The server's record is
+ * only read here: it is the merged one of the request's server. */
+static const char *sl_htaccess_check(cmd_parms *cmd, int loosens,
+                                     const char *value)
+{
+    int mode;
+
+    if (!sl_in_htaccess(cmd)) {
+        return NULL;
+    }
+    mode = SL_OR(sl_server_conf(cmd)->override, SL_OVERRIDE_ADD);
+    if (mode == SL_OVERRIDE_ALL || (mode == SL_OVERRIDE_ADD && !loosens)) {
+        return NULL;
+    }
+    if (mode == SL_OVERRIDE_NONE) {
+        value = NULL;
+    }
+    return apr_psprintf(
+        cmd->pool,
+        "%s: not allowed in .htaccess under SlidingLimitOverride %s%s%s%s",
+        cmd->cmd->name, sl_override_names[mode], value ? " ('" : "",
+        value ? value : "",
+        value ? "' would loosen the limits of the server configuration)" : "");
+}
+
 /* The configuration sections that enclose this directive, outermost first:
  * "<VirtualHost *:80>\n<Location /api>\n<If ...>". Not the file or line, so
  * the identity survives edits elsewhere and agrees across servers. */
@@ -158,9 +257,8 @@ static const char *sl_section(cmd_parms *cmd)
     const ap_directive_t *d;
     const char *path = "";
 
-    /* An .htaccess file (read with the request's pool as both pools, as
-     * httpd's NOT_IN_HTACCESS check knows it) is its directory's section. */
-    if (cmd->pool == cmd->temp_pool) {
+    /* An .htaccess file is its directory's section. */
+    if (sl_in_htaccess(cmd)) {
         path = apr_pstrcat(cmd->pool, ".htaccess ", cmd->path, "\n", NULL);
     }
 
@@ -215,12 +313,63 @@ static sl_named_state_t *sl_named_state(apr_pool_t *p)
     return st;
 }
 
+static const char *sl_place(apr_pool_t *p, const ap_directive_t *d)
+{
+    return d ? apr_psprintf(p, "%s:%d", d->filename, d->line_num) : "?";
+}
+
+/* Whether two count= lists hold the same statuses (each lists a status
+ * once), in whatever order. */
+static int sl_counts_agree(const sl_limit_t *a, const sl_limit_t *b)
+{
+    int i;
+
+    if (!a->count != !b->count || a->ncount != b->ncount) {
+        return 0;
+    }
+    for (i = 0; i < a->ncount; i++) {
+        if (!sl_limit_counts(b, a->count[i])) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static const char *sl_count_text(apr_pool_t *p, const sl_limit_t *l)
+{
+    const char *s = "count=";
+    int i;
+
+    for (i = 0; i < l->ncount; i++) {
+        s = apr_psprintf(p, "%s%s%d", s, i ? "," : "", l->count[i]);
+    }
+    return s;
+}
+
+/* What the store does with a name's budget, as the message shows it. */
+static const char *sl_limit_text(apr_pool_t *p, const sl_limit_t *l)
+{
+    return apr_psprintf(
+        p, "%" APR_INT64_T_FMT " per %s%s%s%s%s%s%s", l->requests,
+        sl_format_duration(p, l->window), l->burst ? ", burst=" : "",
+        l->burst ? sl_i64toa(p, l->burst) : "", l->block ? ", block=" : "",
+        l->block ? sl_format_duration(p, l->block) : "", l->count ? ", " : "",
+        l->count ? sl_count_text(p, l) : "");
+}
+
+/* Every use of a name must agree on what the store does with its budget:
+ * the quota, window and burst; block=, since a refusal through a use
+ * without it writes no block, and a use without it ignores one that runs;
+ * count=, since a use that gives admissions back frees room that another
+ * use's deny cache entry says cannot be there. cost= may differ: it is what
+ * a request through that section takes from the one budget. */
 static const char *sl_named_agree(cmd_parms *cmd, const sl_limit_t *l)
 {
     sl_named_state_t *st = sl_named_state(cmd->pool);
     const sl_limit_t *o = apr_hash_get(st->first, l->name, APR_HASH_KEY_STRING);
     apr_array_header_t *uses;
     sl_named_use_t *u;
+    const char *diff = NULL;
 
     if (!o) {
         apr_hash_set(st->first, l->name, APR_HASH_KEY_STRING, l);
@@ -229,16 +378,30 @@ static const char *sl_named_agree(cmd_parms *cmd, const sl_limit_t *l)
     }
     else if (o->requests != l->requests || o->window != l->window ||
              o->burst != l->burst) {
-        return apr_psprintf(cmd->pool,
-                            "name '%s' is already a different limit "
-                            "(%" APR_INT64_T_FMT " per %s%s%s); every use of "
-                            "a name must be the same limit",
-                            l->name, o->requests,
-                            sl_format_duration(cmd->pool, o->window),
-                            o->burst ? ", burst=" : "",
-                            o->burst ? sl_i64toa(cmd->pool, o->burst) : "");
+        diff = apr_pstrcat(cmd->pool, "this use is ",
+                           sl_limit_text(cmd->pool, l), NULL);
+    }
+    else if (o->block != l->block) {
+        diff = l->block
+                   ? apr_pstrcat(cmd->pool, "this use has block=",
+                                 sl_format_duration(cmd->pool, l->block), NULL)
+                   : "this use has no block=";
+    }
+    else if (!sl_counts_agree(o, l)) {
+        diff = l->count ? apr_pstrcat(cmd->pool, "this use has ",
+                                      sl_count_text(cmd->pool, l), NULL)
+                        : "this use has no count=";
     }
     uses = apr_hash_get(st->uses, l->name, APR_HASH_KEY_STRING);
+    if (diff) {
+        const sl_named_use_t *first = &APR_ARRAY_IDX(uses, 0, sl_named_use_t);
+        return apr_psprintf(cmd->pool,
+                            "name '%s' is already a different limit at %s "
+                            "(%s); %s; every use of a name must be the same "
+                            "limit",
+                            l->name, sl_place(cmd->pool, first->line),
+                            sl_limit_text(cmd->pool, o), diff);
+    }
     u = apr_array_push(uses);
     u->l = l;
     u->line = cmd->directive;
@@ -266,11 +429,6 @@ static int sl_line_algorithm(const sl_named_state_t *st,
         }
     } while (d);
     return SL_ALG_LOG;
-}
-
-static const char *sl_place(apr_pool_t *p, const ap_directive_t *d)
-{
-    return d ? apr_psprintf(p, "%s:%d", d->filename, d->line_num) : "?";
 }
 
 /* Every use of each name must apply one algorithm, or the name would be
@@ -315,6 +473,14 @@ static const char *sl_cmd_limit(cmd_parms *cmd, void *dconf, int argc,
     const char *err;
     int i;
 
+    if ((err = sl_htaccess_check(cmd, argc == 1 && !strcasecmp(argv[0], "off"),
+                                 "off"))) {
+        return err;
+    }
+    if (sl_in_htaccess(cmd)) {
+        dc->htaccess_add = SL_OR(sl_server_conf(cmd)->override,
+                                 SL_OVERRIDE_ADD) == SL_OVERRIDE_ADD;
+    }
     if (argc == 1 && !strcasecmp(argv[0], "off")) {
         if (dc->limits && dc->limits->nelts) {
             return sl_err(cmd, "'off' cannot be combined with limits in the "
@@ -376,7 +542,7 @@ static const char *sl_cmd_limit(cmd_parms *cmd, void *dconf, int argc,
     /* A name in an .htaccess file is that directory's own: a file that
      * its owner may edit never reaches the budgets of the server's (or
      * another directory's) policy of the same name. */
-    if (l->named && cmd->pool == cmd->temp_pool) {
+    if (l->named && sl_in_htaccess(cmd)) {
         sl_limit_scope(cmd->pool, l, sl_section(cmd));
     }
     else if (l->named && ((err = sl_named_agree(cmd, l)) ||
@@ -384,7 +550,12 @@ static const char *sl_cmd_limit(cmd_parms *cmd, void *dconf, int argc,
         return sl_err(cmd, err);
     }
     APR_ARRAY_PUSH(dc->limits, sl_limit_t *) = l;
-    if (!l->named && cmd->server->is_virtual) {
+    if (!l->named && cmd->server->is_virtual && sl_in_htaccess(cmd)) {
+        /* The whole configuration is read by now: the host's names are
+         * known, and this line is the host's own at once. */
+        sl_limit_set_host(cmd->pool, l, sl_host_label(cmd->pool, cmd->server));
+    }
+    else if (!l->named && cmd->server->is_virtual) {
         sl_server_conf_t *sc = ap_get_module_config(cmd->server->module_config,
                                                     &slidinglimit_module);
         if (!sc->unnamed) {
@@ -444,8 +615,12 @@ static const char *sl_cmd_key(cmd_parms *cmd, void *dconf, int argc,
                               char *const argv[])
 {
     sl_dir_conf_t *dc = dconf;
+    const char *err = sl_htaccess_check(cmd, 1, NULL);
     int i;
 
+    if (err) {
+        return err;
+    }
     if (argc < 1) {
         return sl_err(cmd, "needs at least one source");
     }
@@ -513,9 +688,12 @@ static const char *sl_cmd_ipv6(cmd_parms *cmd, void *dconf, const char *arg)
 {
     sl_dir_conf_t *dc = dconf;
     apr_int64_t v;
-    const char *err = sl_parse_int(cmd->pool, arg, 1, 128, &v);
+    const char *err = sl_htaccess_check(cmd, 1, NULL);
 
     if (err) {
+        return err;
+    }
+    if ((err = sl_parse_int(cmd->pool, arg, 1, 128, &v))) {
         return sl_err(cmd, err);
     }
     dc->ipv6_prefix = (int) v;
@@ -526,13 +704,23 @@ static const char *sl_cmd_algorithm(cmd_parms *cmd, void *dconf,
                                     const char *arg)
 {
     sl_dir_conf_t *dc = dconf;
-    sl_named_state_t *st = sl_named_state(cmd->pool);
-    const ap_directive_t **section = apr_palloc(cmd->pool, sizeof(*section));
-    const char *err = sl_parse_algorithm(cmd->pool, arg, &dc->algorithm);
+    sl_named_state_t *st;
+    const ap_directive_t **section;
+    const char *err = sl_htaccess_check(cmd, 1, NULL);
 
     if (err) {
+        return err;
+    }
+    if ((err = sl_parse_algorithm(cmd->pool, arg, &dc->algorithm))) {
         return sl_err(cmd, err);
     }
+    /* A name in an .htaccess file is the file's own (sl_limit_scope): there
+     * is nothing to agree with, and no state to keep. */
+    if (sl_in_htaccess(cmd)) {
+        return NULL;
+    }
+    st = sl_named_state(cmd->pool);
+    section = apr_palloc(cmd->pool, sizeof(*section));
     /* The section whose default this is (NULL: the main server). */
     *section = cmd->directive ? cmd->directive->parent : NULL;
     apr_hash_set(st->algs, section, sizeof(*section), dc);
@@ -555,7 +743,7 @@ static const char *sl_cmd_fail_mode(cmd_parms *cmd, void *dconf,
             cmd,
             apr_psprintf(cmd->pool, "'%s' is neither open nor closed", arg));
     }
-    return NULL;
+    return sl_htaccess_check(cmd, dc->fail_mode == SL_FAIL_OPEN, arg);
 }
 
 static const char *sl_onoff(cmd_parms *cmd, const char *arg, int *out)
@@ -575,20 +763,30 @@ static const char *sl_onoff(cmd_parms *cmd, const char *arg, int *out)
 
 static const char *sl_cmd_fallback(cmd_parms *cmd, void *dconf, const char *arg)
 {
-    return sl_onoff(cmd, arg, &((sl_dir_conf_t *) dconf)->local_fallback);
+    sl_dir_conf_t *dc = dconf;
+    const char *err = sl_onoff(cmd, arg, &dc->local_fallback);
+
+    return err ? err : sl_htaccess_check(cmd, !dc->local_fallback, arg);
 }
 
 static const char *sl_cmd_dry_run(cmd_parms *cmd, void *dconf, const char *arg)
 {
-    return sl_onoff(cmd, arg, &((sl_dir_conf_t *) dconf)->dry_run);
+    sl_dir_conf_t *dc = dconf;
+    const char *err = sl_onoff(cmd, arg, &dc->dry_run);
+
+    return err ? err : sl_htaccess_check(cmd, dc->dry_run, arg);
 }
 
 static const char *sl_cmd_headers(cmd_parms *cmd, void *dconf, int argc,
                                   char *const argv[])
 {
     sl_dir_conf_t *dc = dconf;
+    const char *err = sl_htaccess_check(cmd, 0, NULL);
     int flags = 0, i;
 
+    if (err) {
+        return err;
+    }
     if (argc < 1) {
         return sl_err(cmd, "needs ietf, draft03, x-ratelimit or off");
     }
@@ -621,12 +819,146 @@ static const char *sl_cmd_headers(cmd_parms *cmd, void *dconf, int argc,
 static const char *sl_cmd_status(cmd_parms *cmd, void *dconf, const char *arg)
 {
     apr_int64_t v;
-    const char *err = sl_parse_int(cmd->pool, arg, 400, 599, &v);
+    const char *err = sl_htaccess_check(cmd, 1, NULL);
 
     if (err) {
+        return err;
+    }
+    if ((err = sl_parse_int(cmd->pool, arg, 400, 599, &v))) {
         return sl_err(cmd, err);
     }
     *(int *) ((char *) dconf + (apr_size_t) cmd->info) = (int) v;
+    return NULL;
+}
+
+#define SL_SECRET_MIN 16
+#define SL_SECRET_MAX 4096
+
+/* Reads a file of at most SL_SECRET_MAX bytes, now: httpd reads its
+ * configuration as root, before the children drop their privileges, so a
+ * file readable by root only works. CR and LF at its end are not part of
+ * the content, so a file written by an editor or by echo reads the same as
+ * one written without them. A file others can read is accepted with a
+ * warning: refusing it would stop a server over a mode bit. */
+static const char *sl_read_secret_file(cmd_parms *cmd, const char *arg,
+                                       unsigned char **out, apr_size_t *outlen)
+{
+    const char *path = ap_server_root_relative(cmd->temp_pool, arg);
+    unsigned char *buf = NULL;
+    apr_file_t *f;
+    apr_finfo_t fi;
+    apr_size_t len = 0;
+    apr_status_t rv;
+    char errbuf[128];
+
+    if (!path) {
+        return sl_err(cmd, apr_psprintf(cmd->pool, "'%s': bad path", arg));
+    }
+    rv = apr_file_open(&f, path, APR_FOPEN_READ | APR_FOPEN_BINARY,
+                       APR_FPROT_OS_DEFAULT, cmd->temp_pool);
+    if (rv == APR_SUCCESS) {
+        rv = apr_file_info_get(
+            &fi, APR_FINFO_TYPE | APR_FINFO_SIZE | APR_FINFO_PROT, f);
+        if (rv == APR_SUCCESS && fi.filetype != APR_REG) {
+            apr_file_close(f);
+            return sl_err(
+                cmd,
+                apr_psprintf(cmd->pool, "'%s' is not a regular file", path));
+        }
+        if (rv == APR_SUCCESS && fi.size > SL_SECRET_MAX) {
+            apr_file_close(f);
+            return sl_err(cmd, apr_psprintf(cmd->pool,
+                                            "'%s' is longer than %d bytes",
+                                            path, SL_SECRET_MAX));
+        }
+        buf = apr_palloc(cmd->pool, SL_SECRET_MAX + 1);
+        if (rv == APR_SUCCESS) {
+            rv = apr_file_read_full(f, buf, SL_SECRET_MAX + 1, &len);
+            rv = rv == APR_EOF ? APR_SUCCESS : rv;
+        }
+        apr_file_close(f);
+    }
+    if (rv != APR_SUCCESS) {
+        return sl_err(cmd,
+                      apr_psprintf(cmd->pool, "cannot read '%s': %s", path,
+                                   apr_strerror(rv, errbuf, sizeof(errbuf))));
+    }
+    while (len && (buf[len - 1] == '\n' || buf[len - 1] == '\r')) {
+        len--;
+    }
+    if (fi.protection & (APR_FPROT_GREAD | APR_FPROT_WREAD)) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, cmd->server,
+                     "mod_slidinglimit: %s: '%s' is readable by others than "
+                     "its owner; make it readable by root only (chmod 0400)",
+                     cmd->cmd->name, path);
+    }
+    *out = buf;
+    *outlen = len;
+    return NULL;
+}
+
+/* A password given as file:PATH (one line, read now as root) or
+ * env:NAME (httpd's environment at start-up), never written in the
+ * configuration itself: mod_info and "httpd -D DUMP_CONFIG" show every
+ * directive's arguments as written. */
+static const char *sl_read_password(cmd_parms *cmd, const char *arg,
+                                    const char **out)
+{
+    const char *v = NULL;
+    apr_size_t len = 0;
+    const char *err;
+
+    if (!strncmp(arg, "file:", 5) && arg[5]) {
+        unsigned char *buf;
+        if ((err = sl_read_secret_file(cmd, arg + 5, &buf, &len))) {
+            return err;
+        }
+        v = (const char *) buf;
+        if (!len) {
+            return sl_err(
+                cmd, apr_psprintf(cmd->pool, "'%s': the file is empty", arg));
+        }
+    }
+    else if (!strncmp(arg, "env:", 4) && arg[4]) {
+        v = getenv(arg + 4);
+        if (!v || !*v) {
+            return sl_err(cmd,
+                          apr_psprintf(cmd->pool, "'%s': the variable is %s",
+                                       arg, v ? "empty" : "not set"));
+        }
+        len = strlen(v);
+    }
+    else {
+        return sl_err(cmd, apr_psprintf(cmd->pool,
+                                        "'%s' is neither file:PATH nor "
+                                        "env:NAME",
+                                        arg));
+    }
+    if (memchr(v, '\0', len) || memchr(v, '\n', len) || memchr(v, '\r', len)) {
+        return sl_err(cmd, apr_psprintf(cmd->pool,
+                                        "'%s': a password is one line, "
+                                        "without NUL bytes",
+                                        arg));
+    }
+    *out = apr_pstrmemdup(cmd->pool, v, len);
+    return NULL;
+}
+
+/* The URL may name the user, never a password of its own as well. */
+static const char *sl_store_give_password(cmd_parms *cmd, sl_store_url_t *u,
+                                          const char *pw)
+{
+    if (u->kind == SL_STORE_SHM) {
+        return NULL; /* the check after the merge says it does nothing */
+    }
+    if (u->password && *u->password && !u->bare_userinfo) {
+        return apr_psprintf(cmd->pool,
+                            "%s: the store %s already holds a password in its "
+                            "URL; give it in one place (SlidingLimitStore "
+                            "redis://user@host with SlidingLimitStorePassword)",
+                            cmd->cmd->name, u->display);
+    }
+    sl_store_set_password(u, pw);
     return NULL;
 }
 
@@ -647,14 +979,31 @@ static const char *sl_cmd_store(cmd_parms *cmd, void *dconf, const char *arg)
                      ? err
                      : apr_psprintf(cmd->pool, "%s (in '%s')", err, shown));
     }
+    if (sc->store_password &&
+        (err = sl_store_give_password(cmd, u, sc->store_password))) {
+        return err;
+    }
     sc->store = u;
     return NULL;
 }
 
-static sl_server_conf_t *sl_server_conf(cmd_parms *cmd)
+static const char *sl_cmd_store_password(cmd_parms *cmd, void *dconf,
+                                         const char *arg)
 {
-    return ap_get_module_config(cmd->server->module_config,
-                                &slidinglimit_module);
+    sl_server_conf_t *sc = sl_server_conf(cmd);
+    const char *pw, *err;
+    (void) dconf;
+
+    if ((err = sl_read_password(cmd, arg, &pw))) {
+        return err;
+    }
+    /* The store this record names itself (a virtual host's inherited one
+     * gets it in the merge): whichever of the two directives comes last. */
+    if (sc->store && (err = sl_store_give_password(cmd, sc->store, pw))) {
+        return err;
+    }
+    sc->store_password = pw;
+    return NULL;
 }
 
 static const char *sl_cmd_sentinel_auth(cmd_parms *cmd, void *dconf,
@@ -663,11 +1012,19 @@ static const char *sl_cmd_sentinel_auth(cmd_parms *cmd, void *dconf,
     sl_server_conf_t *sc = sl_server_conf(cmd);
     (void) dconf;
 
+    const char *pw = a2 ? a2 : a1, *err;
+
     if (!*a1 || (a2 && !*a2)) {
         return sl_err(cmd, "needs [USER] PASSWORD, neither empty");
     }
+    /* file:PATH and env:NAME keep the password out of the configuration
+     * (and so out of mod_info and DUMP_CONFIG). */
+    if ((!strncmp(pw, "file:", 5) || !strncmp(pw, "env:", 4)) &&
+        (err = sl_read_password(cmd, pw, &pw))) {
+        return err;
+    }
     sc->sentinel_user = a2 ? a1 : NULL;
-    sc->sentinel_password = a2 ? a2 : a1;
+    sc->sentinel_password = pw;
     return NULL;
 }
 
@@ -751,6 +1108,11 @@ const char *sl_config_store_check(apr_pool_t *p, server_rec *s,
                      "(rediss://, clusters://, sentinels://)",
                      u ? u->display : "shm");
     }
+    if (sc->store_password && (!u || u->kind == SL_STORE_SHM)) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
+                     "mod_slidinglimit: SlidingLimitStorePassword has no "
+                     "effect: the store is shm");
+    }
     if (sc->sentinel_password && (!u || u->kind != SL_STORE_SENTINEL)) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
                      "mod_slidinglimit: SlidingLimitSentinelAuth has no "
@@ -758,6 +1120,21 @@ const char *sl_config_store_check(apr_pool_t *p, server_rec *s,
                      u ? u->display : "shm");
     }
     return NULL;
+}
+
+static const char *sl_cmd_override(cmd_parms *cmd, void *dconf, const char *arg)
+{
+    int i;
+    (void) dconf;
+
+    for (i = 0; i < 3; i++) {
+        if (!strcasecmp(arg, sl_override_names[i])) {
+            sl_server_conf(cmd)->override = i;
+            return NULL;
+        }
+    }
+    return sl_err(
+        cmd, apr_psprintf(cmd->pool, "'%s' is none of none, add, all", arg));
 }
 
 static const char *sl_cmd_timeout(cmd_parms *cmd, void *dconf, const char *a1,
@@ -847,76 +1224,27 @@ static const char *sl_cmd_shm_size(cmd_parms *cmd, void *dconf, const char *arg)
     return NULL;
 }
 
-#define SL_SECRET_MIN 16
-#define SL_SECRET_MAX 4096
-
 /* The identities' secret: every server that shares a store must read the
- * same bytes, or each counts its own budgets. CR and LF at the end are not
- * part of it, so a file written by an editor or by echo gives the same
- * secret as one written without it. */
+ * same bytes, or each counts its own budgets. */
 static const char *sl_cmd_secret(cmd_parms *cmd, void *dconf, const char *arg)
 {
-    sl_server_conf_t *sc =
-        ap_get_module_config(cmd->server->module_config, &slidinglimit_module);
-    const char *path = ap_server_root_relative(cmd->temp_pool, arg);
+    sl_server_conf_t *sc = sl_server_conf(cmd);
     unsigned char *buf;
-    apr_file_t *f;
-    apr_finfo_t fi;
-    apr_size_t len = 0;
-    apr_status_t rv;
-    char errbuf[128];
+    apr_size_t len;
+    const char *err = sl_read_secret_file(cmd, arg, &buf, &len);
     (void) dconf;
 
-    if (!path) {
-        return sl_err(cmd, apr_psprintf(cmd->pool, "'%s': bad path", arg));
-    }
-    rv = apr_file_open(&f, path, APR_FOPEN_READ | APR_FOPEN_BINARY,
-                       APR_FPROT_OS_DEFAULT, cmd->temp_pool);
-    if (rv == APR_SUCCESS) {
-        rv = apr_file_info_get(
-            &fi, APR_FINFO_TYPE | APR_FINFO_SIZE | APR_FINFO_PROT, f);
-        if (rv == APR_SUCCESS && fi.filetype != APR_REG) {
-            apr_file_close(f);
-            return sl_err(
-                cmd,
-                apr_psprintf(cmd->pool, "'%s' is not a regular file", path));
-        }
-        if (rv == APR_SUCCESS && fi.size > SL_SECRET_MAX) {
-            apr_file_close(f);
-            return sl_err(cmd, apr_psprintf(cmd->pool,
-                                            "'%s' is longer than %d bytes",
-                                            path, SL_SECRET_MAX));
-        }
-        buf = apr_palloc(cmd->pool, SL_SECRET_MAX + 1);
-        if (rv == APR_SUCCESS) {
-            rv = apr_file_read_full(f, buf, SL_SECRET_MAX + 1, &len);
-            rv = rv == APR_EOF ? APR_SUCCESS : rv;
-        }
-        apr_file_close(f);
-    }
-    if (rv != APR_SUCCESS) {
-        return sl_err(cmd,
-                      apr_psprintf(cmd->pool, "cannot read '%s': %s", path,
-                                   apr_strerror(rv, errbuf, sizeof(errbuf))));
-    }
-    while (len && (buf[len - 1] == '\n' || buf[len - 1] == '\r')) {
-        len--;
+    if (err) {
+        return err;
     }
     if (len < SL_SECRET_MIN || len > SL_SECRET_MAX) {
-        return sl_err(cmd, apr_psprintf(cmd->pool,
-                                        "'%s' holds %lu bytes; a secret needs "
-                                        "%d to %d (e.g. 32 random bytes)",
-                                        path, (unsigned long) len,
-                                        SL_SECRET_MIN, SL_SECRET_MAX));
-    }
-    /* httpd reads its configuration as root: a secret others can read is
-     * no secret, but refusing it would stop a server over a mode bit. */
-    if (fi.protection & (APR_FPROT_GREAD | APR_FPROT_WREAD)) {
-        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, cmd->server,
-                     "mod_slidinglimit: SlidingLimitKeySecret: '%s' is "
-                     "readable by others than its owner; make it readable "
-                     "by root only (chmod 0400)",
-                     path);
+        return sl_err(cmd,
+                      apr_psprintf(cmd->pool,
+                                   "'%s' holds %lu bytes; a secret needs "
+                                   "%d to %d (e.g. 32 random bytes)",
+                                   ap_server_root_relative(cmd->temp_pool, arg),
+                                   (unsigned long) len, SL_SECRET_MIN,
+                                   SL_SECRET_MAX));
     }
     sc->secret = buf;
     sc->secret_len = len;
@@ -960,8 +1288,14 @@ const command_rec sl_cmds[] = {
                   "cluster[s]://[user:password@]host:port[,...], "
                   "sentinel[s]://[user:password@]host:port[,...]/MASTER[/db] "
                   "or shm"),
+    AP_INIT_TAKE1("SlidingLimitStorePassword", sl_cmd_store_password, NULL,
+                  RSRC_CONF,
+                  "file:PATH or env:NAME: the store's password, kept out of "
+                  "the configuration"),
     AP_INIT_TAKE12("SlidingLimitSentinelAuth", sl_cmd_sentinel_auth, NULL,
-                   RSRC_CONF, "[USER] PASSWORD of the Sentinels"),
+                   RSRC_CONF,
+                   "[USER] PASSWORD of the Sentinels (PASSWORD may be "
+                   "file:PATH or env:NAME)"),
     AP_INIT_TAKE1("SlidingLimitStoreTLSCA", sl_cmd_tls_ca, NULL, RSRC_CONF,
                   "CA file or directory that verifies the store (default: "
                   "the system's)"),
@@ -980,6 +1314,9 @@ const command_rec sl_cmds[] = {
                   "same on every server that shares the store"),
     AP_INIT_TAKE1("SlidingLimitShmSize", sl_cmd_shm_size, NULL, RSRC_CONF,
                   "size of the shared memory store, e.g. 8M (default 8M)"),
+    AP_INIT_TAKE1("SlidingLimitOverride", sl_cmd_override, NULL, RSRC_CONF,
+                  "what .htaccess files may do: none, add (limits, never "
+                  "loosen the server's; the default) or all"),
     AP_INIT_TAKE_ARGV("SlidingLimit", sl_cmd_limit, NULL, SL_DIR_CONF,
                       "REQUESTS WINDOW [name=NAME] [algorithm=log|counter|"
                       "gcra] [burst=N] [cost=N|expr:STRING] [cost-unit=N] "

@@ -33,6 +33,11 @@ struct sl_store;
 #define SL_STATUS_PAGE_INSPECT 2
 #define SL_STATUS_PAGE_RESET   3
 
+/* SlidingLimitOverride: what an .htaccess file may do */
+#define SL_OVERRIDE_NONE 0 /* no SlidingLimit directive at all */
+#define SL_OVERRIDE_ADD  1 /* add limits, never loosen (the default) */
+#define SL_OVERRIDE_ALL  2 /* as in <Directory> */
+
 /* Defaults, applied where a value is read (never in merge). */
 #define SL_DEFAULT_CONNECT_TIMEOUT apr_time_from_msec(100)
 #define SL_DEFAULT_COMMAND_TIMEOUT apr_time_from_msec(50)
@@ -63,10 +68,14 @@ typedef struct sl_server_conf {
      * password: the default user */
     const char *sentinel_user;
     const char *sentinel_password;
+    /* SlidingLimitStorePassword, as read from its file or variable; NULL:
+     * unset (the URL's, if any). Given to this record's store URL. */
+    const char *store_password;
     const char *tls_ca;   /* NULL: unset (the system's CAs) */
     const char *tls_cert; /* NULL: unset (no client certificate) */
     const char *tls_key;
     int tls_verify; /* -1: unset (on) */
+    int override;   /* SL_OVERRIDE_*; -1: unset (add) */
     /* Until the merge: this record's server, and the unnamed limits
      * written in its sections (a virtual host's, see sl_merge_server_conf). */
     server_rec *server;
@@ -92,6 +101,12 @@ typedef struct sl_dir_conf {
     int fail_status;
     int dry_run;
     const char *section; /* identifies unnamed limits */
+    /* Read from .htaccess under SlidingLimitOverride add: its limits are
+     * added to the ones it inherits instead of replacing them. */
+    int htaccess_add;
+    /* The limits .htaccess files added (the end of limits): kept when a
+     * section merged later (a <Location>, an <If>) sets its own. */
+    apr_array_header_t *added;
 } sl_dir_conf_t;
 
 extern const command_rec sl_cmds[];

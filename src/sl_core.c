@@ -130,7 +130,10 @@ const char *sl_algorithm_name(int alg)
 }
 
 /* base64 of the first n bytes of SHA-1(data), without padding: 12 bytes give
- * 16 characters. '+' and '/' are harmless in keys; braces never appear. */
+ * 16 characters. '+' and '/' are harmless in keys; braces never appear.
+ * Policy ids keep 96 bits: a tenant who names a policy in .htaccess would
+ * need about 2^96 tries to land on the id of another (48 bits, as they
+ * once were, are within reach of a search offline). */
 static const char *sl_hash(apr_pool_t *p, const char *data, apr_size_t len,
                            int n)
 {
@@ -186,7 +189,7 @@ void sl_limit_scope(apr_pool_t *p, sl_limit_t *l, const char *scope)
 {
     const char *basis = apr_pstrcat(p, "n\n", scope, "\n", l->name, NULL);
 
-    l->id = sl_hash(p, basis, strlen(basis), 6);
+    l->id = sl_hash(p, basis, strlen(basis), SL_POLICY_ID_BYTES);
 }
 
 int sl_limit_counts(const sl_limit_t *l, int status)
@@ -236,7 +239,7 @@ static const char *sl_limit_id(apr_pool_t *p, const sl_limit_t *l,
                              l->section, l->requests, l->window, l->burst,
                              host ? "\nh\n" : "", host ? host : "");
     }
-    return sl_hash(p, basis, strlen(basis), 6);
+    return sl_hash(p, basis, strlen(basis), SL_POLICY_ID_BYTES);
 }
 
 void sl_limit_set_host(apr_pool_t *p, sl_limit_t *l, const char *host)
@@ -544,11 +547,19 @@ const char *sl_identity(apr_pool_t *p, const unsigned char *secret,
 }
 
 const char *sl_store_key(apr_pool_t *p, const char *prefix,
-                         const char *identity, const sl_limit_t *l, int alg)
+                         const char *identity, const sl_limit_t *l, int alg,
+                         const unsigned char *secret, apr_size_t slen)
 {
     char code[2] = {sl_algorithm_code(alg), '\0'};
+    /* Under a secret the policy's part is keyed too, like the identity:
+     * nobody without it can name a policy whose key is another's. Made
+     * here because a section's limits are read before the server's secret
+     * may be, and one section may serve hosts with different secrets. */
+    const char *policy =
+        secret ? sl_identity(p, secret, slen, "policy", l->id, strlen(l->id))
+               : l->id;
 
-    return apr_pstrcat(p, prefix, ":{", identity, "}", l->id, ".", code, NULL);
+    return apr_pstrcat(p, prefix, ":{", identity, "}", policy, ".", code, NULL);
 }
 
 const char *sl_decision_parse(apr_pool_t *p, const long long *v, apr_size_t nv,
@@ -877,6 +888,7 @@ static const char *sl_split_userinfo(apr_pool_t *p, const char *rest,
     }
     else {
         out->password = apr_pstrmemdup(p, rest, at - rest);
+        out->bare_userinfo = 1;
     }
     return at + 1;
 }

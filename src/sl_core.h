@@ -18,9 +18,12 @@
 #define SL_HDR_DRAFT03 2
 #define SL_HDR_XRL     4
 
+#define SL_POLICY_ID_BYTES 12
+
 typedef struct sl_limit {
     const char *name;     /* policy name in headers, logs and metrics */
-    const char *id;       /* short, stable policy id (part of store keys) */
+    const char *id;       /* stable policy id (part of store keys): 16
+                             characters, 96 bits of SHA-1 */
     apr_int64_t requests; /* quota */
     apr_int64_t window;   /* rolling window, microseconds */
     apr_int64_t burst;    /* gcra tolerance in requests; 0: requests */
@@ -126,9 +129,12 @@ const char *sl_identity(apr_pool_t *p, const unsigned char *secret,
                         apr_size_t len);
 
 /* PREFIX:{identity}POLICY.A -- the braces make every key of one identity
- * share a Redis Cluster hash slot. */
+ * share a Redis Cluster hash slot. POLICY is the limit's id, or with a
+ * secret (SlidingLimitKeySecret) sl_identity of source "policy" and the
+ * id: 16 characters either way. */
 const char *sl_store_key(apr_pool_t *p, const char *prefix,
-                         const char *identity, const sl_limit_t *l, int alg);
+                         const char *identity, const sl_limit_t *l, int alg,
+                         const unsigned char *secret, apr_size_t slen);
 
 /* Reads the script's integer reply; refuses anything out of shape. */
 /* Makes a named limit's budget the one of its name within scope only (the
@@ -199,6 +205,9 @@ typedef struct sl_store_url {
     int db;
     const char *user; /* the data node's credentials */
     const char *password;
+    /* The userinfo had no ':': a password, or the user name where
+     * SlidingLimitStorePassword gives the password. */
+    int bare_userinfo;
     const char *display; /* for logs: "user:***@" at most, never a password */
     apr_uint32_t tag;    /* the same for URLs naming the same data */
 } sl_store_url_t;

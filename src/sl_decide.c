@@ -71,8 +71,9 @@ void sl_decide_budget(apr_pool_t *p, const sl_server_conf_t *sc,
     b->algorithm = l->algorithm != SL_ALG_UNSET
                        ? l->algorithm
                        : SL_OR(dc->algorithm, SL_ALG_LOG);
-    b->key = sl_store_key(p, sc->prefix ? sc->prefix : SL_DEFAULT_PREFIX,
-                          identity, l, b->algorithm);
+    b->key =
+        sl_store_key(p, sc->prefix ? sc->prefix : SL_DEFAULT_PREFIX, identity,
+                     l, b->algorithm, sc->secret, sc->secret_len);
     b->key_len = strlen(b->key);
     b->store = sc->store ? sc->store->tag : 0;
     b->requests = l->requests;

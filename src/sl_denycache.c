@@ -47,8 +47,12 @@ typedef struct sl_dc_entry {
     apr_int64_t burst;
     int algorithm;
     apr_uint32_t store;
-    apr_int64_t cost; /* of the request the answer was for */
-    apr_time_t until; /* 0: nothing known */
+    apr_int64_t cost;  /* of the request the answer was for */
+    apr_int64_t block; /* the limit's block=: a refusal under one lasts as
+                          long as the block, which a limit without any
+                          (the store ignores a block it has no block= for)
+                          does not see */
+    apr_time_t until;  /* 0: nothing known */
     apr_time_t retry_at;
     /* The request (any child's) asking the store about this key for all
      * children after a refusal ended, 0 for none; ignored after ask_end. */
@@ -224,8 +228,8 @@ static int sl_dc_match(const sl_dc_entry_t *e, const sl_budget_t *c)
     return e->cost == sl_dc_cost(c) && e->requests == c->requests &&
            e->window == c->window && e->burst == c->burst &&
            e->algorithm == c->algorithm && e->store == c->store &&
-           c->key_len < SL_DC_KEY && !memcmp(e->key, c->key, c->key_len) &&
-           e->key[c->key_len] == '\0';
+           e->block == c->block && c->key_len < SL_DC_KEY &&
+           !memcmp(e->key, c->key, c->key_len) && e->key[c->key_len] == '\0';
 }
 
 /* A refusal that ended less than SL_DC_RECENT ago. */
@@ -535,6 +539,7 @@ static void sl_dc_take(sl_dc_entry_t *e, const sl_budget_t *c,
     e->algorithm = c->algorithm;
     e->store = c->store;
     e->cost = sl_dc_cost(c);
+    e->block = c->block;
     e->until = 0;
     e->retry_at = 0;
     e->asker = 0;

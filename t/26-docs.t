@@ -49,6 +49,9 @@ like($enabled, qr/^\s*<ElseIf "req\('X-Api-Key'\)/m, 'the tiers example is enabl
 # The reference configuration's secret file exists only where it is deployed.
 $enabled =~ s{^(\s*SlidingLimitKeySecret )\S+}{$1$top/t/conf/keysecret-a}m;
 
+# ... and its store password's variable only where it runs.
+local $ENV{SLIDINGLIMIT_REDIS_PASSWORD} = 'reference-password';
+
 my ($rc, $out) = httpd_check($enabled);
 is($rc, 0, 'conf/slidinglimit.conf with every setting enabled passes httpd -t')
     or diag($out);

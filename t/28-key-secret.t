@@ -10,7 +10,7 @@ use SL::Test;
 use SL::Keys;
 use File::Temp qw(tempdir);
 
-plan tests => 12;
+plan tests => 13;
 
 my $conf = top_dir() . '/t/conf';
 
@@ -20,10 +20,12 @@ sub get {
 }
 
 my $ip = fresh_ip();
+# Under a secret the policy's part of the key is keyed too.
+my $pid = sl_policy_named('keys-secret');
 my $ka = sl_key(identity => keyed_identity("$conf/keysecret-a", 'ip', $ip),
-    policy => 'keys-secret');
+    policy_id => keyed_policy("$conf/keysecret-a", $pid));
 my $kb = sl_key(identity => keyed_identity("$conf/keysecret-b", 'ip', $ip),
-    policy => 'keys-secret');
+    policy_id => keyed_policy("$conf/keysecret-b", $pid));
 my $plain = sl_key(identity => sl_identity('ip', $ip), policy => 'keys-secret');
 
 # (Whether $ka and $kb differ, or keep the key shape, is the test's own
@@ -34,6 +36,8 @@ is(redis('ZCARD', $ka), 1, 'secret a: counted under the keyed identity');
 is(get('sl_secret_b', $ip), 200, 'secret b: the same client is admitted');
 is(redis('ZCARD', $kb), 1, 'secret b: counted under its own keyed identity');
 is(redis('EXISTS', $plain), 0, 'no key under the unkeyed identity');
+is(redis('EXISTS', sl_key(identity => keyed_identity("$conf/keysecret-a", 'ip', $ip),
+    policy => 'keys-secret')), 0, 'no key under the unkeyed policy id');
 is_deeply([ map { get('sl_secret_a', $ip) } 1 .. 3 ], [ 200, 200, 429 ],
     'secret a: its own budget of 3 is spent, b\'s request did not count');
 is(get(undef, $ip), 200, 'no secret: admitted');

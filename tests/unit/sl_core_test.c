@@ -109,6 +109,8 @@ static void test_limits(apr_pool_t *p)
         EXPECT(strcmp(x->id, y->id), "unnamed: one budget per virtual host");
         EXPECT(!strcmp(x->id, z->id), "... the same for the same host");
         EXPECT(!strcmp(n->id, named), "named: one budget across hosts");
+        EXPECT(strlen(x->id) == 16 && strlen(n->id) == 16,
+               "ids hold 96 bits (16 characters)");
     }
     d = limit(p, "100 60s algorithm=gcra burst=10", "<Location /a>\n", &err);
     EXPECT(d && d->algorithm == SL_ALG_GCRA && d->burst == 10, "gcra burst");
@@ -339,9 +341,26 @@ static void test_keys(apr_pool_t *p)
     EXPECT(!strcmp(sl_ip_key(p, "fe80::1:2:3:4%eth0", 64), "fe80::/64"),
            "zone id dropped");
     l = limit(p, "10 1m name=api", "", &err);
-    key = sl_store_key(p, "sl", k1, l, SL_ALG_COUNTER);
+    key = sl_store_key(p, "sl", k1, l, SL_ALG_COUNTER, NULL, 0);
     EXPECT(!strncmp(key, "sl:{", 4) && key[strlen(key) - 1] == 'c',
            "key shape %s", key);
+    /* 96 bits of SHA-1("n\napi"), as t/lib/SL/Test.pm computes it. */
+    EXPECT(!strcmp(l->id, "f1T9dVjwyKc/0JjT"), "policy id vector: %s", l->id);
+    EXPECT(
+        !strcmp(key, apr_pstrcat(p, "sl:{", k1, "}f1T9dVjwyKc/0JjT.c", NULL)),
+        "unkeyed: the id itself: %s", key);
+    {
+        static const unsigned char s1[] = "0123456789abcdef0123456789abcdef";
+        static const unsigned char s2[] = "0123456789abcdef0123456789abcdeF";
+        const char *k = sl_store_key(p, "sl", k1, l, SL_ALG_COUNTER, s1, 32);
+        const char *k2 = sl_store_key(p, "sl", k1, l, SL_ALG_COUNTER, s2, 32);
+        /* HMAC-SHA1(s1, "policy\0" id), 12 bytes in base64 (SL::Keys). */
+        EXPECT(
+            !strcmp(k, apr_pstrcat(p, "sl:{", k1, "}kaOfkk8CZbeic51U.c", NULL)),
+            "keyed policy vector: %s", k);
+        EXPECT(strcmp(k, k2) && strlen(k) == strlen(k2),
+               "keyed policy depends on the secret, same shape");
+    }
     EXPECT(sl_key_slot(key, strlen(key)) == sl_key_slot(k1, strlen(k1)),
            "the hash tag decides the slot");
     /* Redis Cluster's reference values (cluster spec). */

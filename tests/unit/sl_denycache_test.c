@@ -136,6 +136,19 @@ static void test_what_is_cached(apr_pool_t *p)
     EXPECT(sl_request(dc, &b, NULL, ra) == 0,
            "the same key in another store: no hit");
     EXPECT(sl_request(dc, &a, NULL, ra) == 1, "... while its own still is");
+
+    /* Nor the same key under a limit without the block=: the store
+     * answers such a limit from its own window, not from the block. */
+    b = sl_mk("t:{f}x.g");
+    b.block = apr_time_from_sec(3600);
+    d = sl_answer(p, 0, 0, 0, apr_time_from_sec(3600));
+    sl_request(dc, &b, &d, ra);
+    EXPECT(sl_request(dc, &b, NULL, ra) == 1, "a refusal under a block");
+    b.block = 0;
+    EXPECT(sl_request(dc, &b, NULL, ra) == 0,
+           "... is no refusal for the key without block=");
+    b.block = apr_time_from_sec(600);
+    EXPECT(sl_request(dc, &b, NULL, ra) == 0, "... nor with another block=");
 }
 
 /* A refusal holds for the cost it was answered for: a cheaper request may

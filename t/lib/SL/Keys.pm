@@ -15,7 +15,7 @@ use IO::Socket::INET;
 use MIME::Base64 qw(encode_base64);
 use SL::Test;
 
-our @EXPORT = qw(basic tag raw_request policy_unnamed keyed_identity
+our @EXPORT = qw(basic tag raw_request policy_unnamed keyed_identity keyed_policy
   httpd_bin httpd_check top_dir shape_ok tls_certs);
 
 my $tags = 0;
@@ -45,7 +45,7 @@ sub raw_request {
 sub policy_unnamed {
     my ($section, $requests, $window_us, $burst) = @_;
     my $basis = "s\n$section\n$requests\n$window_us\n" . ($burst // 0);
-    return encode_base64(substr(sha1($basis), 0, 6), '');
+    return encode_base64(substr(sha1($basis), 0, 12), '');
 }
 
 # The identity under SlidingLimitKeySecret $file: HMAC-SHA1 of the source
@@ -60,9 +60,17 @@ sub keyed_identity {
     return encode_base64(substr(hmac_sha1("$source\0$value", $secret), 0, 12), '');
 }
 
-# The fixed shape of every store key: prefix, a 16-character hash tag, an
-# 8-character policy id and the algorithm.
-sub shape_ok { return $_[0] =~ m{\Asltest:\{[A-Za-z0-9+/]{16}\}[A-Za-z0-9+/]{8}\.[lcg](?:\.b)?\z} }
+# The policy's part of a store key under SlidingLimitKeySecret $file: the
+# policy id ($id: SL::Test::sl_policy_named, policy_unnamed) keyed as an
+# identity of source "policy".
+sub keyed_policy {
+    my ($file, $id) = @_;
+    return keyed_identity($file, 'policy', $id);
+}
+
+# The fixed shape of every store key: prefix, a 16-character hash tag, a
+# 16-character policy id and the algorithm.
+sub shape_ok { return $_[0] =~ m{\Asltest:\{[A-Za-z0-9+/]{16}\}[A-Za-z0-9+/]{16}\.[lcg](?:\.b)?\z} }
 
 sub top_dir {
     require Apache::Test;

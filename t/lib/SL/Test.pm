@@ -102,7 +102,9 @@ sub sl_identity {
     return _b64(substr(sha1("$source\0$value"), 0, 12));
 }
 
-sub sl_policy_named { _b64(substr(sha1("n\n$_[0]"), 0, 6)) }
+# The id of a named policy: 96 bits of SHA-1 (keyed under a secret in the
+# store key: SL::Keys::keyed_policy).
+sub sl_policy_named { _b64(substr(sha1("n\n$_[0]"), 0, 12)) }
 
 # The store key of a budget: sl_key(ip => '10.1.2.3', policy => 'basic',
 # alg => 'l'); identity => a hashed identity (sl_identity) instead of ip,
