@@ -3,7 +3,8 @@
 # cost N consumes N units and waits until N fit; a refusal with a block
 # keeps the limit refused in the store until the block ends, whatever the
 # algorithm's own state; the give-back undoes exactly the reservation, in
-# the window it went into.
+# the window it went into, and under gcra no more of it than is still
+# charged. On the log a request is one entry whatever its cost.
 use strict;
 use warnings;
 
@@ -12,7 +13,7 @@ use Apache::TestUtil;
 use SL::Test;
 use SL::Algo;
 
-plan tests => 3 * 4 + 4 + 8 + 10 + 5;
+plan tests => 3 * 4 + 4 + 5 + 4 + 8 + 10 + 5 + 2;
 
 sub slurp {
     my $f = Apache::Test::vars('serverroot') . "/../lua/$_[0]";
@@ -59,13 +60,47 @@ for my $alg (qw(l c g)) {
     my $key = "$p.members.l";
     check(1, $key, 'req', 'l', 10, 60e6, 10, 3, 0);
     my $m = redis('ZRANGE', $key, 0, -1);
-    ok t_cmp(join(',', sort @$m), 'req,req/2,req/3', 'log: one entry per unit, named for the give-back');
+    ok t_cmp(join(',', sort @$m), qr/^#\d{16},3\*req$/, 'log: one entry for the request, named with its weight, and the total');
     ok t_cmp(err_of($check, 1, "$p.g", 'm', 'g', 10, 60e6, 2, 3, 0),
         qr/bad cost 1/, 'gcra: a cost above the burst is refused');
     ok t_cmp(err_of($check, 1, "$p.g", 'm', 'g', 10, 60e6, 2, 0, 0),
         qr/bad cost 1/, 'a cost of 0 is refused');
     ok t_cmp(err_of($check, 1, "$p.g", 'm', 'g', 10, 60e6, 2, 1, '1e6'),
         qr/bad limit 1/, 'a block in another notation is refused');
+}
+
+# A million units on the log are one entry: the script's work and the
+# key's memory do not grow with a cost. A refusal waits until enough
+# weight has left the window.
+{
+    my $key = "$p.million.l";
+    my @r = map { check(1, $key, "big$_", 'l', 2_500_000, 60e6, 2_500_000, 1_000_000, 0) } 1 .. 3;
+    ok t_cmp(join(' ', map { $_->[2] ? $_->[4] : 'refused' } @r), '1500000 500000 refused',
+        'log: cost 1000000 on 2500000 leaves 1500000, 500000, then refuses');
+    my $t1 = $r[0][0] * 1e6 + $r[0][1];
+    my $t3 = $r[2][0] * 1e6 + $r[2][1];
+    ok t_cmp($r[2][5], $t1 + 60e6 - $t3, '... until the first million leaves the window');
+    ok t_cmp(redis('ZCOUNT', $key, '(0', '+inf'), 2, '... which holds two entries');
+    ok t_cmp(redis('ZSCORE', $key, '1000000*big1'), $t1, '... each named with its weight');
+    my $bytes = redis('MEMORY', 'USAGE', $key);
+    ok($bytes < 512, "... in $bytes bytes");
+}
+{
+    # Units 0-2 are a's, 3 is b's, 4-7 are c's: a request of cost k waits
+    # for unit 8 + k - 10 - 1 to leave.
+    my $key = "$p.weights.l";
+    my %t;
+    for (['a', 3], ['b', 1], ['c', 4]) {
+        my $x = check(1, $key, $_->[0], 'l', 10, 60e6, 10, $_->[1], 0);
+        $t{ $_->[0] } = $x->[0] * 1e6 + $x->[1];
+    }
+    for ([5, 'a'], [6, 'b'], [7, 'c'], [10, 'c']) {
+        my ($cost, $who) = @$_;
+        my $x = check(1, $key, 'late', 'l', 10, 60e6, 10, $cost, 0);
+        my $now = $x->[0] * 1e6 + $x->[1];
+        ok($x->[2] == 0 && $x->[5] == $t{$who} + 60e6 - $now,
+            "log: costs 3, 1, 4 on 10: cost $cost waits for $who to leave ($x->[5] us)");
+    }
 }
 
 # block: 2 per 60 s with a 2 s block. The third request starts the block;
@@ -118,7 +153,7 @@ for my $alg (qw(l c g)) {
     my $at = $r->[0] * 1e6 + $r->[1];
     my $back = refund(1, $key, 'req', $at, 'l', 10, 60e6, 3);
     ok t_cmp("@$back", '3', 'log: 3 units back');
-    ok t_cmp(join(',', @{ redis('ZRANGE', $key, 0, -1) }), 'keep', '... the request\'s own entries, no other');
+    ok t_cmp(join(',', @{ redis('ZRANGE', $key, 0, -1) }), '1*keep', '... the request\'s own entry, no other, and no total left');
     $back = refund(1, $key, 'req', $at, 'l', 10, 60e6, 3);
     ok t_cmp("@$back", '0', '... and only once');
 }
@@ -161,6 +196,17 @@ for my $alg (qw(l c g)) {
     my $tat = redis('GET', $key);
     my $now = store_now();
     ok($back->[0] == 2 && $tat >= $at && $tat <= $now, "gcra: the TAT back to now, never below ($tat)");
+
+    # 2 units at 1 per second, admitted 1.5 s ago behind another request's
+    # 2: the TAT is 2.5 s ahead, and 0.5 s of the request's own charge is
+    # left. Only that goes back: the other request's charge stays.
+    my $now0 = store_now();
+    redis('SET', $key, $now0 + 2.5e6, 'PX', 10000);
+    $back = refund(1, $key, 'm', $now0 - 1.5e6, 'g', 10, 10e6, 2);
+    $tat = redis('GET', $key);
+    ok($tat >= $now0 + 2e6 && $tat < $now0 + 2.5e6,
+        sprintf('gcra: a charge decayed to 0.5 s gives back no more (TAT %.3f s ahead)', ($tat - $now0) / 1e6));
+    ok t_cmp($back->[0], 1, '... which is one unit, rounded up');
     ok t_cmp(err_of($refund, 1, $key, 'm', 'x', 'g', 10, 10e6, 2), qr/bad arguments/, 'refund: a bad time is refused');
     ok t_cmp(err_of($refund, 1, $key, 'm', $at, 'g', 10, 10e6), qr/bad arguments/, 'refund: missing arguments are refused');
     ok t_cmp(err_of($refund, 1, $key, 'm', $at, 'z', 10, 10e6, 1), qr/bad algorithm 1/, 'refund: unknown algorithm');
