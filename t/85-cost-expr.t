@@ -20,7 +20,7 @@ use JSON::PP qw(decode_json);
 use SL::Test;
 use SL::Fault;
 
-plan tests => 2 * 35 + 3;
+plan tests => 2 * 37 + 3;
 
 # One request from $ip; returns the response (HTTP::Tiny, headers lower-cased).
 sub batch {
@@ -121,6 +121,20 @@ for my $vhost (qw(sl_fault sl_shm)) {
     like($body, qr/"code":"COST_EXCEEDS_LIMIT"/, "$store: ... with its JSON reason");
     ok t_cmp(left($ua->get($url, { headers => { 'X-Forwarded-For' => $ip } })), 92,
         "$store: ... and consumed nothing");
+
+    # A chunked body announces no length: it costs 1 where the cost is
+    # the length, and what an <If> on Transfer-Encoding gives it (10)
+    # next to 3000 bytes costing 3 under the same name.
+    $ip = fresh_ip();
+    my @chunks;
+    my $chunked = sub { my @c = ('x' x 3000); return sub { shift @c } };
+    push @chunks, $ua->post($url, { headers => { 'X-Forwarded-For' => $ip }, content => $chunked->() });
+    my $curl = server_url($vhost) . '/f/cx/chunk';
+    push @chunks, $ua->post($curl, { headers => { 'X-Forwarded-For' => $ip }, content => $chunked->() });
+    push @chunks, $ua->post($curl, { headers => { 'X-Forwarded-For' => $ip }, content => 'x' x 3000 });
+    ok t_cmp(join(' ', map { left($_) } @chunks), '99 90 87',
+        "$store: a chunked 3000 bytes cost 1 by length, 10 by the <If>, beside 3000 announced");
+    ok t_cmp(join(' ', map { $_->{status} } @chunks), '200 200 200', "$store: ... all admitted");
 
     # gcra holds its burst: 6 never fits a burst of 5, 5 does.
     $ip = fresh_ip();
