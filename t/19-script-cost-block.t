@@ -13,7 +13,7 @@ use Apache::TestUtil;
 use SL::Test;
 use SL::Algo;
 
-plan tests => 3 * 4 + 4 + 5 + 4 + 8 + 10 + 5 + 2;
+plan tests => 3 * 4 + 4 + 5 + 4 + 4 + 8 + 10 + 5 + 2;
 
 sub slurp {
     my $f = Apache::Test::vars('serverroot') . "/../lua/$_[0]";
@@ -101,6 +101,25 @@ for my $alg (qw(l c g)) {
         ok($x->[2] == 0 && $x->[5] == $t{$who} + 60e6 - $now,
             "log: costs 3, 1, 4 on 10: cost $cost waits for $who to leave ($x->[5] us)");
     }
+}
+
+# A key of the previous layout, one member per unit named member,
+# member/2 .. (one here looks like a weighted name), is read as it is:
+# each of its members is one unit, before and after a request of more
+# than one unit adds the window's total. Two windows on one key make the
+# old members expire between two calls without a wait.
+{
+    my $key  = "$p.upgrade.l";
+    my $then = store_now() - 30e6;
+    redis('ZADD', $key, $then, 'old', $then, 'old/2', $then, '7*old');
+    my $r = check(1, $key, 'new', 'l', 10, 60e6, 10, 2, 0);
+    ok t_cmp($r->[4], 5, 'upgrade: 3 old members are 3 units; 2 more leave 5');
+    my $total = redis('ZRANGE', $key, 0, 0, 'WITHSCORES');
+    ok t_cmp($total->[1], -5, '... and the total made counts them so');
+    $r = check(1, $key, 'one', 'l', 10, 1e6, 10, 1, 0);
+    ok t_cmp($r->[4], 7, '... once they left the window, 3 units left with them');
+    ok t_cmp(join(' ', @{ redis('ZRANGE', $key, 0, -1, 'WITHSCORES') }), qr/^#\d{16} -3 2\*new \d+ 1\*one \d+$/,
+        '... the log holds the two new requests and their total');
 }
 
 # block: 2 per 60 s with a 2 s block. The third request starts the block;
