@@ -58,6 +58,8 @@
 -- line (tonumber(s) runs strtod twice, arithmetic on s once).
 
 local MAX_REQUESTS = 100000000
+-- Log entries a refusal's wait reads at most (src/sl_algo.h SL_LOG_WALK).
+local MAX_WALK = 1024
 local MIN_WINDOW = 1000
 local MAX_WINDOW = 366 * 86400 * 1000000
 
@@ -208,7 +210,10 @@ for i = 1, n do
             -- expires. Refused: this request fits when the unit at
             -- units + cost - limit - 1 has expired: walk from the oldest
             -- until the weights cover it (one member per request, never
-            -- one per unit).
+            -- one per unit). Past MAX_WALK members the newest one's
+            -- expiry answers (by then everything has expired: later than
+            -- exact, never earlier), so a refusal's work stays bounded
+            -- whatever the quota.
             local u = 0
             if ok then
                 r0 = limit - units
@@ -217,7 +222,7 @@ for i = 1, n do
                 r, r0, u = 0, 0, units + cost - limit - 1
             end
             local at, rank, step, acc = false, base, 1, 0
-            while not at do
+            while not at and rank - base < MAX_WALK do
                 local e = redis.call('ZRANGE', key, rank, rank + step - 1,
                     'WITHSCORES')
                 if #e == 0 then
@@ -236,9 +241,13 @@ for i = 1, n do
                     end
                 end
                 rank = rank + step
-                if step < 1024 then
-                    step = step * 2
+                step = step * 2
+                if rank + step - base > MAX_WALK then
+                    step = MAX_WALK - (rank - base)
                 end
+            end
+            if not at and rank - base >= MAX_WALK then
+                at = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2] + 0
             end
             -- Without such a member (a total out of shape), a window.
             rs = at and ceil(at + win - now) or win

@@ -58,13 +58,14 @@ void sl_log_evaluate(apr_int64_t now, apr_int64_t limit, apr_int64_t win,
 }
 
 /* The entries are walked from the oldest: a refusal's wait reads as many
- * as their weights take to cover what must expire, never one per unit. */
+ * as their weights take to cover what must expire, never one per unit, and
+ * never more than SL_LOG_WALK. */
 apr_int64_t sl_log_array_at(void *ctx, apr_int64_t i)
 {
     const sl_log_t *log = ctx;
     apr_int64_t k, acc = 0;
 
-    for (k = 0; k < log->count; k++) {
+    for (k = 0; k < log->count && k < SL_LOG_WALK; k++) {
         acc += log->w[k];
         if (acc > i) {
             return log->ts[k];

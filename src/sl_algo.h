@@ -33,11 +33,18 @@ void sl_eval_quota(const sl_eval_t *ev, int admitted, sl_quota_t *q);
  * (ZREMRANGEBYSCORE (0 now-win, which includes the bound). */
 typedef apr_int64_t sl_log_at_fn(void *ctx, apr_int64_t i);
 
+/* Entries a refusal's wait reads at most (lua/sl_check.lua's MAX_WALK). */
+#define SL_LOG_WALK 1024
+
 apr_int64_t sl_log_horizon(apr_int64_t now, apr_int64_t win);
 
 /* units is the number of live units; at(ctx, i) returns the admission
  * time of the i-th oldest unit (0-based): that of the entry whose weight
- * covers it. Only units 0 and units + cost - limit - 1 are ever read.
+ * covers it, found by reading the entries from the oldest, at most
+ * SL_LOG_WALK of them; when those do not cover it, the newest entry's time
+ * (by its expiry everything has: later than exact, never earlier, and a
+ * refusal's work stays bounded). Only units 0 and units + cost - limit - 1
+ * are ever read.
  * cost is the units the request consumes (1 to limit; the caller refuses
  * more, the script does too). */
 void sl_log_evaluate(apr_int64_t now, apr_int64_t limit, apr_int64_t win,

@@ -477,7 +477,8 @@ typedef struct sl_log_ctx {
 } sl_log_ctx_t;
 
 /* The admission time of the i-th oldest unit: that of the request whose
- * weight covers it, walking from the oldest (sl_log_array_at's walk). */
+ * weight covers it, walking from the oldest, or past SL_LOG_WALK requests
+ * the newest one's (sl_log_array_at's walk). */
 static apr_int64_t sl_table_log_at(void *ctx, apr_int64_t i)
 {
     sl_log_ctx_t *x = ctx;
@@ -488,6 +489,11 @@ static apr_int64_t sl_table_log_at(void *ctx, apr_int64_t i)
 
     for (k = 0; ch && k < e->st.log.count; k++) {
         if (k >= x->skip) {
+            if (k - x->skip == SL_LOG_WALK) {
+                ch = sl_chunk(x->t, e->st.log.tail);
+                pos = (e->st.log.off + e->st.log.count - 1) % SL_CHUNK_TS;
+                return ch ? ch->ts[pos] : 0;
+            }
             acc += ch->w[pos];
             if (acc > i) {
                 return ch->ts[pos];

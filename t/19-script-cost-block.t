@@ -13,7 +13,7 @@ use Apache::TestUtil;
 use SL::Test;
 use SL::Algo;
 
-plan tests => 3 * 4 + 4 + 5 + 4 + 4 + 8 + 10 + 5 + 2;
+plan tests => 3 * 4 + 4 + 5 + 4 + 3 + 4 + 8 + 10 + 5 + 2;
 
 sub slurp {
     my $f = Apache::Test::vars('serverroot') . "/../lua/$_[0]";
@@ -100,6 +100,24 @@ for my $alg (qw(l c g)) {
         my $now = $x->[0] * 1e6 + $x->[1];
         ok($x->[2] == 0 && $x->[5] == $t{$who} + 60e6 - $now,
             "log: costs 3, 1, 4 on 10: cost $cost waits for $who to leave ($x->[5] us)");
+    }
+}
+
+# A refusal's wait reads at most 1024 entries (src/sl_algo.c replays the
+# same): 2000 requests of one unit on a limit of 3000, 1 ms apart. Through
+# 1000 or 1024 entries the wait is exact; past them it is the newest
+# entry's expiry (later, never earlier).
+{
+    my $key = "$p.walk.l";
+    my $t0  = store_now() - 10e6;
+    redis('ZADD', $key, map { ($t0 + $_ * 1000, "1*w$_") } 0 .. 1999);
+    redis('PEXPIRE', $key, 60000);
+    for ([2000, 999], [2024, 1023], [2025, 1999]) {
+        my ($cost, $entry) = @$_;
+        my $x   = check(1, $key, 'big', 'l', 3000, 3600e6, 3000, $cost, 0);
+        my $now = $x->[0] * 1e6 + $x->[1];
+        ok($x->[2] == 0 && $x->[5] == $t0 + $entry * 1000 + 3600e6 - $now,
+            "log: cost $cost on 2000 of 3000 waits for entry $entry ($x->[5] us)");
     }
 }
 

@@ -693,6 +693,37 @@ static void test_log_cost_retry(void)
            early, late, denied);
 }
 
+/* A refusal's wait reads at most SL_LOG_WALK entries: 2000 requests of one
+ * unit 1 ms apart on a limit of 3000. A wait that passes fewer is exact
+ * (the entry that covers the unit); one that passes more is the newest
+ * entry's expiry, when everything has left: later, never earlier. */
+static void test_log_walk(void)
+{
+    static key_t_ k;
+    apr_int64_t now = T0, win = 3600 * SEC, at;
+    sl_eval_t ev;
+    int j;
+
+    key_init(&k, SL_ALG_LOG, 3000, win, 0);
+    for (j = 0; j < 2000; j++) {
+        sl_log_apply(&k.log, now + j * 1000, win, 1);
+    }
+    at = now + 2000 * 1000;
+    k.cost = 2000; /* unit 999: the 1000th entry */
+    key_eval(&k, at, &ev);
+    EXPECT(!ev.ok && ev.reset == now + 999 * 1000 + win - at,
+           "log: a wait through 1000 entries is exact (%" I64 ")", ev.reset);
+    k.cost = 2024; /* unit 1023: the last entry read */
+    key_eval(&k, at, &ev);
+    EXPECT(!ev.ok && ev.reset == now + 1023 * 1000 + win - at,
+           "log: ... through 1024 too (%" I64 ")", ev.reset);
+    k.cost = 2025; /* unit 1024: past the walk */
+    key_eval(&k, at, &ev);
+    EXPECT(!ev.ok && ev.reset == now + 1999 * 1000 + win - at,
+           "log: past 1024 entries the newest one's expiry (%" I64 ")",
+           ev.reset);
+}
+
 /* The give-back undoes the reservation: after reserve + give-back every
  * algorithm answers as if the request had never come. */
 static void test_refund(void)
@@ -912,6 +943,7 @@ int main(void)
     test_expiry();
     test_cost();
     test_log_cost_retry();
+    test_log_walk();
     test_refund();
     test_reservation();
     test_block();
