@@ -72,13 +72,17 @@ static void key_init(sl_key_t *k, apr_int64_t cap)
 {
     memset(k, 0, sizeof(*k));
     k->truth.ts = malloc(sizeof(apr_int64_t) * (size_t) cap);
+    k->truth.w = malloc(sizeof(apr_int64_t) * (size_t) cap);
     k->exact.ts = malloc(sizeof(apr_int64_t) * (size_t) cap);
+    k->exact.w = malloc(sizeof(apr_int64_t) * (size_t) cap);
 }
 
 static void key_free(sl_key_t *k)
 {
     free(k->truth.ts);
+    free(k->truth.w);
     free(k->exact.ts);
+    free(k->exact.w);
 }
 
 /* Capacity of the truth log: the counter may admit up to 2N per window. */

@@ -44,6 +44,7 @@ static sl_replay_key_t *budget(sl_replay_key_t *b, int *n, const char *name)
     memset(&b[*n], 0, sizeof(b[*n]));
     snprintf(b[*n].name, sizeof(b[*n].name), "%s", name);
     b[*n].log.ts = malloc(sizeof(apr_int64_t) * LOG_CAP);
+    b[*n].log.w = malloc(sizeof(apr_int64_t) * LOG_CAP);
     return &b[(*n)++];
 }
 
@@ -78,7 +79,7 @@ int main(void)
         }
         else if (alg == 'l') {
             sl_log_expire(&b->log, now, win);
-            sl_log_evaluate(now, limit, win, cost, b->log.count,
+            sl_log_evaluate(now, limit, win, cost, b->log.units,
                             sl_log_array_at, &b->log, &ev);
         }
         else if (alg == 'c') {
@@ -107,7 +108,7 @@ int main(void)
          * cascade into the lines after it. */
         if (ok) {
             if (alg == 'l') {
-                if (b->log.count + cost <= LOG_CAP) {
+                if (b->log.count < LOG_CAP) {
                     sl_log_apply(&b->log, now, win, cost);
                 }
             }

@@ -2,7 +2,7 @@
 --
 -- KEYS[i]   store key of limit i; every key of one call carries the same
 --           cluster hash tag, so the whole call runs on one node.
--- ARGV[1]   a member unique to this request (sliding-log entries)
+-- ARGV[1]   a member unique to this request (its sliding-log entry)
 -- ARGV[1+6(i-1)+1 .. +6]  algorithm ("l", "c" or "g"), requests,
 --           window in microseconds, burst (gcra), cost (units this request
 --           consumes, 1 to requests, and to burst for gcra), block
@@ -58,6 +58,8 @@
 -- line (tonumber(s) runs strtod twice, arithmetic on s once).
 
 local MAX_REQUESTS = 100000000
+-- Log entries a refusal's wait reads at most (src/sl_algo.h SL_LOG_WALK).
+local MAX_WALK = 1024
 local MIN_WINDOW = 1000
 local MAX_WINDOW = 366 * 86400 * 1000000
 
@@ -79,17 +81,19 @@ if n == 0 or #ARGV ~= 1 + 6 * n and not peek or #member == 0 then
     return redis.error_reply('ERR slidinglimit: bad arguments')
 end
 
-local floor, ceil, find, match, format = math.floor, math.ceil, string.find,
-    string.match, string.format
+local floor, ceil, find, match, format, sub = math.floor, math.ceil,
+    string.find, string.match, string.format, string.sub
 
 -- The reply, sized for one limit (a constructor sizes the array part, so
 -- the common call never regrows it).
 local out = { sec, usec, 1, 0, 0, 0 }
--- Per limit i, at 6 * (i - 1) + 1 .. 6: remaining and reset should
+-- Per limit i, at 9 * (i - 1) + 1 .. 9: remaining and reset should
 -- another limit refuse (each limit computes both, as it cannot know), then
 -- the deferred write: the key held foreign data, the value to SET (false
--- for the log), its TTL in milliseconds, the cost.
-local held = { 0, 0, false, false, 0, 1 }
+-- for the log), its TTL in milliseconds, the cost, and for the log the
+-- units and requests in its window and the name of its total (false:
+-- none).
+local held = { 0, 0, false, false, 0, 1, 0, 0, false }
 local admitted = true
 -- peek: per limit the time left in its block.
 local blocked = peek and {}
@@ -121,6 +125,8 @@ for i = 1, n do
     local ok, r, rs, r0, rs0
     -- A read errs only on a key of another type: read as empty.
     local v, foreign, value, ttl
+    -- The log's units and requests in the window, and its total's name.
+    local units, nreq, tname = 0, 0, false
     -- The end of this limit's block, if one is running. A value beyond
     -- what a refusal writes (the store's clock stepped back, or foreign
     -- data) ends one block from now, as the key's TTL does anyway.
@@ -135,39 +141,124 @@ for i = 1, n do
         ok, r, r0, rs, rs0 = false, 0, 0, bend - now, bend - now
 
     elseif alg == 'l' then
-        -- Sliding log: a sorted set of admission times. Entries at or
-        -- before now - win are out of the rolling window (now - win, now].
-        -- A peek counts them (dead) rather than removing them.
-        local count, dead = 0, 0
-        if peek then
-            v = redis.pcall('ZCOUNT', key, '-inf', now - win)
-        else
-            v = redis.pcall('ZREMRANGEBYSCORE', key, '-inf', now - win)
-        end
-        if type(v) == 'table' and v.err then
+        -- Sliding log: a sorted set of the admitted requests, each one
+        -- member scored by its admission time and named cost .. '*' ..
+        -- member, whatever its cost: the work and the memory of a request
+        -- do not grow with what it costs. Entries at or before now - win
+        -- are out of the rolling window (now - win, now]; a peek counts
+        -- them (dead) rather than removing them.
+        --
+        -- While the window holds a request of more than one unit, the
+        -- member '#' .. T0 holds minus the window's units as its score,
+        -- below every time (rank 0); T0 is the time it was made. Each
+        -- request's weight leaves that total once, as the request leaves
+        -- the window. Without a total every request is one unit, and so are
+        -- the members scored before T0: they were written when each
+        -- request in the window was one unit, or by the script before this
+        -- one, which wrote one member per unit.
+        local made, gone, base = false, 0, 0
+        v = redis.pcall('ZRANGE', key, 0, 0, 'WITHSCORES')
+        if v.err then
             foreign = true
         else
-            count = redis.call('ZCARD', key) - (peek and v or 0)
-            dead = peek and v or 0
+            if v[2] and find(v[1], '^#%d+$') and v[2] + 0 < 0 then
+                tname, made, units = v[1], sub(v[1], 2) + 0, -v[2]
+            end
+            -- The expired, oldest first: ranks 1 .. gone behind the total,
+            -- which needs their weights; without one, the trim's count is
+            -- all there is to know, and a log of requests of one unit runs
+            -- the commands it always ran (ZRANGEBYSCORE is in no ACL the
+            -- README gives).
+            if tname or peek then
+                gone = redis.call('ZCOUNT', key, '(0', now - win)
+            else
+                gone = redis.call('ZREMRANGEBYSCORE', key, '(0', now - win)
+            end
+            if tname and gone > 0 then
+                local e = redis.call('ZRANGE', key, 1, gone, 'WITHSCORES')
+                for j = 1, #e, 2 do
+                    local x, w = e[j + 1] + 0, 1
+                    if x >= made then
+                        w = match(e[j], '^(%d+)%*')
+                        w = w and w + 0 or 1
+                    end
+                    units = units - w
+                end
+            end
+            if tname and gone > 0 and not peek then
+                redis.call('ZREMRANGEBYSCORE', key, '(0', now - win)
+            end
+            nreq = redis.call('ZCARD', key) - (tname and 1 or 0)
+            if peek then
+                nreq = nreq - gone
+            end
+            -- Every request is at least one unit (a total out of shape).
+            if not tname or units < nreq or nreq == 0 then
+                units = nreq
+            end
+            -- The total follows what expired, even when this request is
+            -- refused: those members are gone now.
+            if tname and gone > 0 and not peek then
+                if units > nreq then
+                    redis.call('ZADD', key, -units, tname)
+                else
+                    redis.call('ZREM', key, tname)
+                    tname, made = false, false
+                end
+            end
+            -- The oldest live request's rank.
+            base = (tname and 1 or 0) + (peek and gone or 0)
         end
-        ok = count + cost <= limit
-        if ok and count == 0 then
-            -- More quota comes back when this request's own entries expire.
+        ok = units + cost <= limit
+        if ok and units == 0 then
+            -- More quota comes back when this request's own entry expires.
             r, r0, rs, rs0 = limit - cost, limit, win, 0
         else
             -- Admitted: more quota comes back when the oldest entry
-            -- expires. Refused: this request fits when the entry at
-            -- count + cost - limit - 1 expires.
-            local at = 0
+            -- expires. Refused: this request fits when the unit at
+            -- units + cost - limit - 1 has expired: walk from the oldest
+            -- until the weights cover it (one member per request, never
+            -- one per unit). Past MAX_WALK members the newest one's
+            -- expiry answers (by then everything has expired: later than
+            -- exact, never earlier), so a refusal's work stays bounded
+            -- whatever the quota.
+            local u = 0
             if ok then
-                r0 = limit - count
+                r0 = limit - units
                 r = r0 - cost
             else
-                r, r0, at = 0, 0, count + cost - limit - 1
+                r, r0, u = 0, 0, units + cost - limit - 1
             end
-            local e = redis.call('ZRANGE', key, dead + at, dead + at,
-                'WITHSCORES')
-            rs = ceil(e[2] + win - now)
+            local at, rank, step, acc = false, base, 1, 0
+            while not at and rank - base < MAX_WALK do
+                local e = redis.call('ZRANGE', key, rank, rank + step - 1,
+                    'WITHSCORES')
+                if #e == 0 then
+                    break
+                end
+                for j = 1, #e, 2 do
+                    local x, w = e[j + 1] + 0, 1
+                    if made and x >= made then
+                        w = match(e[j], '^(%d+)%*')
+                        w = w and w + 0 or 1
+                    end
+                    acc = acc + w
+                    if acc > u then
+                        at = x
+                        break
+                    end
+                end
+                rank = rank + step
+                step = step * 2
+                if rank + step - base > MAX_WALK then
+                    step = MAX_WALK - (rank - base)
+                end
+            end
+            if not at and rank - base >= MAX_WALK then
+                at = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2] + 0
+            end
+            -- Without such a member (a total out of shape), a window.
+            rs = at and ceil(at + win - now) or win
             rs0 = rs
         end
         value, ttl = false, ceil(win / 1000) + 1
@@ -331,16 +422,17 @@ for i = 1, n do
         end
         rs0 = rs
     end
-    local o, h = 3 * i, 6 * i - 6
+    local o, h = 3 * i, 9 * i - 9
     out[o + 1], out[o + 2], out[o + 3] = ok and 1 or 0, r, rs
     held[h + 1], held[h + 2], held[h + 3], held[h + 4], held[h + 5],
-        held[h + 6] = r0, rs0, foreign or false, value, ttl, cost
+        held[h + 6], held[h + 7], held[h + 8], held[h + 9] = r0, rs0,
+        foreign or false, value, ttl, cost, units, nreq, tname
 end
 
 if not admitted or peek then
     out[3] = admitted and 1 or 0
     for i = 1, n do
-        out[3 * i + 2], out[3 * i + 3] = held[6 * i - 5], held[6 * i - 4]
+        out[3 * i + 2], out[3 * i + 3] = held[9 * i - 8], held[9 * i - 7]
         if peek then
             out[3 + 3 * n + i] = blocked[i]
         end
@@ -360,7 +452,7 @@ for i = 1, n do
         end
     end
     if last then
-        local h = 6 * i - 6
+        local h = 9 * i - 9
         local foreign, value, ttl, cost = held[h + 3], held[h + 4],
             held[h + 5], held[h + 6]
         -- A key holding something this script did not write is replaced
@@ -372,21 +464,28 @@ for i = 1, n do
         if value then
             redis.call('SET', key, value, 'PX', ttl)
         else
+            local units, nreq, tname = held[h + 7], held[h + 8], held[h + 9]
             if foreign then
                 redis.call('DEL', key)
+                units, nreq, tname = 0, 0, false
             end
-            -- One entry per unit: the member, then member/2 .. member/cost
-            -- (the names lua/sl_refund.lua removes). The member is unique
-            -- per request; should a reused one still be in the log (a
+            -- One entry for the request, named with its weight (the name
+            -- lua/sl_refund.lua removes). The member is unique per
+            -- request; should a reused one still be in the log (a
             -- per-child counter that wrapped), a suffix keeps the entry
             -- from replacing the older one.
-            for u = 1, cost do
-                local base = u == 1 and member or member .. '/' .. u
-                local m, k = base, 0
-                while redis.call('ZADD', key, 'NX', now, m) == 0 do
-                    k = k + 1
-                    m = base .. ':' .. k
-                end
+            local base = cost .. '*' .. member
+            local m, k = base, 0
+            while redis.call('ZADD', key, 'NX', now, m) == 0 do
+                k = k + 1
+                m = base .. ':' .. k
+            end
+            units, nreq = units + cost, nreq + 1
+            if units > nreq then
+                redis.call('ZADD', key, -units,
+                    tname or '#' .. sec .. format('%06d', usec))
+            elseif tname then
+                redis.call('ZREM', key, tname)
             end
             redis.call('PEXPIRE', key, ttl)
         end

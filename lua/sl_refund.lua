@@ -13,15 +13,22 @@
 -- weighs anything or is gone).
 --
 -- What each algorithm undoes:
---   log      removes the request's own entries (member, member/2 ..
---            member/cost); an entry that needed a collision suffix stays,
---            which counts too much, never too little.
+--   log      removes the request's own entry (cost .. '*' .. member) and
+--            takes its weight from the window's total; an entry that
+--            needed a collision suffix stays, and so does one written
+--            before an upgrade (one member per unit), which counts too
+--            much, never too little.
 --   counter  takes cost from the window the reservation went into: the
 --            current count if that window is still the stored current one,
 --            the previous count if the window has moved on by one, nothing
 --            if it weighs nothing any more.
---   gcra     moves the TAT back by cost emission intervals, never below
---            now (an empty bucket).
+--   gcra     moves the TAT back by what is still charged of the request:
+--            at most at + cost * T - now (T the emission interval), cost
+--            intervals at most, never below now (an empty bucket). The
+--            request's charge came after the TAT it found, which was at
+--            least at, so at least that much of it is still ahead of now:
+--            a long request never gives back what decayed while it ran,
+--            which would come out of later requests' charges.
 -- Every write keeps the key's TTL, which the admission set long enough.
 -- Cheap like the check: no closures, no tables but the reply.
 
@@ -38,8 +45,8 @@ if n == 0 or #ARGV ~= 2 + 4 * n or #member == 0 or not s_at
     return redis.error_reply('ERR slidinglimit: bad arguments')
 end
 local at = s_at + 0
-local floor, find, match, format = math.floor, string.find, string.match,
-    string.format
+local floor, ceil, find, match, format = math.floor, math.ceil, string.find,
+    string.match, string.format
 local out = {}
 
 for i = 1, n do
@@ -57,11 +64,18 @@ for i = 1, n do
 
     if alg == 'l' then
         -- ZREM on a key of another type errs: nothing to give back there.
-        for u = 1, cost do
-            local v = redis.pcall('ZREM', key,
-                u == 1 and member or member .. '/' .. u)
-            if v == 1 then
-                back = back + 1
+        if redis.pcall('ZREM', key, cost .. '*' .. member) == 1 then
+            back = cost
+            -- The window's total, if the log holds one (lua/sl_check.lua):
+            -- dropped once every request left is one unit.
+            local v = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+            if v[2] and find(v[1], '^#%d+$') and v[2] + 0 < 0 then
+                local units, nreq = -v[2] - cost, redis.call('ZCARD', key) - 1
+                if units > nreq then
+                    redis.call('ZADD', key, -units, v[1])
+                else
+                    redis.call('ZREM', key, v[1])
+                end
             end
         end
 
@@ -95,15 +109,20 @@ for i = 1, n do
 
     elseif alg == 'g' then
         local tat = tonumber(redis.pcall('GET', key))
-        if tat and tat > now and tat < math.huge then
-            local nt = tat - cost * (win / limit)
-            if nt < now then
-                nt = now
+        local T = win / limit
+        local given = cost * T
+        local left = at + given - now
+        if tat and tat > now and tat < math.huge and left > 0 then
+            if left < given then
+                given = left
+            end
+            if tat - given < now then
+                given = tat - now
             end
             local pttl = redis.call('PTTL', key)
             if pttl > 0 then
-                redis.call('SET', key, format('%.17g', nt), 'PX', pttl)
-                back = cost
+                redis.call('SET', key, format('%.17g', tat - given), 'PX', pttl)
+                back = ceil(given / T)
             end
         end
 

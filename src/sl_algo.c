@@ -31,12 +31,12 @@ apr_int64_t sl_log_horizon(apr_int64_t now, apr_int64_t win)
 }
 
 void sl_log_evaluate(apr_int64_t now, apr_int64_t limit, apr_int64_t win,
-                     apr_int64_t cost, apr_int64_t count, sl_log_at_fn *at,
+                     apr_int64_t cost, apr_int64_t units, sl_log_at_fn *at,
                      void *ctx, sl_eval_t *ev)
 {
-    ev->ok = count + cost <= limit;
-    if (ev->ok && count == 0) {
-        /* More quota comes back when this request's own entries expire. */
+    ev->ok = units + cost <= limit;
+    if (ev->ok && units == 0) {
+        /* More quota comes back when this request's own entry expires. */
         ev->remaining = limit - cost;
         ev->remaining0 = limit;
         ev->reset = win;
@@ -46,20 +46,32 @@ void sl_log_evaluate(apr_int64_t now, apr_int64_t limit, apr_int64_t win,
     if (ev->ok) {
         /* The oldest entry is the first to expire, read before the
          * insertion as the script's deferred write does. */
-        ev->remaining0 = limit - count;
+        ev->remaining0 = limit - units;
         ev->remaining = ev->remaining0 - cost;
         ev->reset = ev->reset0 = at(ctx, 0) + win - now;
         return;
     }
-    /* The request fits once the entry at count + cost - limit - 1 has
-     * expired. */
+    /* The request fits once unit units + cost - limit - 1 has expired:
+     * the earliest time enough weight has left the window. */
     ev->remaining = ev->remaining0 = 0;
-    ev->reset = ev->reset0 = at(ctx, count + cost - limit - 1) + win - now;
+    ev->reset = ev->reset0 = at(ctx, units + cost - limit - 1) + win - now;
 }
 
+/* The entries are walked from the oldest: a refusal's wait reads as many
+ * as their weights take to cover what must expire, never one per unit, and
+ * never more than SL_LOG_WALK. */
 apr_int64_t sl_log_array_at(void *ctx, apr_int64_t i)
 {
-    return ((const sl_log_t *) ctx)->ts[i];
+    const sl_log_t *log = ctx;
+    apr_int64_t k, acc = 0;
+
+    for (k = 0; k < log->count && k < SL_LOG_WALK; k++) {
+        acc += log->w[k];
+        if (acc > i) {
+            return log->ts[k];
+        }
+    }
+    return log->count ? log->ts[log->count - 1] : 0;
 }
 
 apr_int64_t sl_log_expire(sl_log_t *log, apr_int64_t now, apr_int64_t win)
@@ -67,10 +79,12 @@ apr_int64_t sl_log_expire(sl_log_t *log, apr_int64_t now, apr_int64_t win)
     apr_int64_t horizon = sl_log_horizon(now, win), n = 0, i;
 
     while (n < log->count && log->ts[n] <= horizon) {
+        log->units -= log->w[n];
         n++;
     }
     for (i = n; i < log->count; i++) {
         log->ts[i - n] = log->ts[i];
+        log->w[i - n] = log->w[i];
     }
     log->count -= n;
     return n;
@@ -84,35 +98,40 @@ apr_int64_t sl_log_expires(apr_int64_t now, apr_int64_t win)
 apr_int64_t sl_log_apply(sl_log_t *log, apr_int64_t now, apr_int64_t win,
                          apr_int64_t cost)
 {
-    apr_int64_t i = log->count, j;
+    apr_int64_t i = log->count;
 
     /* A sorted set: callers' clocks may hand in times slightly out of
      * order (the lock decides who goes first), so insert, not append. */
     while (i > 0 && log->ts[i - 1] > now) {
-        log->ts[i + cost - 1] = log->ts[i - 1];
+        log->ts[i] = log->ts[i - 1];
+        log->w[i] = log->w[i - 1];
         i--;
     }
-    for (j = 0; j < cost; j++) {
-        log->ts[i + j] = now;
-    }
-    log->count += cost;
+    log->ts[i] = now;
+    log->w[i] = cost;
+    log->count++;
+    log->units += cost;
     return sl_log_expires(now, win);
 }
 
 apr_int64_t sl_log_refund(sl_log_t *log, apr_int64_t at, apr_int64_t cost)
 {
-    apr_int64_t i = 0, n, k;
+    apr_int64_t i = 0, k;
 
-    while (i < log->count && log->ts[i] < at) {
+    while (i < log->count &&
+           (log->ts[i] < at || (log->ts[i] == at && log->w[i] != cost))) {
         i++;
     }
-    for (n = 0; n < cost && i + n < log->count && log->ts[i + n] == at; n++) {
+    if (i == log->count || log->ts[i] != at) {
+        return 0;
     }
-    for (k = i + n; k < log->count; k++) {
-        log->ts[k - n] = log->ts[k];
+    for (k = i + 1; k < log->count; k++) {
+        log->ts[k - 1] = log->ts[k];
+        log->w[k - 1] = log->w[k];
     }
-    log->count -= n;
-    return n;
+    log->count--;
+    log->units -= cost;
+    return cost;
 }
 
 /* ---- approximated sliding window ---- */
@@ -328,17 +347,25 @@ apr_int64_t sl_gcra_apply(apr_int64_t now, apr_int64_t limit, apr_int64_t win,
 }
 
 apr_int64_t sl_gcra_refund(apr_int64_t now, apr_int64_t limit, apr_int64_t win,
-                           apr_int64_t cost, sl_gcra_t *st)
+                           apr_int64_t at, apr_int64_t cost, sl_gcra_t *st)
 {
     double dnow = (double) now;
+    double T = (double) win / (double) limit;
     double tat = st->tat;
+    double back = (double) cost * T;
+    double left = (double) at + back - dnow;
 
-    if (!(tat > dnow)) {
+    if (!(tat > dnow) || !(left > 0)) {
         return 0;
     }
-    tat -= (double) cost * ((double) win / (double) limit);
-    st->tat = tat < dnow ? dnow : tat;
-    return cost;
+    if (left < back) {
+        back = left;
+    }
+    if (tat - back < dnow) {
+        back = tat - dnow;
+    }
+    st->tat = tat - back;
+    return (apr_int64_t) ceil(back / T);
 }
 
 /* ---- blocks ---- */

@@ -25,26 +25,39 @@ typedef struct sl_eval {
  * request, (r0, rs0) when any limit refused it. */
 void sl_eval_quota(const sl_eval_t *ev, int admitted, sl_quota_t *q);
 
-/* Sliding log: the admission times newer than now - win, ascending.
- * Entries at or before the horizon are dropped first (ZREMRANGEBYSCORE
- * -inf now-win, which includes the bound). */
+/* Sliding log: the admitted requests newer than now - win, each one entry
+ * (its admission time and its weight, the units it consumed) in time
+ * order, and the units they hold together. A request of any cost is one
+ * entry: work and memory grow with the requests admitted, never with a
+ * cost. Entries at or before the horizon are dropped first
+ * (ZREMRANGEBYSCORE (0 now-win, which includes the bound). */
 typedef apr_int64_t sl_log_at_fn(void *ctx, apr_int64_t i);
+
+/* Entries a refusal's wait reads at most (lua/sl_check.lua's MAX_WALK). */
+#define SL_LOG_WALK 1024
 
 apr_int64_t sl_log_horizon(apr_int64_t now, apr_int64_t win);
 
-/* count is the number of live entries; at(ctx, i) returns the i-th oldest
- * (0-based). Only entries 0 and count + cost - limit - 1 are ever read.
+/* units is the number of live units; at(ctx, i) returns the admission
+ * time of the i-th oldest unit (0-based): that of the entry whose weight
+ * covers it, found by reading the entries from the oldest, at most
+ * SL_LOG_WALK of them; when those do not cover it, the newest entry's time
+ * (by its expiry everything has: later than exact, never earlier, and a
+ * refusal's work stays bounded). Only units 0 and units + cost - limit - 1
+ * are ever read.
  * cost is the units the request consumes (1 to limit; the caller refuses
  * more, the script does too). */
 void sl_log_evaluate(apr_int64_t now, apr_int64_t limit, apr_int64_t win,
-                     apr_int64_t cost, apr_int64_t count, sl_log_at_fn *at,
+                     apr_int64_t cost, apr_int64_t units, sl_log_at_fn *at,
                      void *ctx, sl_eval_t *ev);
 
-/* A log as a plain sorted array (the unit tests; the shm store keeps the
- * same sequence in chunks). */
+/* A log as plain sorted arrays (the unit tests and the replay; the shm
+ * store keeps the same sequence in chunks). */
 typedef struct sl_log {
-    apr_int64_t *ts;
-    apr_int64_t count;
+    apr_int64_t *ts;   /* admission times, ascending */
+    apr_int64_t *w;    /* each entry's weight */
+    apr_int64_t count; /* entries */
+    apr_int64_t units; /* the sum of their weights */
 } sl_log_t;
 
 apr_int64_t sl_log_array_at(void *ctx, apr_int64_t i);
@@ -52,14 +65,16 @@ apr_int64_t sl_log_array_at(void *ctx, apr_int64_t i);
 /* Drops the entries at or before the horizon; returns how many. */
 apr_int64_t sl_log_expire(sl_log_t *log, apr_int64_t now, apr_int64_t win);
 
-/* Admission: inserts cost entries at now in time order (ts must have room
- * for them) and returns the key's new expiry time (PEXPIRE). */
+/* Admission: inserts one entry of weight cost at now in time order (ts and
+ * w must have room for it) and returns the key's new expiry time
+ * (PEXPIRE). */
 apr_int64_t sl_log_apply(sl_log_t *log, apr_int64_t now, apr_int64_t win,
                          apr_int64_t cost);
 
-/* Give-back (lua/sl_refund.lua): drops up to cost entries stamped at, the
- * admission's time; returns how many. Another request's entry of the same
- * microsecond is the same entry to the math (same time, same expiry). */
+/* Give-back (lua/sl_refund.lua): drops one entry stamped at, the
+ * admission's time, of weight cost; returns cost, or 0 when there is none.
+ * Another request's entry of the same microsecond and weight is the same
+ * entry to the math (same time, same weight, same expiry). */
 apr_int64_t sl_log_refund(sl_log_t *log, apr_int64_t at, apr_int64_t cost);
 
 /* The expiry time of a log key after an admission at now. */
@@ -106,11 +121,16 @@ void sl_gcra_evaluate(apr_int64_t now, apr_int64_t limit, apr_int64_t win,
 apr_int64_t sl_gcra_apply(apr_int64_t now, apr_int64_t limit, apr_int64_t win,
                           apr_int64_t burst, apr_int64_t cost, sl_gcra_t *st);
 
-/* Give-back: the TAT moves back by cost emission intervals, never below
- * now. Returns the units given back (cost, or 0 when the bucket is empty;
- * the expiry stays). */
+/* Give-back of cost units admitted at the store time at: the TAT moves
+ * back by at most at + cost * T - now (T the emission interval), never by
+ * more than cost * T, never below now. The request's charge is the cost
+ * intervals after the TAT it found, which was at least at: at least that
+ * much of it is still ahead of now, all of it if the bucket was empty. So
+ * a long request's give-back never returns what has decayed since, which
+ * would come out of later requests' charges. Returns the units given back,
+ * rounded up (0: none; the expiry stays). */
 apr_int64_t sl_gcra_refund(apr_int64_t now, apr_int64_t limit, apr_int64_t win,
-                           apr_int64_t cost, sl_gcra_t *st);
+                           apr_int64_t at, apr_int64_t cost, sl_gcra_t *st);
 
 /* Blocks (SlidingLimit ... block=): until is the stored end of the limit's
  * block (0: none). While it runs the limit refuses, whatever its

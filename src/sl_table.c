@@ -21,12 +21,14 @@
  * merges two budgets), until when the budget refuses, the time the
  * script's TTL would drop the key, the state (counter: window index and two
  * counts; gcra: the TAT; log: first and last chunk, count and offset into the
- * first), the chain link and the two LRU links. A log's admission times
- * live in chunks of 7 int64 (one slot each, linked by index, oldest
- * first), so a log of N live times takes 1 + ceil(N / 7) slots: 64 bytes
- * per key plus ~9.1 bytes per timestamp, plus 1-2 bytes of bucket per
- * slot. Entries and chunks share one pool of slots, so no ratio between
- * algorithms has to be guessed.
+ * first, and the units the log holds), the chain link and the two LRU
+ * links. A log holds one entry per admitted request, whatever its cost: its
+ * admission time (int64) and its weight (uint32, the units it consumed),
+ * four to a chunk (one slot each, linked by index, oldest first), so a log
+ * of N live requests takes 1 + ceil(N / 4) slots: 64 bytes per key plus 16
+ * bytes per request, plus 1-2 bytes of bucket per slot. Entries and chunks
+ * share one pool of slots, so no ratio between algorithms has to be
+ * guessed.
  *
  * When it fills. A refused request never needs space. An admitted one
  * takes free slots; when there are none, an entry whose key has expired
@@ -58,8 +60,9 @@
 #include <stddef.h>
 #include <string.h>
 
-#define SL_TABLE_MAGIC  0x4d534c53U /* "SLSM" */
-#define SL_TABLE_LAYOUT 2
+#define SL_TABLE_MAGIC 0x4d534c53U /* "SLSM" */
+/* 3: a log's entry is a request with its weight, no longer a unit. */
+#define SL_TABLE_LAYOUT 3
 #define SL_NIL          0xffffffffU
 #define SL_MIN_SLOTS    64
 #define SL_MAX_SLOTS    (1U << 28)
@@ -107,8 +110,9 @@ typedef struct sl_entry {
         struct {
             apr_uint32_t head; /* oldest chunk */
             apr_uint32_t tail;
-            apr_uint32_t count;
-            apr_uint32_t off; /* first live time in the head chunk */
+            apr_uint32_t count; /* requests */
+            apr_uint32_t off;   /* first live one in the head chunk */
+            apr_uint32_t units; /* their weights' sum, at most 1e8 */
         } log;
         apr_int64_t until; /* SL_TABLE_BLOCK: the block's end */
     } st;
@@ -120,10 +124,12 @@ typedef struct sl_entry {
     apr_uint16_t klen;
 } sl_entry_t;
 
-#define SL_CHUNK_TS 7
+#define SL_CHUNK_TS 4
 
 typedef struct sl_chunk {
-    apr_int64_t ts[SL_CHUNK_TS];
+    apr_int64_t ts[SL_CHUNK_TS]; /* admission times */
+    apr_uint32_t w[SL_CHUNK_TS]; /* weights */
+    unsigned char pad0[8];
     apr_uint32_t next; /* also the free list's link */
     unsigned char kind;
     unsigned char pad[3];
@@ -363,7 +369,7 @@ static void sl_log_clear(sl_txn_t *t, sl_entry_t *e)
         c = next;
     }
     e->st.log.head = e->st.log.tail = SL_NIL;
-    e->st.log.count = e->st.log.off = 0;
+    e->st.log.count = e->st.log.off = e->st.log.units = 0;
 }
 
 static void sl_entry_drop(sl_txn_t *t, apr_uint32_t i)
@@ -449,6 +455,7 @@ static void sl_log_drop(sl_txn_t *t, sl_entry_t *e, apr_int64_t horizon)
         if (c->ts[e->st.log.off] > horizon) {
             return;
         }
+        e->st.log.units -= c->w[e->st.log.off];
         e->st.log.off++;
         e->st.log.count--;
         if (e->st.log.count == 0) {
@@ -466,53 +473,67 @@ static void sl_log_drop(sl_txn_t *t, sl_entry_t *e, apr_int64_t horizon)
 typedef struct sl_log_ctx {
     sl_txn_t *t;
     sl_entry_t *e;
-    apr_int64_t skip; /* times before the first one to read */
+    apr_int64_t skip; /* requests before the first one to read */
 } sl_log_ctx_t;
 
+/* The admission time of the i-th oldest unit: that of the request whose
+ * weight covers it, walking from the oldest, or past SL_LOG_WALK requests
+ * the newest one's (sl_log_array_at's walk). */
 static apr_int64_t sl_table_log_at(void *ctx, apr_int64_t i)
 {
     sl_log_ctx_t *x = ctx;
-    apr_int64_t hops, pos;
+    sl_entry_t *e = x->e;
+    apr_uint32_t c = e->st.log.head;
+    apr_int64_t k, pos = e->st.log.off, acc = 0;
+    sl_chunk_t *ch = sl_chunk(x->t, c);
 
-    i += x->skip;
-    pos = x->e->st.log.off + i;
-    apr_uint32_t c = x->e->st.log.head;
-    sl_chunk_t *ch = NULL;
-
-    if (i < 0 || i >= x->e->st.log.count) {
-        x->t->corrupt = 1;
-        return 0;
+    for (k = 0; ch && k < e->st.log.count; k++) {
+        if (k >= x->skip) {
+            if (k - x->skip == SL_LOG_WALK) {
+                ch = sl_chunk(x->t, e->st.log.tail);
+                pos = (e->st.log.off + e->st.log.count - 1) % SL_CHUNK_TS;
+                return ch ? ch->ts[pos] : 0;
+            }
+            acc += ch->w[pos];
+            if (acc > i) {
+                return ch->ts[pos];
+            }
+        }
+        if (++pos == SL_CHUNK_TS && k + 1 < e->st.log.count) {
+            pos = 0;
+            ch = sl_chunk(x->t, ch->next);
+        }
     }
-    for (hops = pos / SL_CHUNK_TS; (ch = sl_chunk(x->t, c)) && hops > 0;
-         hops--) {
-        c = ch->next;
-    }
-    return ch ? ch->ts[pos % SL_CHUNK_TS] : 0;
+    x->t->corrupt = 1;
+    return 0;
 }
 
-/* A new time needs a new chunk when the last one is full (or none). */
-/* Removes n of the log's entries equal to at (the give-back): the later
- * entries move down in place, and the chunks left empty at the end go. */
-static void sl_log_remove(sl_txn_t *t, sl_entry_t *e, apr_int64_t at,
-                          apr_int64_t n)
+/* Removes one request admitted at at of weight cost (the give-back): the
+ * later ones move down in place, and a chunk left empty at the end goes.
+ * Returns the units removed (cost, or 0 when there is no such request). */
+static apr_int64_t sl_log_remove(sl_txn_t *t, sl_entry_t *e, apr_int64_t at,
+                                 apr_int64_t cost)
 {
     apr_uint32_t rc = e->st.log.head, wc = rc, keep, k, i;
     apr_uint32_t rp = e->st.log.off, wp = rp, count = e->st.log.count;
-    apr_int64_t removed = 0;
+    int removed = 0;
     sl_chunk_t *r = sl_chunk(t, rc), *w = r;
 
     for (i = 0; i < count; i++) {
         apr_int64_t ts;
+        apr_uint32_t wt;
         if (!r || !w) {
             t->corrupt = 1;
-            return;
+            return 0;
         }
         ts = r->ts[rp];
-        if (ts == at && removed < n) {
-            removed++;
+        wt = r->w[rp];
+        if (!removed && ts == at && (apr_int64_t) wt == cost) {
+            removed = 1;
         }
         else {
             w->ts[wp] = ts;
+            w->w[wp] = wt;
             if (++wp == SL_CHUNK_TS) {
                 wp = 0;
                 wc = w->next;
@@ -525,10 +546,14 @@ static void sl_log_remove(sl_txn_t *t, sl_entry_t *e, apr_int64_t at,
             r = sl_chunk(t, rc);
         }
     }
-    e->st.log.count = count - (apr_uint32_t) removed;
+    if (!removed) {
+        return 0;
+    }
+    e->st.log.count = count - 1;
+    e->st.log.units -= (apr_uint32_t) cost;
     if (e->st.log.count == 0) {
         sl_log_clear(t, e);
-        return;
+        return cost;
     }
     /* The chunk of the last kept entry becomes the tail. */
     keep = (e->st.log.off + e->st.log.count - 1) / SL_CHUNK_TS;
@@ -538,7 +563,7 @@ static void sl_log_remove(sl_txn_t *t, sl_entry_t *e, apr_int64_t at,
     }
     if (!(w = sl_chunk(t, wc))) {
         t->corrupt = 1;
-        return;
+        return 0;
     }
     rc = w->next;
     w->next = SL_NIL;
@@ -548,6 +573,7 @@ static void sl_log_remove(sl_txn_t *t, sl_entry_t *e, apr_int64_t at,
         sl_slot_give(t, rc);
         rc = next;
     }
+    return cost;
 }
 
 static int sl_log_needs_chunk(const sl_entry_t *e)
@@ -563,12 +589,15 @@ static apr_int64_t sl_log_room(const sl_entry_t *e)
                : SL_CHUNK_TS - (e->st.log.off + e->st.log.count) % SL_CHUNK_TS;
 }
 
-/* ZADD key now member: in time order. Callers take their time before the
- * lock, so one may arrive a little after a later one: insert, not append. */
-static void sl_log_insert(sl_txn_t *t, sl_entry_t *e, apr_int64_t now)
+/* ZADD key now member: one request of weight w, in time order. Callers
+ * take their time before the lock, so one may arrive a little after a
+ * later one: insert, not append. */
+static void sl_log_insert(sl_txn_t *t, sl_entry_t *e, apr_int64_t now,
+                          apr_int64_t w)
 {
     apr_uint32_t end = e->st.log.off + e->st.log.count, pos, ci, k, first;
     apr_int64_t last = 0, carry;
+    apr_uint32_t wcarry;
     int placing = 0;
     sl_chunk_t *c;
 
@@ -598,13 +627,16 @@ static void sl_log_insert(sl_txn_t *t, sl_entry_t *e, apr_int64_t now)
         return;
     }
     c->ts[end % SL_CHUNK_TS] = now;
+    c->w[end % SL_CHUNK_TS] = (apr_uint32_t) w;
     e->st.log.count++;
+    e->st.log.units += (apr_uint32_t) w;
     if (e->st.log.count == 1 || last <= now) {
         return;
     }
-    /* Rotate now into place, from the first later time to the end. A time
-     * is late by a wait for the lock at most, so its place is usually in
-     * the last chunk: start there when that chunk begins earlier. */
+    /* Rotate the request into place, from the first later time to the
+     * end. A time is late by a wait for the lock at most, so its place is
+     * usually in the last chunk: start there when that chunk begins
+     * earlier. */
     ci = e->st.log.head;
     pos = e->st.log.off;
     first = e->st.log.tail == e->st.log.head ? e->st.log.off : 0;
@@ -613,14 +645,18 @@ static void sl_log_insert(sl_txn_t *t, sl_entry_t *e, apr_int64_t now)
         pos = first;
     }
     carry = now;
+    wcarry = (apr_uint32_t) w;
     for (k = 0; k < e->st.log.count; k++) {
         if (!(c = sl_chunk(t, ci))) {
             return;
         }
         if (placing || c->ts[pos] > now) {
             apr_int64_t tmp = c->ts[pos];
+            apr_uint32_t wtmp = c->w[pos];
             c->ts[pos] = carry;
+            c->w[pos] = wcarry;
             carry = tmp;
+            wcarry = wtmp;
             placing = 1;
         }
         if (ci == e->st.log.tail && pos == end % SL_CHUNK_TS) {
@@ -738,16 +774,16 @@ static void sl_block_store(sl_txn_t *t, const sl_shm_op_t *q, int n,
 }
 
 /* The stored state e (NULL: none) of q at t->now; a log's first skip
- * times are out of its window. */
+ * requests, of skip_units units, are out of its window. */
 static void sl_evaluate_entry(sl_txn_t *t, sl_shm_op_t *q, sl_entry_t *e,
-                              apr_int64_t skip)
+                              apr_int64_t skip, apr_int64_t skip_units)
 {
     switch (q->alg) {
     case SL_ALG_LOG: {
         sl_log_ctx_t x = {t, e, skip};
         sl_log_evaluate(t->now, q->limit, q->win, q->cost,
-                        e ? e->st.log.count - skip : 0, sl_table_log_at, &x,
-                        &q->ev);
+                        e ? (apr_int64_t) e->st.log.units - skip_units : 0,
+                        sl_table_log_at, &x, &q->ev);
         break;
     }
     case SL_ALG_COUNTER:
@@ -790,27 +826,27 @@ static void sl_evaluate(sl_txn_t *t, sl_shm_op_t *q)
     if (e && q->alg == SL_ALG_LOG) {
         sl_log_drop(t, e, sl_log_horizon(t->now, q->win));
     }
-    sl_evaluate_entry(t, q, e, 0);
+    sl_evaluate_entry(t, q, e, 0, 0);
 }
 
-/* The first live time of a log whose entries at or before the horizon are
- * still there (a peek removes nothing): a binary search, the times being
- * in order. */
-static apr_int64_t sl_log_dead(sl_txn_t *t, sl_entry_t *e, apr_int64_t horizon)
+/* The requests of a log at or before the horizon, still there (a peek
+ * removes nothing), and in *units their weights: the oldest ones. */
+static apr_int64_t sl_log_dead(sl_txn_t *t, sl_entry_t *e, apr_int64_t horizon,
+                               apr_int64_t *units)
 {
-    sl_log_ctx_t x = {t, e, 0};
-    apr_int64_t lo = 0, hi = e->st.log.count;
+    apr_uint32_t pos = e->st.log.off;
+    apr_int64_t k;
+    sl_chunk_t *ch = sl_chunk(t, e->st.log.head);
 
-    while (lo < hi && !t->corrupt) {
-        apr_int64_t mid = lo + (hi - lo) / 2;
-        if (sl_table_log_at(&x, mid) <= horizon) {
-            lo = mid + 1;
-        }
-        else {
-            hi = mid;
+    *units = 0;
+    for (k = 0; ch && k < e->st.log.count && ch->ts[pos] <= horizon; k++) {
+        *units += ch->w[pos];
+        if (++pos == SL_CHUNK_TS && k + 1 < e->st.log.count) {
+            pos = 0;
+            ch = sl_chunk(t, ch->next);
         }
     }
-    return lo;
+    return k;
 }
 
 /* What sl_evaluate decides for q, without a write: no expired entry or
@@ -835,10 +871,13 @@ static void sl_peek_one(sl_txn_t *t, sl_shm_op_t *q, apr_int64_t *blocked)
         e->expires <= t->now) {
         e = NULL;
     }
-    sl_evaluate_entry(t, q, e,
-                      e && q->alg == SL_ALG_LOG
-                          ? sl_log_dead(t, e, sl_log_horizon(t->now, q->win))
-                          : 0);
+    if (e && q->alg == SL_ALG_LOG) {
+        apr_int64_t units,
+            dead = sl_log_dead(t, e, sl_log_horizon(t->now, q->win), &units);
+        sl_evaluate_entry(t, q, e, dead, units);
+        return;
+    }
+    sl_evaluate_entry(t, q, e, 0, 0);
 }
 
 static void sl_apply(sl_txn_t *t, sl_shm_op_t *q)
@@ -853,14 +892,10 @@ static void sl_apply(sl_txn_t *t, sl_shm_op_t *q)
         return;
     }
     switch (q->alg) {
-    case SL_ALG_LOG: {
-        apr_int64_t u;
-        for (u = 0; u < q->cost && !t->corrupt; u++) {
-            sl_log_insert(t, e, t->now);
-        }
+    case SL_ALG_LOG:
+        sl_log_insert(t, e, t->now, q->cost);
         expires = sl_log_expires(t->now, q->win);
         break;
-    }
     case SL_ALG_COUNTER:
         expires = sl_counter_apply(t->now, q->win, q->cost, &e->st.counter);
         break;
@@ -893,16 +928,20 @@ static void sl_no_room(sl_txn_t *t, sl_shm_op_t *q)
         return;
     }
     if (q->alg == SL_ALG_LOG) {
-        if (sl_log_room(e) >= q->cost) {
+        if (sl_log_room(e) > 0) {
             return;
         }
         if (e && e->st.log.count > 0) {
-            sl_log_ctx_t x = {t, e, 0};
-            apr_int64_t last = SL_CHUNK_TS - 1 - (apr_int64_t) e->st.log.off;
-            if (last > (apr_int64_t) e->st.log.count - 1) {
-                last = e->st.log.count - 1;
+            /* The head chunk's last request. */
+            sl_chunk_t *c = sl_chunk(t, e->st.log.head);
+            apr_uint32_t last = e->st.log.off + e->st.log.count - 1;
+            if (last > SL_CHUNK_TS - 1) {
+                last = SL_CHUNK_TS - 1;
             }
-            reset = sl_table_log_at(&x, last) + q->win - t->now;
+            if (!c) {
+                return;
+            }
+            reset = c->ts[last] + q->win - t->now;
         }
     }
     else if (e) {
@@ -937,8 +976,9 @@ static void sl_mark_refusing(sl_txn_t *t, const sl_shm_op_t *q, int admitted)
     }
 }
 
-/* The space an admission takes: an entry per new key, for a log the chunks
- * its cost needs beyond the room in its last chunk. */
+/* The space an admission takes: an entry per new key, for a log a chunk
+ * when its last one is full (one request is one entry, whatever its
+ * cost). */
 static apr_uint32_t sl_need(sl_txn_t *t, const sl_shm_op_t *q, int n)
 {
     apr_uint32_t need = 0;
@@ -955,12 +995,8 @@ static apr_uint32_t sl_need(sl_txn_t *t, const sl_shm_op_t *q, int n)
         else {
             e = &t->tab->slots[q[i].entry].e;
         }
-        if (q[i].alg == SL_ALG_LOG) {
-            apr_int64_t room = sl_log_room(e);
-            if (q[i].cost > room) {
-                need += (apr_uint32_t) ((q[i].cost - room + SL_CHUNK_TS - 1) /
-                                        SL_CHUNK_TS);
-            }
+        if (q[i].alg == SL_ALG_LOG && sl_log_room(e) == 0) {
+            need++;
         }
     }
     return need;
@@ -1047,25 +1083,15 @@ void sl_table_refund(sl_table_t *tab, sl_shm_op_t *q, int n, apr_time_t at,
             continue;
         }
         switch (q[i].alg) {
-        case SL_ALG_LOG: {
-            /* The entries stamped at: drop them from a copy in order. */
-            sl_log_ctx_t x = {&t, e, 0};
-            apr_int64_t c = e->st.log.count, j, back = 0;
-            for (j = 0; j < c && back < q[i].cost; j++) {
-                if (sl_table_log_at(&x, j) == at) {
-                    back++;
-                }
-            }
-            if (back) {
-                sl_log_remove(&t, e, at, back);
-            }
+        case SL_ALG_LOG:
+            sl_log_remove(&t, e, at, q[i].cost);
             break;
-        }
         case SL_ALG_COUNTER:
             sl_counter_refund(now, q[i].win, at, q[i].cost, &e->st.counter);
             break;
         default:
-            sl_gcra_refund(now, q[i].limit, q[i].win, q[i].cost, &e->st.gcra);
+            sl_gcra_refund(now, q[i].limit, q[i].win, at, q[i].cost,
+                           &e->st.gcra);
             break;
         }
     }

@@ -13,9 +13,9 @@
 
 /* Sizing, for the documentation and the size directive: every store key
  * takes one slot, and a sliding log also one slot per SL_TABLE_LOG_PER_SLOT
- * live timestamps. */
+ * live requests (whatever each one cost). */
 #define SL_TABLE_SLOT_BYTES   64
-#define SL_TABLE_LOG_PER_SLOT 7
+#define SL_TABLE_LOG_PER_SLOT 4
 
 typedef struct sl_table sl_table_t;
 

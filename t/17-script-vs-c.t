@@ -14,7 +14,8 @@ use Time::HiRes qw(sleep);
 my $root = Apache::Test::vars('serverroot') . '/..';
 my $bin  = "$root/bench/results/accuracy-replay";
 
-# alg, limit, window (us), burst, cost, block (us): windows short enough
+# alg, limit, window (us), burst, cost (-k: 1 to k, drawn per call), block
+# (us): windows short enough
 # that many expire or roll over during the run, intervals that are not
 # whole microseconds (gcra 7 per 50 ms, 3 per 10 ms), costs that leave
 # room for fewer than one more request, blocks longer and shorter than the
@@ -34,6 +35,10 @@ my @cases = (
     [ 'l', 3,  10_000, 3,  1, 15_000 ],
     [ 'c', 5,  20_000, 5,  2, 30_000 ],
     [ 'g', 5,  20_000, 5,  2, 3_000 ],
+    # A cost drawn per call, 1 to 4: the log's entries of several weights.
+    [ 'l', 10, 50_000, 10, -4, 0 ],
+    [ 'l', 7,  20_000, 7,  -4, 20_000 ],
+    [ 'g', 10, 50_000, 6,  -4, 0 ],
 );
 my $CALLS = 150;
 plan tests => 3;
@@ -60,7 +65,9 @@ for my $i (0 .. $#cases) {
     my ($alg, $n, $w, $b, $cost, $block) = @{ $cases[$i] };
     my $key = "sltest:{xcheck-$$-$i}.$alg";
     $r->('DEL', $key, "$key.b");
+    my $draw = $cost;
     for my $j (1 .. $CALLS) {
+        $cost = 1 + int(rand(-$draw)) if $draw < 0;
         my $x = $r->('EVALSHA', $sha, 1, $key, "m$j", $alg, $n, $w, $b, $cost, $block);
         my $now = $x->[0] * 1_000_000 + $x->[1];
         push @lines, join(' ', "k$i", $alg, $n, $w, $b, $cost, $block, $now, @$x[ 3 .. 5 ]);

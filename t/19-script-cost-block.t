@@ -3,7 +3,8 @@
 # cost N consumes N units and waits until N fit; a refusal with a block
 # keeps the limit refused in the store until the block ends, whatever the
 # algorithm's own state; the give-back undoes exactly the reservation, in
-# the window it went into.
+# the window it went into, and under gcra no more of it than is still
+# charged. On the log a request is one entry whatever its cost.
 use strict;
 use warnings;
 
@@ -12,7 +13,7 @@ use Apache::TestUtil;
 use SL::Test;
 use SL::Algo;
 
-plan tests => 3 * 4 + 4 + 8 + 10 + 5;
+plan tests => 3 * 4 + 4 + 5 + 4 + 3 + 4 + 8 + 10 + 5 + 2;
 
 sub slurp {
     my $f = Apache::Test::vars('serverroot') . "/../lua/$_[0]";
@@ -59,13 +60,84 @@ for my $alg (qw(l c g)) {
     my $key = "$p.members.l";
     check(1, $key, 'req', 'l', 10, 60e6, 10, 3, 0);
     my $m = redis('ZRANGE', $key, 0, -1);
-    ok t_cmp(join(',', sort @$m), 'req,req/2,req/3', 'log: one entry per unit, named for the give-back');
+    ok t_cmp(join(',', sort @$m), qr/^#\d{16},3\*req$/, 'log: one entry for the request, named with its weight, and the total');
     ok t_cmp(err_of($check, 1, "$p.g", 'm', 'g', 10, 60e6, 2, 3, 0),
         qr/bad cost 1/, 'gcra: a cost above the burst is refused');
     ok t_cmp(err_of($check, 1, "$p.g", 'm', 'g', 10, 60e6, 2, 0, 0),
         qr/bad cost 1/, 'a cost of 0 is refused');
     ok t_cmp(err_of($check, 1, "$p.g", 'm', 'g', 10, 60e6, 2, 1, '1e6'),
         qr/bad limit 1/, 'a block in another notation is refused');
+}
+
+# A million units on the log are one entry: the script's work and the
+# key's memory do not grow with a cost. A refusal waits until enough
+# weight has left the window.
+{
+    my $key = "$p.million.l";
+    my @r = map { check(1, $key, "big$_", 'l', 2_500_000, 60e6, 2_500_000, 1_000_000, 0) } 1 .. 3;
+    ok t_cmp(join(' ', map { $_->[2] ? $_->[4] : 'refused' } @r), '1500000 500000 refused',
+        'log: cost 1000000 on 2500000 leaves 1500000, 500000, then refuses');
+    my $t1 = $r[0][0] * 1e6 + $r[0][1];
+    my $t3 = $r[2][0] * 1e6 + $r[2][1];
+    ok t_cmp($r[2][5], $t1 + 60e6 - $t3, '... until the first million leaves the window');
+    ok t_cmp(redis('ZCOUNT', $key, '(0', '+inf'), 2, '... which holds two entries');
+    ok t_cmp(redis('ZSCORE', $key, '1000000*big1'), $t1, '... each named with its weight');
+    my $bytes = redis('MEMORY', 'USAGE', $key);
+    ok($bytes < 512, "... in $bytes bytes");
+}
+{
+    # Units 0-2 are a's, 3 is b's, 4-7 are c's: a request of cost k waits
+    # for unit 8 + k - 10 - 1 to leave.
+    my $key = "$p.weights.l";
+    my %t;
+    for (['a', 3], ['b', 1], ['c', 4]) {
+        my $x = check(1, $key, $_->[0], 'l', 10, 60e6, 10, $_->[1], 0);
+        $t{ $_->[0] } = $x->[0] * 1e6 + $x->[1];
+    }
+    for ([5, 'a'], [6, 'b'], [7, 'c'], [10, 'c']) {
+        my ($cost, $who) = @$_;
+        my $x = check(1, $key, 'late', 'l', 10, 60e6, 10, $cost, 0);
+        my $now = $x->[0] * 1e6 + $x->[1];
+        ok($x->[2] == 0 && $x->[5] == $t{$who} + 60e6 - $now,
+            "log: costs 3, 1, 4 on 10: cost $cost waits for $who to leave ($x->[5] us)");
+    }
+}
+
+# A refusal's wait reads at most 1024 entries (src/sl_algo.c replays the
+# same): 2000 requests of one unit on a limit of 3000, 1 ms apart. Through
+# 1000 or 1024 entries the wait is exact; past them it is the newest
+# entry's expiry (later, never earlier).
+{
+    my $key = "$p.walk.l";
+    my $t0  = store_now() - 10e6;
+    redis('ZADD', $key, map { ($t0 + $_ * 1000, "1*w$_") } 0 .. 1999);
+    redis('PEXPIRE', $key, 60000);
+    for ([2000, 999], [2024, 1023], [2025, 1999]) {
+        my ($cost, $entry) = @$_;
+        my $x   = check(1, $key, 'big', 'l', 3000, 3600e6, 3000, $cost, 0);
+        my $now = $x->[0] * 1e6 + $x->[1];
+        ok($x->[2] == 0 && $x->[5] == $t0 + $entry * 1000 + 3600e6 - $now,
+            "log: cost $cost on 2000 of 3000 waits for entry $entry ($x->[5] us)");
+    }
+}
+
+# A key of the previous layout, one member per unit named member,
+# member/2 .. (one here looks like a weighted name), is read as it is:
+# each of its members is one unit, before and after a request of more
+# than one unit adds the window's total. Two windows on one key make the
+# old members expire between two calls without a wait.
+{
+    my $key  = "$p.upgrade.l";
+    my $then = store_now() - 30e6;
+    redis('ZADD', $key, $then, 'old', $then, 'old/2', $then, '7*old');
+    my $r = check(1, $key, 'new', 'l', 10, 60e6, 10, 2, 0);
+    ok t_cmp($r->[4], 5, 'upgrade: 3 old members are 3 units; 2 more leave 5');
+    my $total = redis('ZRANGE', $key, 0, 0, 'WITHSCORES');
+    ok t_cmp($total->[1], -5, '... and the total made counts them so');
+    $r = check(1, $key, 'one', 'l', 10, 1e6, 10, 1, 0);
+    ok t_cmp($r->[4], 7, '... once they left the window, 3 units left with them');
+    ok t_cmp(join(' ', @{ redis('ZRANGE', $key, 0, -1, 'WITHSCORES') }), qr/^#\d{16} -3 2\*new \d+ 1\*one \d+$/,
+        '... the log holds the two new requests and their total');
 }
 
 # block: 2 per 60 s with a 2 s block. The third request starts the block;
@@ -118,7 +190,7 @@ for my $alg (qw(l c g)) {
     my $at = $r->[0] * 1e6 + $r->[1];
     my $back = refund(1, $key, 'req', $at, 'l', 10, 60e6, 3);
     ok t_cmp("@$back", '3', 'log: 3 units back');
-    ok t_cmp(join(',', @{ redis('ZRANGE', $key, 0, -1) }), 'keep', '... the request\'s own entries, no other');
+    ok t_cmp(join(',', @{ redis('ZRANGE', $key, 0, -1) }), '1*keep', '... the request\'s own entry, no other, and no total left');
     $back = refund(1, $key, 'req', $at, 'l', 10, 60e6, 3);
     ok t_cmp("@$back", '0', '... and only once');
 }
@@ -161,6 +233,17 @@ for my $alg (qw(l c g)) {
     my $tat = redis('GET', $key);
     my $now = store_now();
     ok($back->[0] == 2 && $tat >= $at && $tat <= $now, "gcra: the TAT back to now, never below ($tat)");
+
+    # 2 units at 1 per second, admitted 1.5 s ago behind another request's
+    # 2: the TAT is 2.5 s ahead, and 0.5 s of the request's own charge is
+    # left. Only that goes back: the other request's charge stays.
+    my $now0 = store_now();
+    redis('SET', $key, $now0 + 2.5e6, 'PX', 10000);
+    $back = refund(1, $key, 'm', $now0 - 1.5e6, 'g', 10, 10e6, 2);
+    $tat = redis('GET', $key);
+    ok($tat >= $now0 + 2e6 && $tat < $now0 + 2.5e6,
+        sprintf('gcra: a charge decayed to 0.5 s gives back no more (TAT %.3f s ahead)', ($tat - $now0) / 1e6));
+    ok t_cmp($back->[0], 1, '... which is one unit, rounded up');
     ok t_cmp(err_of($refund, 1, $key, 'm', 'x', 'g', 10, 10e6, 2), qr/bad arguments/, 'refund: a bad time is refused');
     ok t_cmp(err_of($refund, 1, $key, 'm', $at, 'g', 10, 10e6), qr/bad arguments/, 'refund: missing arguments are refused');
     ok t_cmp(err_of($refund, 1, $key, 'm', $at, 'z', 10, 10e6, 1), qr/bad algorithm 1/, 'refund: unknown algorithm');

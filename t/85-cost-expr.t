@@ -6,7 +6,9 @@
 # whole number with 400, both with a JSON reason, before any store call:
 # nothing is consumed from any limit of the request. A dry run lets them
 # through; count= gives back the cost it reserved. Under Redis, a refusal
-# the deny cache holds for one cost does not refuse a cheaper request.
+# the deny cache holds for one cost does not refuse a cheaper request. On
+# the log a request of a million units is one entry like any other: the
+# store's work and memory do not grow with a cost.
 use strict;
 use warnings;
 
@@ -18,7 +20,7 @@ use JSON::PP qw(decode_json);
 use SL::Test;
 use SL::Fault;
 
-plan tests => 2 * 32;
+plan tests => 2 * 37 + 3;
 
 # One request from $ip; returns the response (HTTP::Tiny, headers lower-cased).
 sub batch {
@@ -120,6 +122,20 @@ for my $vhost (qw(sl_fault sl_shm)) {
     ok t_cmp(left($ua->get($url, { headers => { 'X-Forwarded-For' => $ip } })), 92,
         "$store: ... and consumed nothing");
 
+    # A chunked body announces no length: it costs 1 where the cost is
+    # the length, and what an <If> on Transfer-Encoding gives it (10)
+    # next to 3000 bytes costing 3 under the same name.
+    $ip = fresh_ip();
+    my @chunks;
+    my $chunked = sub { my @c = ('x' x 3000); return sub { shift @c } };
+    push @chunks, $ua->post($url, { headers => { 'X-Forwarded-For' => $ip }, content => $chunked->() });
+    my $curl = server_url($vhost) . '/f/cx/chunk';
+    push @chunks, $ua->post($curl, { headers => { 'X-Forwarded-For' => $ip }, content => $chunked->() });
+    push @chunks, $ua->post($curl, { headers => { 'X-Forwarded-For' => $ip }, content => 'x' x 3000 });
+    ok t_cmp(join(' ', map { left($_) } @chunks), '99 90 87',
+        "$store: a chunked 3000 bytes cost 1 by length, 10 by the <If>, beside 3000 announced");
+    ok t_cmp(join(' ', map { $_->{status} } @chunks), '200 200 200', "$store: ... all admitted");
+
     # gcra holds its burst: 6 never fits a burst of 5, 5 does.
     $ip = fresh_ip();
     @r = map { batch($vhost, '/f/cx/gcra', $ip, $_) } 6, 5;
@@ -150,6 +166,26 @@ for my $vhost (qw(sl_fault sl_shm)) {
     @r = map { batch($vhost, '/f/cx/count', $ip, $_, $ua) } 4, 4, 4, 10;
     ok t_cmp(join(' ', map { $_->{status} } @r), '200 200 200 200', "$store: count=500: 4, 4, 4, 10 on 10 all pass");
     ok t_cmp(join(' ', map { left($_) } @r), '6 6 6 0', "$store: ... each given back what it reserved");
+
+    # A million units on the log, twice, fill 2000000; one unit more waits
+    # for the first to leave the 600 s window. Under Redis the key holds
+    # the two requests and the window's total in a few hundred bytes,
+    # where one entry per unit took 2000000 entries (and seconds of the
+    # server's time, for everyone).
+    $ip = fresh_ip();
+    @r = map { batch($vhost, '/f/cx/big', $ip, $_) } 1000000, 1000000, 1;
+    ok t_cmp(join(' ', map { $_->{status} } @r), '200 200 429', "$store: cost 1000000 twice on 2000000, then 1");
+    ok t_cmp(join(' ', map { left($_) } @r), '1000000 0 0', "$store: ... leaving 1000000, then 0");
+    ok t_cmp($r[2]{headers}{'retry-after'} // '-', qr/^(?:599|600)$/,
+        "$store: ... the refusal waits for the first million to leave the window");
+    if ($store eq 'redis') {
+        my $key = sl_key(prefix => 'slfault', ip => $ip, policy => 'fcxbig');
+        ok t_cmp(fault_redis('ZCOUNT', $key, '(0', '+inf'), 2, 'redis: ... the log holds 2 requests, not 2000000 units');
+        my $total = fault_redis('ZRANGE', $key, 0, 0, 'WITHSCORES');
+        ok t_cmp(join(' ', @$total), qr/^#\d{16} -2000000$/, 'redis: ... and the units in its window');
+        my $bytes = fault_redis('MEMORY', 'USAGE', $key);
+        ok($bytes < 1024, "redis: ... in $bytes bytes");
+    }
 
     # The refusal is JSON like the module's others.
     $ip = fresh_ip();

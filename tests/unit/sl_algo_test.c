@@ -36,7 +36,7 @@ static apr_int64_t rnd(apr_int64_t n)
 typedef struct {
     int alg;
     apr_int64_t limit, win, burst, cost;
-    apr_int64_t ts[LOG_CAP];
+    apr_int64_t ts[LOG_CAP], w[LOG_CAP];
     sl_log_t log;
     sl_counter_t counter;
     sl_gcra_t gcra;
@@ -52,6 +52,7 @@ static void key_init(key_t_ *k, int alg, apr_int64_t limit, apr_int64_t win,
     k->burst = burst ? burst : limit;
     k->cost = 1;
     k->log.ts = k->ts;
+    k->log.w = k->w;
 }
 
 /* Evaluates without changing anything but the log's expired entries,
@@ -61,7 +62,7 @@ static void key_eval(key_t_ *k, apr_int64_t now, sl_eval_t *ev)
     switch (k->alg) {
     case SL_ALG_LOG:
         sl_log_expire(&k->log, now, k->win);
-        sl_log_evaluate(now, k->limit, k->win, k->cost, k->log.count,
+        sl_log_evaluate(now, k->limit, k->win, k->cost, k->log.units,
                         sl_log_array_at, &k->log, ev);
         break;
     case SL_ALG_COUNTER:
@@ -82,6 +83,7 @@ static int key_would(const key_t_ *k, apr_int64_t now)
 
     memcpy(&copy, k, sizeof(copy));
     copy.log.ts = copy.ts;
+    copy.log.w = copy.w;
     key_eval(&copy, now, &ev);
     return ev.ok;
 }
@@ -338,7 +340,7 @@ static void test_log_rolling(void)
             if (key_hit(&k, now, &ev)) {
                 adm[nadm++] = now;
                 /* remaining: what the window holds besides */
-                if (ev.remaining != t[c].limit - k.log.count) {
+                if (ev.remaining != t[c].limit - k.log.units) {
                     rem_bad++;
                 }
             }
@@ -372,8 +374,8 @@ static void test_log_rolling(void)
 
 static void test_log_order(void)
 {
-    apr_int64_t ts[8];
-    sl_log_t log = {ts, 0};
+    apr_int64_t ts[8], w[8];
+    sl_log_t log = {ts, w, 0, 0};
     apr_int64_t in[] = {100, 300, 200, 300, 50, 400},
                 want[] = {50, 100, 200, 300, 300, 400};
     size_t i;
@@ -666,8 +668,12 @@ static void test_log_cost_retry(void)
         sl_eval_t ev;
 
         key_init(&k, SL_ALG_LOG, limit, win, 0);
+        /* Requests of 1 to 4 units. */
         for (j = 0; j < n; j++) {
-            sl_log_apply(&k.log, now - rnd(win), win, 1);
+            apr_int64_t w = 1 + rnd(4);
+            if (k.log.units + w <= limit) {
+                sl_log_apply(&k.log, now - rnd(win), win, w);
+            }
         }
         k.cost = 1 + rnd(limit);
         key_eval(&k, now, &ev);
@@ -687,6 +693,37 @@ static void test_log_cost_retry(void)
            early, late, denied);
 }
 
+/* A refusal's wait reads at most SL_LOG_WALK entries: 2000 requests of one
+ * unit 1 ms apart on a limit of 3000. A wait that passes fewer is exact
+ * (the entry that covers the unit); one that passes more is the newest
+ * entry's expiry, when everything has left: later, never earlier. */
+static void test_log_walk(void)
+{
+    static key_t_ k;
+    apr_int64_t now = T0, win = 3600 * SEC, at;
+    sl_eval_t ev;
+    int j;
+
+    key_init(&k, SL_ALG_LOG, 3000, win, 0);
+    for (j = 0; j < 2000; j++) {
+        sl_log_apply(&k.log, now + j * 1000, win, 1);
+    }
+    at = now + 2000 * 1000;
+    k.cost = 2000; /* unit 999: the 1000th entry */
+    key_eval(&k, at, &ev);
+    EXPECT(!ev.ok && ev.reset == now + 999 * 1000 + win - at,
+           "log: a wait through 1000 entries is exact (%" I64 ")", ev.reset);
+    k.cost = 2024; /* unit 1023: the last entry read */
+    key_eval(&k, at, &ev);
+    EXPECT(!ev.ok && ev.reset == now + 1023 * 1000 + win - at,
+           "log: ... through 1024 too (%" I64 ")", ev.reset);
+    k.cost = 2025; /* unit 1024: past the walk */
+    key_eval(&k, at, &ev);
+    EXPECT(!ev.ok && ev.reset == now + 1999 * 1000 + win - at,
+           "log: past 1024 entries the newest one's expiry (%" I64 ")",
+           ev.reset);
+}
+
 /* The give-back undoes the reservation: after reserve + give-back every
  * algorithm answers as if the request had never come. */
 static void test_refund(void)
@@ -703,17 +740,19 @@ static void test_refund(void)
         key_hit(&k, now - 10 * SEC, &a);
         memcpy(&before, &k, sizeof(k));
         before.log.ts = before.ts;
+        before.log.w = before.w;
         key_hit(&k, now, &a);
         switch (alg) {
         case SL_ALG_LOG:
-            EXPECT(sl_log_refund(&k.log, now, 2) == 2, "log: 2 entries back");
+            EXPECT(sl_log_refund(&k.log, now, 2) == 2 && k.log.count == 1,
+                   "log: the entry of 2 units back");
             break;
         case SL_ALG_COUNTER:
             EXPECT(sl_counter_refund(now, w, now, 2, &k.counter) == 2,
                    "counter: 2 units back");
             break;
         default:
-            EXPECT(sl_gcra_refund(now, 10, w, 2, &k.gcra) == 2,
+            EXPECT(sl_gcra_refund(now, 10, w, now, 2, &k.gcra) == 2,
                    "gcra: 2 units back");
             break;
         }
@@ -747,20 +786,42 @@ static void test_refund(void)
     /* GCRA: never below now. */
     {
         sl_gcra_t g = {(double) now + 1.5 * SEC};
-        EXPECT(sl_gcra_refund(now, 10, 10 * SEC, 3, &g) == 3 &&
+        EXPECT(sl_gcra_refund(now, 10, 10 * SEC, now, 3, &g) == 2 &&
                    g.tat == (double) now,
-               "gcra: the TAT goes back, never below now");
-        EXPECT(sl_gcra_refund(now, 10, 10 * SEC, 1, &g) == 0,
+               "gcra: the TAT goes back, never below now (1.5 units, "
+               "rounded up)");
+        EXPECT(sl_gcra_refund(now, 10, 10 * SEC, now, 1, &g) == 0,
                "gcra: nothing to give back from an empty bucket");
     }
-    /* Log: only the entries of that time. */
+    /* GCRA at 1 per second: a and b, 2 units each, admitted at now into an
+     * empty bucket (TAT now + 4 s). 1.5 s later a's charge has 0.5 s left
+     * (b's is whole): only that goes back. After 2.5 s nothing is left of
+     * a's: nothing goes back, b keeps its charge. */
     {
-        apr_int64_t ts[8] = {100, 200, 200, 300};
-        sl_log_t log = {ts, 4};
-        EXPECT(sl_log_refund(&log, 200, 5) == 2 && log.count == 2 &&
-                   ts[0] == 100 && ts[1] == 300,
-               "log: only the admission's entries go");
-        EXPECT(sl_log_refund(&log, 250, 1) == 0 && log.count == 2,
+        sl_gcra_t g = {0};
+        sl_gcra_apply(now, 10, 10 * SEC, 10, 2, &g);
+        sl_gcra_apply(now, 10, 10 * SEC, 10, 2, &g);
+        EXPECT(sl_gcra_refund(now + 1500000, 10, 10 * SEC, now, 2, &g) == 1 &&
+                   g.tat == (double) now + 3.5 * SEC,
+               "gcra: a give-back returns only what is still charged (TAT "
+               "now + %.6f s)",
+               (g.tat - (double) now) / SEC);
+        g.tat = (double) now + 4 * SEC;
+        EXPECT(sl_gcra_refund(now + 2500000, 10, 10 * SEC, now, 2, &g) == 0 &&
+                   g.tat == (double) now + 4 * SEC,
+               "gcra: nothing once the charge has decayed; later charges "
+               "stay");
+    }
+    /* Log: only the entry of that time and weight. */
+    {
+        apr_int64_t ts[8] = {100, 200, 200, 300}, w[8] = {1, 2, 3, 1};
+        sl_log_t log = {ts, w, 4, 7};
+        EXPECT(sl_log_refund(&log, 200, 3) == 3 && log.count == 3 &&
+                   log.units == 4 && ts[1] == 200 && w[1] == 2 && ts[2] == 300,
+               "log: only the admission's entry goes");
+        EXPECT(sl_log_refund(&log, 200, 5) == 0 && log.count == 3,
+               "log: none of another weight");
+        EXPECT(sl_log_refund(&log, 250, 1) == 0 && log.count == 3,
                "log: none at another time");
     }
 }
@@ -794,7 +855,9 @@ static void test_reservation(void)
                 sl_counter_refund(now + 1, 60 * SEC, now, 1, &k.counter);
                 break;
             default:
-                sl_gcra_refund(now + 1, 5, 60 * SEC, 1, &k.gcra);
+                /* At once: nothing of the charge decayed (1 us later,
+                 * 1 us of it is kept: gcra_refund). */
+                sl_gcra_refund(now, 5, 60 * SEC, now, 1, &k.gcra);
                 break;
             }
         }
@@ -880,6 +943,7 @@ int main(void)
     test_expiry();
     test_cost();
     test_log_cost_retry();
+    test_log_walk();
     test_refund();
     test_reservation();
     test_block();

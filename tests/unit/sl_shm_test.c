@@ -317,8 +317,8 @@ static void test_out_of_order(void)
     void *region;
     sl_table_t *t = table_new(64 * 1024, &region);
     sl_budget_t b = budget("log", SL_ALG_LOG, 40, 2 * SEC);
-    apr_int64_t ts[64];
-    sl_log_t model = {ts, 0};
+    apr_int64_t ts[64], w[64];
+    sl_log_t model = {ts, w, 0, 0};
     unsigned int seed = 12345;
     int i, same = 0, steps = 3000;
 
@@ -332,7 +332,7 @@ static void test_out_of_order(void)
         /* Up to 40 ms late against a clock advancing 10 ms a step. */
         now = T0 + (apr_time_t) i * 10000 - (apr_time_t) (seed >> 8) % 40000;
         sl_log_expire(&model, now, b.window);
-        sl_log_evaluate(now, b.requests, b.window, 1, model.count,
+        sl_log_evaluate(now, b.requests, b.window, 1, model.units,
                         sl_log_array_at, &model, &ev);
         if (ev.ok) {
             sl_log_apply(&model, now, b.window, 1);
@@ -467,6 +467,41 @@ static void test_cost_refund(void)
     }
 }
 
+/* A million units on the log are one request in the table: two of them
+ * take its entry and one chunk, and a refusal waits for the first to leave
+ * the window. (One timestamp per unit needed 142858 chunks: refused for
+ * want of room.) */
+static void test_cost_million(void)
+{
+    void *region;
+    sl_table_t *t = table_new(64 * 1024, &region);
+    sl_budget_t b = budget("big", SL_ALG_LOG, 2000000, 600 * SEC);
+    apr_uint32_t free0 = sl_table_free(t);
+    sl_decision_t d;
+    apr_int64_t left[2];
+    int i;
+
+    b.cost = 1000000;
+    for (i = 0; i < 2; i++) {
+        EXPECT(decide(t, b, T0 + i * SEC, &d, NULL) == APR_SUCCESS &&
+                   d.admitted,
+               "log: cost 1000000 admitted (%d)", i);
+        left[i] = d.quota[0].remaining;
+    }
+    EXPECT(left[0] == 1000000 && left[1] == 0,
+           "log: ... leaving 1000000, then 0");
+    EXPECT(sl_table_free(t) == free0 - 2, "log: one entry and one chunk");
+    b.cost = 1;
+    EXPECT(decide(t, b, T0 + 2 * SEC, &d, NULL) == APR_SUCCESS && !d.admitted &&
+               d.quota[0].reset == 598 * SEC,
+           "log: one unit more waits for the first million (%" APR_INT64_T_FMT
+           " us)",
+           d.quota[0].reset);
+    EXPECT(decide(t, b, T0 + 600 * SEC + 1, &d, NULL) == APR_SUCCESS &&
+               d.admitted && d.quota[0].remaining == 999999,
+           "log: ... and fits once it left");
+}
+
 /* One look (sl_table_peek) at one budget: the status, *d and *blocked. */
 static apr_status_t peek(sl_table_t *t, sl_budget_t b, apr_time_t now,
                          sl_decision_t *d, apr_int64_t *blocked)
@@ -589,6 +624,7 @@ int main(void)
     test_corruption();
     test_atomic();
     test_cost_refund();
+    test_cost_million();
     test_peek_reset();
     printf("sl_shm_test: %d passed, %d failed\n", passed, failed);
     apr_pool_destroy(pool);
