@@ -179,7 +179,7 @@ static int sl_access(request_rec *r)
     if (!dc || !sl_decide_counts(dc)) {
         return DECLINED;
     }
-    return sl_decide_early(r, sc, dc);
+    return sl_decide(r, sc, dc);
 }
 
 static int sl_log_transaction(request_rec *r)
@@ -188,7 +188,10 @@ static int sl_log_transaction(request_rec *r)
     return DECLINED;
 }
 
-static int sl_fixups(request_rec *r)
+/* The limits of the request's section that were not decided for it yet:
+ * the access checker decides count= sections, and a fast redirect gives it
+ * the sections of another file. */
+static int sl_fixups_decide(request_rec *r)
 {
     sl_server_conf_t *sc;
     sl_dir_conf_t *dc;
@@ -206,6 +209,24 @@ static int sl_fixups(request_rec *r)
         return DECLINED;
     }
     return sl_decide(r, sc, dc);
+}
+
+/* First, so that a refused request costs no other module's fixups (nor
+ * mod_dir's subrequests). */
+static int sl_fixups(request_rec *r)
+{
+    return sl_fixups_decide(r);
+}
+
+/* After mod_dir's fixup (APR_HOOK_LAST): DirectoryIndex and
+ * FallbackResource serve another file by ap_internal_fast_redirect, which
+ * gives the request that file's per-directory configuration; its limits
+ * apply as they do to a request for the file itself, less the budgets
+ * already decided. (MultiViews redirects in the type checker, before
+ * fixups; a type map by an internal redirect.) */
+static int sl_fixups_target(request_rec *r)
+{
+    return sl_fixups_decide(r);
 }
 
 /* The counters (GET without a query); with a query, one client's budgets:
@@ -242,8 +263,8 @@ static void sl_register_hooks(apr_pool_t *p)
     ap_hook_pre_config(sl_pre_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_post_config(sl_post_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_child_init(sl_child_init, NULL, NULL, APR_HOOK_MIDDLE);
-    /* Before mod_dir's fixup, which turns "/" into a subrequest. */
     ap_hook_fixups(sl_fixups, NULL, NULL, APR_HOOK_FIRST);
+    ap_hook_fixups(sl_fixups_target, NULL, NULL, APR_HOOK_REALLY_LAST);
     ap_hook_access_checker(sl_access, NULL, NULL, APR_HOOK_FIRST);
     ap_hook_log_transaction(sl_log_transaction, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_handler(sl_status_handler, NULL, NULL, APR_HOOK_MIDDLE);

@@ -32,16 +32,10 @@ typedef struct sl_case {
     const char *member;       /* of the store call, for a give-back */
 } sl_case_t;
 
-/* A request decided early (count=) or holding reservations to give back
- * after its response: r->request_config. */
-typedef struct sl_note {
-    int decided; /* the access checker decided it (count=) */
-    /* Every budget decided for this request: a later internal redirect of
-     * the same client request does not decide them again. */
-    const sl_budget_t *seen;
-    int nseen;
-    /* count=: the reservation to give back after the response, if its
-     * final status does not count (budgets NULL: nothing to give back). */
+/* A count= decision's reservation, given back after the response when the
+ * status the client got is not listed. */
+typedef struct sl_reserved {
+    struct sl_reserved *next;
     sl_store_t *store; /* NULL: the local fallback decided */
     sl_proc_t *proc;
     const apr_array_header_t *limits;
@@ -49,6 +43,19 @@ typedef struct sl_note {
     int n;
     const char *member;
     apr_time_t at;
+} sl_reserved_t;
+
+/* What was decided for a request: r->request_config. */
+typedef struct sl_note {
+    /* The per-directory configuration it was last decided under: a fast
+     * redirect (mod_dir) gives it its target's, which the fixups after it
+     * decide. */
+    const ap_conf_vector_t *dir;
+    /* Every budget decided for it (sl_budget_t): neither a second decision
+     * of the same request nor a later internal redirect of the same client
+     * request decides them again. */
+    apr_array_header_t *seen;
+    sl_reserved_t *reserved;
 } sl_note_t;
 
 /* The request's note, made on first use. */
@@ -142,14 +149,14 @@ static int sl_budgets_cost(sl_case_t *c, int *at)
 
 static int sl_budget_decided(const request_rec *r, const sl_budget_t *b)
 {
-    const request_rec *prev;
+    const request_rec *q;
     int i;
 
-    for (prev = r->prev; prev; prev = prev->prev) {
+    for (q = r; q; q = q->prev) {
         const sl_note_t *note =
-            ap_get_module_config(prev->request_config, &slidinglimit_module);
-        for (i = 0; note && i < note->nseen; i++) {
-            const sl_budget_t *o = &note->seen[i];
+            ap_get_module_config(q->request_config, &slidinglimit_module);
+        for (i = 0; note && note->seen && i < note->seen->nelts; i++) {
+            const sl_budget_t *o = &APR_ARRAY_IDX(note->seen, i, sl_budget_t);
             if (o->store == b->store && o->key_len == b->key_len &&
                 !memcmp(o->key, b->key, b->key_len)) {
                 return 1;
@@ -162,13 +169,19 @@ static int sl_budget_decided(const request_rec *r, const sl_budget_t *b)
 static void sl_budgets_remember(const sl_case_t *c)
 {
     sl_note_t *note = sl_note(c->r);
+    int i;
 
-    note->seen = c->budgets;
-    note->nseen = c->n;
+    if (!note->seen) {
+        note->seen = apr_array_make(c->r->pool, c->n, sizeof(sl_budget_t));
+    }
+    for (i = 0; i < c->n; i++) {
+        APR_ARRAY_PUSH(note->seen, sl_budget_t) = c->budgets[i];
+    }
 }
 
-/* An internal redirect (a per-directory rewrite, a CGI's local Location:,
- * an ErrorDocument, Action) is the same client request: the budgets an
+/* A fast redirect (DirectoryIndex, FallbackResource) and an internal
+ * redirect (a per-directory rewrite, a CGI's local Location:, an
+ * ErrorDocument, Action) are the same client request: the budgets it or an
  * earlier request of its chain was decided for are left out, the target's
  * others are decided here. Returns how many remain. */
 static int sl_budgets_undecided(sl_case_t *c)
@@ -425,9 +438,12 @@ int sl_decide(request_rec *r, sl_server_conf_t *sc, sl_dir_conf_t *dc)
     if (!c.store) {
         return DECLINED;
     }
+    sl_note(r)->dir = r->per_dir_config;
     sl_budgets_build(&c, sc);
-    if (r->prev && !sl_budgets_undecided(&c)) {
-        sl_decide_carry_env(r);
+    if (!sl_budgets_undecided(&c)) {
+        if (r->prev) {
+            sl_decide_carry_env(r);
+        }
         return DECLINED;
     }
     sl_budgets_remember(&c);
@@ -445,13 +461,16 @@ int sl_decide(request_rec *r, sl_server_conf_t *sc, sl_dir_conf_t *dc)
     if (c.reserve &&
         (store == SL_STEP_ADMITTED || fallback == SL_STEP_ADMITTED)) {
         sl_note_t *note = sl_note(r);
-        note->store = store == SL_STEP_ADMITTED ? c.store : NULL;
-        note->proc = c.proc;
-        note->limits = c.limits;
-        note->budgets = c.budgets;
-        note->n = c.n;
-        note->member = c.member;
-        note->at = d.now;
+        sl_reserved_t *res = apr_palloc(r->pool, sizeof(*res));
+        res->store = store == SL_STEP_ADMITTED ? c.store : NULL;
+        res->proc = c.proc;
+        res->limits = c.limits;
+        res->budgets = c.budgets;
+        res->n = c.n;
+        res->member = c.member;
+        res->at = d.now;
+        res->next = note->reserved;
+        note->reserved = res;
     }
     return sl_answer(&c, &o, &d);
 }
@@ -468,50 +487,36 @@ int sl_decide_counts(const sl_dir_conf_t *dc)
     return 0;
 }
 
-int sl_decide_early(request_rec *r, sl_server_conf_t *sc, sl_dir_conf_t *dc)
-{
-    int rv = sl_decide(r, sc, dc);
-
-    sl_note(r)->decided = 1;
-    return rv;
-}
-
 int sl_decide_done(request_rec *r)
 {
-    sl_note_t *note =
+    const sl_note_t *note =
         ap_get_module_config(r->request_config, &slidinglimit_module);
 
-    return note && note->decided;
+    return note && note->dir == r->per_dir_config;
 }
 
-/* One request of the chain: its reservation, judged by the final status. */
-static void sl_give_back(request_rec *r, int status)
+/* One reservation, judged by the status the client got. */
+static void sl_give_back(request_rec *r, sl_reserved_t *res, int status)
 {
-    sl_note_t *note =
-        ap_get_module_config(r->request_config, &slidinglimit_module);
     sl_budget_t *back;
     int i, k = 0;
 
-    if (!note || !note->budgets) {
-        return;
-    }
-    back = apr_palloc(r->pool, sizeof(*back) * note->n);
-    for (i = 0; i < note->n; i++) {
-        const sl_limit_t *l = APR_ARRAY_IDX(note->limits, i, sl_limit_t *);
+    back = apr_palloc(r->pool, sizeof(*back) * res->n);
+    for (i = 0; i < res->n; i++) {
+        const sl_limit_t *l = APR_ARRAY_IDX(res->limits, i, sl_limit_t *);
         if (l->count && !sl_limit_counts(l, status)) {
-            back[k++] = note->budgets[i];
+            back[k++] = res->budgets[i];
         }
     }
-    note->budgets = NULL;
     if (!k) {
         return;
     }
-    if (note->store) {
-        sl_store_refund(note->store, r, note->proc, back, k, note->member,
-                        note->at);
+    if (res->store) {
+        sl_store_refund(res->store, r, res->proc, back, k, res->member,
+                        res->at);
     }
     else {
-        sl_shm_refund(note->proc->shm, r->pool, back, k, note->at,
+        sl_shm_refund(res->proc->shm, r->pool, back, k, res->at,
                       apr_time_now());
     }
 }
@@ -519,14 +524,27 @@ static void sl_give_back(request_rec *r, int status)
 void sl_decide_give_back(request_rec *r)
 {
     request_rec *q, *last = r;
+    sl_reserved_t *res;
+    int status = -1;
 
     /* The final status, after internal redirects (ErrorDocument), judges
      * what every request of the chain reserved (a redirect's target may
      * have limits of its own). */
-    while (last->next) {
-        last = last->next;
-    }
     for (q = r; q; q = q->next) {
-        sl_give_back(q, last->status);
+        sl_note_t *note =
+            ap_get_module_config(q->request_config, &slidinglimit_module);
+        if (!note) {
+            continue;
+        }
+        for (res = note->reserved; res; res = res->next) {
+            if (status < 0) {
+                while (last->next) {
+                    last = last->next;
+                }
+                status = last->status;
+            }
+            sl_give_back(q, res, status);
+        }
+        note->reserved = NULL;
     }
 }
