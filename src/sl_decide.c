@@ -521,15 +521,53 @@ static void sl_give_back(request_rec *r, sl_reserved_t *res, int status)
     }
 }
 
+/* The status a client request's response answered, as count= judges it.
+ * An ErrorDocument is an internal redirect made for its request's error,
+ * which keeps that status (and the redirect starts with it): that error is
+ * the answer, whatever serving the document then gives (a missing page's
+ * 404, after which httpd sends its own page with the error; a program's own
+ * Status:). An ErrorDocument that is a URL elsewhere answers the error with
+ * a 302 to that URL: still the error, or a count=403 would give back every
+ * such refusal. */
+static int sl_status_answered(const request_rec *r)
+{
+    const request_rec *q;
+    const char *to;
+    int s, i;
+
+    for (q = r; q->next; q = q->next) {
+        if (q->status != HTTP_OK) {
+            return q->status;
+        }
+    }
+    if (q->status != HTTP_MOVED_TEMPORARILY ||
+        !(to = apr_table_get(q->headers_out, "Location"))) {
+        return q->status;
+    }
+    for (s = 400; s < 600; s++) {
+        const char *doc;
+        /* Only the statuses httpd knows have an ErrorDocument of their
+         * own; the others share their class's. */
+        if ((i = ap_index_of_response(s)) < 0 ||
+            atoi(ap_get_status_line(s)) != s) {
+            continue;
+        }
+        doc = ap_response_code_string((request_rec *) q, i);
+        if (doc && ap_is_url(doc) && !strcmp(doc, to)) {
+            return s;
+        }
+    }
+    return q->status;
+}
+
 void sl_decide_give_back(request_rec *r)
 {
-    request_rec *q, *last = r;
+    request_rec *q;
     sl_reserved_t *res;
     int status = -1;
 
-    /* The final status, after internal redirects (ErrorDocument), judges
-     * what every request of the chain reserved (a redirect's target may
-     * have limits of its own). */
+    /* What every request of the chain reserved (a redirect's target may
+     * have limits of its own) is judged by the one answer. */
     for (q = r; q; q = q->next) {
         sl_note_t *note =
             ap_get_module_config(q->request_config, &slidinglimit_module);
@@ -538,10 +576,7 @@ void sl_decide_give_back(request_rec *r)
         }
         for (res = note->reserved; res; res = res->next) {
             if (status < 0) {
-                while (last->next) {
-                    last = last->next;
-                }
-                status = last->status;
+                status = sl_status_answered(r);
             }
             sl_give_back(q, res, status);
         }
