@@ -1,7 +1,8 @@
 # Limits apply to the resolved target: mod_dir serves the DirectoryIndex
 # file and the FallbackResource by a fast redirect, which gives the request
 # the target's sections after the fixups of the URL asked for began. A
-# directory URL is limited like its index file, and shares its budget;
+# directory URL is limited like its index file, and shares its budget, as
+# MultiViews and a type map share the budget of the file they serve;
 # each request is counted once, also when the directory and the index file
 # name the same budget, and a count= reservation of each is judged; the
 # redirect of DirectorySlash serves nothing and counts nothing;
@@ -14,7 +15,7 @@ use Apache::Test qw(-withtestmore);
 use Apache::TestUtil;
 use SL::Test;
 
-plan tests => 26;
+plan tests => 30;
 
 sub get { my ($path, $ip) = @_; return http_get($path, 'X-Forwarded-For' => $ip) }
 
@@ -86,6 +87,19 @@ ok t_cmp(get('/resolved/counted/', $ip)->{status}, 200, 'count= on the directory
 # The give-back follows the response.
 ok(wait_until(sub { redis('ZCARD', $kdir) + redis('ZCARD', $kidx) == 0 }, 5),
     '... both reservations given back');
+
+# MultiViews and a type map choose the file before fixups or by an
+# internal redirect: its limits apply, from its budget.
+$ip  = fresh_ip();
+$key = sl_key(ip => $ip, policy => 'res-mv');
+ok t_cmp(seen($ip, '/resolved/mv/page', '/resolved/mv/page.html', '/resolved/mv/page', '/resolved/mv/page'),
+    '200/2 200/1 200/0 429/0', 'MultiViews: the file without its extension shares its budget');
+ok t_cmp(redis('ZCARD', $key), 3, '... three units for three admissions');
+$ip  = fresh_ip();
+$key = sl_key(ip => $ip, policy => 'res-tm');
+ok t_cmp(seen($ip, '/resolved/tm/page.var', '/resolved/tm/page.html', '/resolved/tm/page.var', '/resolved/tm/page.var'),
+    '200/2 200/1 200/0 429/0', 'a type map: the map shares the budget of the file it serves');
+ok t_cmp(redis('ZCARD', $key), 3, '... three units for three admissions');
 
 # DirectorySlash answers 301 before any file is chosen: nothing counts.
 $ip  = fresh_ip();

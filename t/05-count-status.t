@@ -5,7 +5,8 @@
 # 401 page), a page (its body with the 401), a program (even one that
 # answers 200), or a URL elsewhere (which httpd ignores for 401);
 # count=403 counts a 403 that httpd sends as a 302 to the ErrorDocument's
-# URL. A good login is still given back.
+# URL; the index file's 401 that mod_dir sends for the directory URL
+# counts under the directory's limit. A good login is still given back.
 use strict;
 use warnings;
 
@@ -14,7 +15,7 @@ use Apache::TestUtil;
 use SL::Test;
 use SL::Keys qw(basic);
 
-plan tests => 19;
+plan tests => 22;
 
 sub get {
     my ($path, $ip, $pw) = @_;
@@ -69,6 +70,16 @@ ok t_cmp("@st", '302 302 302 302 302 429', 'ErrorDocument 403 to a URL: five 302
 ok t_cmp(redis('ZCARD', $key), 5, '... none given back');
 $res = get('/cs/denied/', fresh_ip());
 ok t_cmp($res->{headers}{location}, 'http://login.example.invalid/denied', "... each a 302 to the document's URL");
+
+# The index file's 401, sent for the directory URL by mod_dir, counts
+# under the directory's limit, with the file's own URL in one budget.
+$ip  = fresh_ip();
+$key = sl_key(ip => $ip, policy => 'cs-index');
+@st = map { get($_, $ip, 'wrong')->{status} } ('/cs/indexauth/', '/cs/indexauth/index.html') x 3;
+ok t_cmp("@st", '401 401 401 401 401 429', "the index file's 401 through the directory URL counts");
+ok t_cmp(redis('ZCARD', $key), 5, '... none given back');
+ok t_cmp(get('/cs/indexauth/', fresh_ip(), 'alice-pw')->{content}, qr/cs indexauth page/,
+    '... and the right password is let in');
 
 # A good login is given back under the same ErrorDocument.
 $ip  = fresh_ip();
