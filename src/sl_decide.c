@@ -56,6 +56,9 @@ typedef struct sl_note {
      * request decides them again. */
     apr_array_header_t *seen;
     sl_reserved_t *reserved;
+    /* The limits its quota headers describe, and their quota. */
+    const apr_array_header_t *shown_limits;
+    sl_decision_t shown;
 } sl_note_t;
 
 /* The request's note, made on first use. */
@@ -386,6 +389,37 @@ static int sl_refuse_cost(const sl_case_t *c, const sl_mode_t *m, int why,
                                         sl_budget_capacity(&c->budgets[at])));
 }
 
+/* The limits and quota an admitted request's headers describe: with a
+ * decision before this one for the same request (the URL asked for, before
+ * a fast redirect to its target), both decisions' limits, as one section's
+ * several lines are. A refusal's describe the refusing decision, so that
+ * the headers say what Retry-After says. */
+static void sl_shown(const sl_case_t *c, const sl_decision_t *d,
+                     const apr_array_header_t **limits, sl_decision_t *shown)
+{
+    apr_pool_t *p = c->r->pool;
+    sl_note_t *note = sl_note(c->r);
+    apr_array_header_t *all;
+    int n;
+
+    *limits = c->limits;
+    *shown = *d;
+    if (note->shown_limits) {
+        n = note->shown.n + d->n;
+        all = apr_array_copy(p, note->shown_limits);
+        apr_array_cat(all, c->limits);
+        shown->n = n;
+        shown->quota = apr_palloc(p, sizeof(*shown->quota) * n);
+        memcpy(shown->quota, note->shown.quota,
+               sizeof(*shown->quota) * note->shown.n);
+        memcpy(shown->quota + note->shown.n, d->quota,
+               sizeof(*shown->quota) * d->n);
+        *limits = all;
+    }
+    note->shown_limits = *limits;
+    note->shown = *shown;
+}
+
 /* Headers, environment and statistics, then the refusal if there is one. */
 static int sl_answer(const sl_case_t *c, const sl_outcome_t *o,
                      const sl_decision_t *d)
@@ -404,8 +438,17 @@ static int sl_answer(const sl_case_t *c, const sl_outcome_t *o,
     }
     pick = sl_decision_pick(d);
     decider = APR_ARRAY_IDX(c->limits, pick, sl_limit_t *);
-    sl_quota_headers(r->pool, SL_OR(c->dc->headers, SL_DEFAULT_HEADERS),
-                     c->limits, d, sl_add_header, r);
+    if (o->status) {
+        sl_quota_headers(r->pool, SL_OR(c->dc->headers, SL_DEFAULT_HEADERS),
+                         c->limits, d, sl_add_header, r);
+    }
+    else {
+        const apr_array_header_t *limits;
+        sl_decision_t shown;
+        sl_shown(c, d, &limits, &shown);
+        sl_quota_headers(r->pool, SL_OR(c->dc->headers, SL_DEFAULT_HEADERS),
+                         limits, &shown, sl_add_header, r);
+    }
     sl_set_env(r, o->result, decider->name,
                sl_i64toa(r->pool, d->quota[pick].remaining));
     sl_stats_decision(c->proc->stats, decider->name, o->result);

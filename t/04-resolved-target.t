@@ -15,7 +15,7 @@ use Apache::Test qw(-withtestmore);
 use Apache::TestUtil;
 use SL::Test;
 
-plan tests => 30;
+plan tests => 32;
 
 sub get { my ($path, $ip) = @_; return http_get($path, 'X-Forwarded-For' => $ip) }
 
@@ -71,7 +71,11 @@ ok t_cmp(redis('ZCARD', $key), 3, '... three units for three admissions');
 $ip = fresh_ip();
 my $kdir = sl_key(ip => $ip, policy => 'res-both-dir');
 my $kidx = sl_key(ip => $ip, policy => 'res-both-index');
-ok t_cmp(get('/resolved/both/', $ip)->{status}, 200, 'a directory and its index file with budgets of their own');
+$res = get('/resolved/both/', $ip);
+ok t_cmp($res->{status}, 200, 'a directory and its index file with budgets of their own');
+ok t_cmp($res->{headers}{'ratelimit-policy'}, '"res-both-dir";q=5;w=60, "res-both-index";q=3;w=60',
+    "... the headers list both decisions' limits");
+ok t_cmp($res->{headers}{ratelimit}, '"res-both-index";r=2;t=60', '... and describe the one with fewest remaining');
 ok t_cmp(redis('ZCARD', $kdir) . ' ' . redis('ZCARD', $kidx), '1 1', '... each charged once');
 ok t_cmp(seen($ip, '/resolved/both/', '/resolved/both/', '/resolved/both/'), '200/1 200/0 429/0',
     "... the index file's limit of 3 refuses the fourth");
