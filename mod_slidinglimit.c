@@ -151,16 +151,11 @@ static void sl_child_init(apr_pool_t *pchild, server_rec *s)
     sl_store_child_init(pchild, s, proc, threads);
 }
 
-/* The section's configuration when an initial request has limits to
- * decide here (subrequests such as DirectoryIndex, mod_include and
- * look-ups never count); NULL otherwise. */
-static sl_dir_conf_t *sl_limited(request_rec *r, sl_server_conf_t **sc)
+/* The configuration of r's section when it has limits; NULL otherwise. */
+static sl_dir_conf_t *sl_section(request_rec *r, sl_server_conf_t **sc)
 {
     sl_dir_conf_t *dc;
 
-    if (r->main) {
-        return NULL;
-    }
     dc = ap_get_module_config(r->per_dir_config, &slidinglimit_module);
     if (!dc->limits || !dc->limits->nelts) {
         return NULL;
@@ -169,13 +164,42 @@ static sl_dir_conf_t *sl_limited(request_rec *r, sl_server_conf_t **sc)
     return (*sc)->proc ? dc : NULL;
 }
 
+/* The section's configuration when an initial request has limits to
+ * decide here (subrequests such as DirectoryIndex, mod_include and
+ * look-ups never count); NULL otherwise. */
+static sl_dir_conf_t *sl_limited(request_rec *r, sl_server_conf_t **sc)
+{
+    return r->main ? NULL : sl_section(r, sc);
+}
+
+/* mod_dir's look-up of its main request's target (the index file, the
+ * FallbackResource) meets the file's own authentication, and mod_dir sends
+ * its 401 for the directory URL: the file's count= section decides here,
+ * for the main request, while that request is between our first fixups
+ * and our last. Any other subrequest never counts. */
+static int sl_access_lookup(request_rec *rr)
+{
+    sl_server_conf_t *sc;
+    sl_dir_conf_t *dc;
+
+    if (rr->main->main || rr->finfo.filetype != APR_REG ||
+        !(dc = sl_section(rr, &sc)) || !sl_decide_counts(dc)) {
+        return DECLINED;
+    }
+    return sl_decide_lookup(rr, sc, dc);
+}
+
 /* Sections with count= decide here, before authentication: mod_auth_basic
  * answers 401 before fixups, and a failed login is what they count. */
 static int sl_access(request_rec *r)
 {
     sl_server_conf_t *sc;
-    sl_dir_conf_t *dc = sl_limited(r, &sc);
+    sl_dir_conf_t *dc;
 
+    if (r->main) {
+        return sl_access_lookup(r);
+    }
+    dc = sl_limited(r, &sc);
     if (!dc || !sl_decide_counts(dc)) {
         return DECLINED;
     }
@@ -212,10 +236,18 @@ static int sl_fixups_decide(request_rec *r)
 }
 
 /* First, so that a refused request costs no other module's fixups (nor
- * mod_dir's subrequests). */
+ * mod_dir's subrequests). A directory, or a URL of no file and no handler,
+ * is what mod_dir's fixup then looks up a target for. */
 static int sl_fixups(request_rec *r)
 {
-    return sl_fixups_decide(r);
+    int rv = sl_fixups_decide(r);
+
+    if (rv == DECLINED && !r->main &&
+        (r->finfo.filetype == APR_DIR ||
+         (r->finfo.filetype == APR_NOFILE && !r->handler))) {
+        sl_decide_resolving(r, 1);
+    }
+    return rv;
 }
 
 /* After mod_dir's fixup (APR_HOOK_LAST): DirectoryIndex and
@@ -226,6 +258,9 @@ static int sl_fixups(request_rec *r)
  * fixups; a type map by an internal redirect.) */
 static int sl_fixups_target(request_rec *r)
 {
+    if (!r->main) {
+        sl_decide_resolving(r, 0);
+    }
     return sl_fixups_decide(r);
 }
 

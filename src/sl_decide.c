@@ -20,7 +20,9 @@ APLOG_USE_MODULE(slidinglimit);
 
 /* One request's limits, as the stores see them. */
 typedef struct sl_case {
-    request_rec *r;
+    request_rec *r;      /* the client's request: note, headers, answer */
+    request_rec *target; /* whose section and key: r, or mod_dir's look-up
+                          * of r's target */
     const sl_dir_conf_t *dc;
     sl_proc_t *proc;
     sl_store_t *store;
@@ -55,6 +57,9 @@ typedef struct sl_note {
      * of the same request nor a later internal redirect of the same client
      * request decides them again. */
     apr_array_header_t *seen;
+    /* Between the first fixups and the last: mod_dir's look-ups of its
+     * target may decide for it. */
+    int resolving;
     sl_reserved_t *reserved;
     /* The limits its quota headers describe, and their quota. */
     const apr_array_header_t *shown_limits;
@@ -93,7 +98,7 @@ void sl_decide_budget(apr_pool_t *p, const sl_server_conf_t *sc,
 static void sl_budgets_build(sl_case_t *c, const sl_server_conf_t *sc)
 {
     request_rec *r = c->r;
-    const char *identity = sl_key_identity(r, c->dc);
+    const char *identity = sl_key_identity(c->target, c->dc);
     int i;
 
     c->n = c->limits->nelts;
@@ -130,7 +135,7 @@ static int sl_budgets_cost(sl_case_t *c, int *at)
         if (!l->cost_prog) {
             continue;
         }
-        v = ap_expr_str_exec(r, l->cost_prog, &err);
+        v = ap_expr_str_exec(c->target, l->cost_prog, &err);
         why =
             err ? SL_COST_BAD
                 : sl_cost_of(v, l->cost_unit, sl_budget_capacity(b), &b->cost);
@@ -306,6 +311,17 @@ static void sl_set_env(request_rec *r, int result, const char *policy,
     }
 }
 
+/* A look-up's decision is the client request's; the look-up gets the
+ * variables too, as a fast redirect puts its copy of them first. */
+static void sl_case_env(const sl_case_t *c, int result, const char *policy,
+                        const char *remaining)
+{
+    sl_set_env(c->r, result, policy, remaining);
+    if (c->target != c->r) {
+        sl_set_env(c->target, result, policy, remaining);
+    }
+}
+
 void sl_decide_carry_env(request_rec *r)
 {
     static const char *const names[] = {
@@ -334,10 +350,15 @@ static void sl_add_header(void *ctx, const char *name, const char *value)
 }
 
 /* Answers the refused request here. The JSON body is ours unless the admin
- * set an ErrorDocument for the status, which httpd then serves. */
-static int sl_respond(request_rec *r, int status, const char *body)
+ * set an ErrorDocument for the status, which httpd then serves. A look-up
+ * refuses with the status alone, which mod_dir sends for the client's
+ * request (its headers are on that request already). */
+static int sl_respond(const sl_case_t *c, int status, const char *body)
 {
-    if (ap_response_code_string(r, ap_index_of_response(status))) {
+    request_rec *r = c->r;
+
+    if (c->target != r ||
+        ap_response_code_string(r, ap_index_of_response(status))) {
         return status;
     }
     ap_discard_request_body(r);
@@ -355,12 +376,14 @@ static int sl_respond(request_rec *r, int status, const char *body)
     return DONE;
 }
 
-static int sl_refuse(request_rec *r, int status, int unavailable,
+static int sl_refuse(const sl_case_t *c, int status, int unavailable,
                      apr_int64_t retry)
 {
+    request_rec *r = c->r;
+
     apr_table_setn(r->err_headers_out, "Retry-After",
                    apr_psprintf(r->pool, "%" APR_INT64_T_FMT, retry));
-    return sl_respond(r, status, sl_json_body(r->pool, unavailable, retry));
+    return sl_respond(c, status, sl_json_body(r->pool, unavailable, retry));
 }
 
 /* A cost that limit at cannot take, refused before the store: 400 for a
@@ -379,12 +402,16 @@ static int sl_refuse_cost(const sl_case_t *c, const sl_mode_t *m, int why,
         why == SL_COST_BAD ? HTTP_BAD_REQUEST : HTTP_REQUEST_ENTITY_TOO_LARGE;
 
     sl_stats_decision(c->proc->stats, l->name, result);
-    sl_set_env(r, result, l->name, NULL);
+    sl_case_env(c, result, l->name, NULL);
     if (m->dry_run) {
         return DECLINED;
     }
-    r->status = status;
-    return sl_respond(r, status,
+    /* Before sl_respond discards the body: a status that drops the
+     * connection reads none. */
+    if (c->target == r) {
+        r->status = status;
+    }
+    return sl_respond(c, status,
                       sl_json_cost_body(r->pool, why, l->name,
                                         sl_budget_capacity(&c->budgets[at])));
 }
@@ -430,8 +457,8 @@ static int sl_answer(const sl_case_t *c, const sl_outcome_t *o,
 
     if (!o->quota) {
         sl_stats_decision(c->proc->stats, "-", o->result);
-        sl_set_env(r, o->result, NULL, NULL);
-        return o->status ? sl_refuse(r, o->status, o->unavailable,
+        sl_case_env(c, o->result, NULL, NULL);
+        return o->status ? sl_refuse(c, o->status, o->unavailable,
                                      sl_ceil_seconds(sl_store_wait(
                                          c->store, apr_time_now())))
                          : DECLINED;
@@ -449,8 +476,8 @@ static int sl_answer(const sl_case_t *c, const sl_outcome_t *o,
         sl_quota_headers(r->pool, SL_OR(c->dc->headers, SL_DEFAULT_HEADERS),
                          limits, &shown, sl_add_header, r);
     }
-    sl_set_env(r, o->result, decider->name,
-               sl_i64toa(r->pool, d->quota[pick].remaining));
+    sl_case_env(c, o->result, decider->name,
+                sl_i64toa(r->pool, d->quota[pick].remaining));
     sl_stats_decision(c->proc->stats, decider->name, o->result);
     if (!o->status) {
         return DECLINED;
@@ -459,10 +486,13 @@ static int sl_answer(const sl_case_t *c, const sl_outcome_t *o,
                   "mod_slidinglimit: refused by policy %s for %" APR_INT64_T_FMT
                   "us",
                   decider->name, d->quota[pick].reset);
-    return sl_refuse(r, o->status, o->unavailable, sl_retry_after(d));
+    return sl_refuse(c, o->status, o->unavailable, sl_retry_after(d));
 }
 
-int sl_decide(request_rec *r, sl_server_conf_t *sc, sl_dir_conf_t *dc)
+/* The decision for the client's request r under target's section dc:
+ * target is r, or mod_dir's look-up of r's target. */
+static int sl_decide_for(request_rec *r, request_rec *target,
+                         sl_server_conf_t *sc, sl_dir_conf_t *dc)
 {
     sl_case_t c;
     sl_mode_t m;
@@ -471,6 +501,7 @@ int sl_decide(request_rec *r, sl_server_conf_t *sc, sl_dir_conf_t *dc)
     int store, fallback = SL_STEP_FAILED, why, at;
 
     c.r = r;
+    c.target = target;
     c.dc = dc;
     c.proc = sc->proc;
     c.store = sc->backend;
@@ -481,7 +512,9 @@ int sl_decide(request_rec *r, sl_server_conf_t *sc, sl_dir_conf_t *dc)
     if (!c.store) {
         return DECLINED;
     }
-    sl_note(r)->dir = r->per_dir_config;
+    if (target == r) {
+        sl_note(r)->dir = r->per_dir_config;
+    }
     sl_budgets_build(&c, sc);
     if (!sl_budgets_undecided(&c)) {
         if (r->prev) {
@@ -516,6 +549,33 @@ int sl_decide(request_rec *r, sl_server_conf_t *sc, sl_dir_conf_t *dc)
         note->reserved = res;
     }
     return sl_answer(&c, &o, &d);
+}
+
+int sl_decide(request_rec *r, sl_server_conf_t *sc, sl_dir_conf_t *dc)
+{
+    return sl_decide_for(r, r, sc, dc);
+}
+
+int sl_decide_lookup(request_rec *rr, sl_server_conf_t *sc, sl_dir_conf_t *dc)
+{
+    const sl_note_t *note =
+        ap_get_module_config(rr->main->request_config, &slidinglimit_module);
+
+    if (!note || !note->resolving) {
+        return DECLINED;
+    }
+    return sl_decide_for(rr->main, rr, sc, dc);
+}
+
+void sl_decide_resolving(request_rec *r, int on)
+{
+    sl_note_t *note =
+        on ? sl_note(r)
+           : ap_get_module_config(r->request_config, &slidinglimit_module);
+
+    if (note) {
+        note->resolving = on;
+    }
 }
 
 int sl_decide_counts(const sl_dir_conf_t *dc)

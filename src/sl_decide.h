@@ -16,6 +16,16 @@
  * internal redirect's) are decided. */
 int sl_decide(request_rec *r, sl_server_conf_t *sc, sl_dir_conf_t *dc);
 
+/* mod_dir's look-up rr of the target of its main request (DirectoryIndex,
+ * FallbackResource), in its access checker: the target's section dc
+ * decides for the main request, before the target's own authentication,
+ * whose 401 mod_dir sends for the directory URL. Only while the main
+ * request is between its first fixups and its last
+ * (sl_decide_resolving); DECLINED otherwise. A refusal returns its status
+ * alone, for mod_dir to send. */
+int sl_decide_lookup(request_rec *rr, sl_server_conf_t *sc, sl_dir_conf_t *dc);
+void sl_decide_resolving(request_rec *r, int on);
+
 /* Limit l's budget for identity under section dc on sc's store: the key,
  * algorithm, store, requests, window and burst, as a request's and the
  * operator's look (sl_inspect.c) both make them; cost, block and reserve

@@ -2,11 +2,12 @@
 # file and the FallbackResource by a fast redirect, which gives the request
 # the target's sections after the fixups of the URL asked for began. A
 # directory URL is limited like its index file, and shares its budget, as
-# MultiViews and a type map share the budget of the file they serve;
-# each request is counted once, also when the directory and the index file
-# name the same budget, and a count= reservation of each is judged; the
-# redirect of DirectorySlash serves nothing and counts nothing;
-# mod_include's subrequests never count.
+# MultiViews and a type map share the budget of the file they serve; each
+# request is counted once, also when the directory and the index file name
+# the same budget, and a count= reservation of each is judged; a count=
+# limit on an index file behind its own login counts the directory URL's
+# failed logins; the redirect of DirectorySlash serves nothing and counts
+# nothing; mod_include's subrequests never count.
 # Runs under each MPM: the second fixups pass in children or threads.
 use strict;
 use warnings;
@@ -14,8 +15,10 @@ use warnings;
 use Apache::Test qw(-withtestmore);
 use Apache::TestUtil;
 use SL::Test;
+use SL::Keys qw(basic);
+use SL::Wire;
 
-plan tests => 32;
+plan tests => 39;
 
 sub get { my ($path, $ip) = @_; return http_get($path, 'X-Forwarded-For' => $ip) }
 
@@ -105,6 +108,25 @@ ok t_cmp(seen($ip, '/resolved/tm/page.var', '/resolved/tm/page.html', '/resolved
     '200/2 200/1 200/0 429/0', 'a type map: the map shares the budget of the file it serves');
 ok t_cmp(redis('ZCARD', $key), 3, '... three units for three admissions');
 
+# count= on an index file behind its own login: the directory URL's failed
+# logins count (mod_dir's look-up of the file meets the login), refused
+# before the password is checked once the budget is full.
+$ip  = fresh_ip();
+$key = sl_key(ip => $ip, policy => 'res-login');
+my @st = map { http_get($_, 'X-Forwarded-For' => $ip, Authorization => basic('alice', 'wrong'))->{status} }
+  '/resolved/login/', '/resolved/login/index.html', '/resolved/login/', '/resolved/login/';
+ok t_cmp("@st", '401 401 401 429', "count=401 on the index file: the directory URL's failures count");
+ok t_cmp(redis('ZCARD', $key), 3, '... none given back');
+$res = http_get('/resolved/login/', 'X-Forwarded-For' => $ip, Authorization => basic('alice', 'alice-pw'));
+ok t_cmp($res->{status}, 429, '... the right password is refused too, once the budget is full');
+ok(($res->{headers}{'retry-after'} // 0) > 0 && ($res->{headers}{'x-ratelimit-remaining'} // '') eq '0',
+    '... with Retry-After and the quota headers');
+$ip  = fresh_ip();
+$key = sl_key(ip => $ip, policy => 'res-login');
+$res = http_get('/resolved/login/', 'X-Forwarded-For' => $ip, Authorization => basic('alice', 'alice-pw'));
+ok t_cmp("$res->{status} $res->{content}", qr/^200 resolved login index page/, '... a good login is let in');
+ok(wait_until(sub { redis('ZCARD', $key) == 0 }, 5), '... and given back');
+
 # DirectorySlash answers 301 before any file is chosen: nothing counts.
 $ip  = fresh_ip();
 $key = sl_key(ip => $ip, policy => 'res-files');
@@ -114,8 +136,13 @@ ok t_cmp(redis('ZCARD', $key), 0, '... and the redirect counts nothing');
 
 # mod_include's subrequests into the limited files never count.
 $ip = fresh_ip();
-$res = get('/resolved/ssi/', $ip);
+my $id = test_id('resolved');
+$res = http_get('/resolved/ssi/', 'X-Forwarded-For' => $ip, Authorization => basic('alice', 'wrong'),
+    'X-Test-Id' => $id);
 ok t_cmp($res->{content}, qr/resolved ssi page: resolved loc index page\s+resolved files index page/,
-    'an SSI page includes both limited index files');
+    'an SSI page includes the limited index files');
 ok t_cmp(redis('ZCARD', sl_key(ip => $ip, policy => 'res-loc')), 0, '... the first include counts nothing');
 ok t_cmp(redis('ZCARD', sl_key(ip => $ip, policy => 'res-files')), 0, '... nor the second');
+my $line = wire_log($id, 1)->[0] // {};
+ok t_cmp(($line->{result} // '?') . ' ' . ($line->{policy} // '?'), '- -',
+    '... nor one into a count= section, which only look-ups of mod_dir decide');
