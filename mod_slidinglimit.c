@@ -156,16 +156,11 @@ static void sl_child_init(apr_pool_t *pchild, server_rec *s)
     sl_store_child_init(pchild, s, proc, threads);
 }
 
-/* The section's configuration when an initial request has limits to
- * decide here (subrequests such as DirectoryIndex, mod_include and
- * look-ups never count); NULL otherwise. */
-static sl_dir_conf_t *sl_limited(request_rec *r, sl_server_conf_t **sc)
+/* The configuration of r's section when it has limits; NULL otherwise. */
+static sl_dir_conf_t *sl_section(request_rec *r, sl_server_conf_t **sc)
 {
     sl_dir_conf_t *dc;
 
-    if (r->main) {
-        return NULL;
-    }
     dc = ap_get_module_config(r->per_dir_config, &slidinglimit_module);
     if (!dc->limits || !dc->limits->nelts) {
         return NULL;
@@ -174,17 +169,46 @@ static sl_dir_conf_t *sl_limited(request_rec *r, sl_server_conf_t **sc)
     return (*sc)->proc ? dc : NULL;
 }
 
+/* The section's configuration when an initial request has limits to
+ * decide here (subrequests such as DirectoryIndex, mod_include and
+ * look-ups never count); NULL otherwise. */
+static sl_dir_conf_t *sl_limited(request_rec *r, sl_server_conf_t **sc)
+{
+    return r->main ? NULL : sl_section(r, sc);
+}
+
+/* mod_dir's look-up of its main request's target (the index file, the
+ * FallbackResource) meets the file's own authentication, and mod_dir sends
+ * its 401 for the directory URL: the file's count= section decides here,
+ * for the main request, while that request is between our first fixups
+ * and our last. Any other subrequest never counts. */
+static int sl_access_lookup(request_rec *rr)
+{
+    sl_server_conf_t *sc;
+    sl_dir_conf_t *dc;
+
+    if (rr->main->main || rr->finfo.filetype != APR_REG ||
+        !(dc = sl_section(rr, &sc)) || !sl_decide_counts(dc)) {
+        return DECLINED;
+    }
+    return sl_decide_lookup(rr, sc, dc);
+}
+
 /* Sections with count= decide here, before authentication: mod_auth_basic
  * answers 401 before fixups, and a failed login is what they count. */
 static int sl_access(request_rec *r)
 {
     sl_server_conf_t *sc;
-    sl_dir_conf_t *dc = sl_limited(r, &sc);
+    sl_dir_conf_t *dc;
 
+    if (r->main) {
+        return sl_access_lookup(r);
+    }
+    dc = sl_limited(r, &sc);
     if (!dc || !sl_decide_counts(dc)) {
         return DECLINED;
     }
-    return sl_decide_early(r, sc, dc);
+    return sl_decide(r, sc, dc);
 }
 
 static int sl_log_transaction(request_rec *r)
@@ -193,7 +217,10 @@ static int sl_log_transaction(request_rec *r)
     return DECLINED;
 }
 
-static int sl_fixups(request_rec *r)
+/* The limits of the request's section that were not decided for it yet:
+ * the access checker decides count= sections, and a fast redirect gives it
+ * the sections of another file. */
+static int sl_fixups_decide(request_rec *r)
 {
     sl_server_conf_t *sc;
     sl_dir_conf_t *dc;
@@ -211,6 +238,35 @@ static int sl_fixups(request_rec *r)
         return DECLINED;
     }
     return sl_decide(r, sc, dc);
+}
+
+/* First, so that a refused request costs no other module's fixups (nor
+ * mod_dir's subrequests). A directory, or a URL of no file and no handler,
+ * is what mod_dir's fixup then looks up a target for. */
+static int sl_fixups(request_rec *r)
+{
+    int rv = sl_fixups_decide(r);
+
+    if (rv == DECLINED && !r->main &&
+        (r->finfo.filetype == APR_DIR ||
+         (r->finfo.filetype == APR_NOFILE && !r->handler))) {
+        sl_decide_resolving(r, 1);
+    }
+    return rv;
+}
+
+/* After mod_dir's fixup (APR_HOOK_LAST): DirectoryIndex and
+ * FallbackResource serve another file by ap_internal_fast_redirect, which
+ * gives the request that file's per-directory configuration; its limits
+ * apply as they do to a request for the file itself, less the budgets
+ * already decided. (MultiViews redirects in the type checker, before
+ * fixups; a type map by an internal redirect.) */
+static int sl_fixups_target(request_rec *r)
+{
+    if (!r->main) {
+        sl_decide_resolving(r, 0);
+    }
+    return sl_fixups_decide(r);
 }
 
 /* The counters (GET without a query); with a query, one client's budgets:
@@ -269,8 +325,8 @@ static void sl_register_hooks(apr_pool_t *p)
     ap_hook_pre_config(sl_pre_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_post_config(sl_post_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_child_init(sl_child_init, NULL, NULL, APR_HOOK_MIDDLE);
-    /* Before mod_dir's fixup, which turns "/" into a subrequest. */
     ap_hook_fixups(sl_fixups, NULL, NULL, APR_HOOK_FIRST);
+    ap_hook_fixups(sl_fixups_target, NULL, NULL, APR_HOOK_REALLY_LAST);
     ap_hook_access_checker(sl_access, NULL, NULL, APR_HOOK_FIRST);
     ap_hook_log_transaction(sl_log_transaction, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_handler(sl_status_handler, NULL, NULL, APR_HOOK_MIDDLE);

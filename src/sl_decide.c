@@ -20,7 +20,9 @@ APLOG_USE_MODULE(slidinglimit);
 
 /* One request's limits, as the stores see them. */
 typedef struct sl_case {
-    request_rec *r;
+    request_rec *r;      /* the client's request: note, headers, answer */
+    request_rec *target; /* whose section and key: r, or mod_dir's look-up
+                          * of r's target */
     const sl_dir_conf_t *dc;
     sl_proc_t *proc;
     sl_store_t *store;
@@ -32,16 +34,10 @@ typedef struct sl_case {
     const char *member;       /* of the store call, for a give-back */
 } sl_case_t;
 
-/* A request decided early (count=) or holding reservations to give back
- * after its response: r->request_config. */
-typedef struct sl_note {
-    int decided; /* the access checker decided it (count=) */
-    /* Every budget decided for this request: a later internal redirect of
-     * the same client request does not decide them again. */
-    const sl_budget_t *seen;
-    int nseen;
-    /* count=: the reservation to give back after the response, if its
-     * final status does not count (budgets NULL: nothing to give back). */
+/* A count= decision's reservation, given back after the response when the
+ * status the client got is not listed. */
+typedef struct sl_reserved {
+    struct sl_reserved *next;
     sl_store_t *store; /* NULL: the local fallback decided */
     sl_proc_t *proc;
     const apr_array_header_t *limits;
@@ -49,6 +45,25 @@ typedef struct sl_note {
     int n;
     const char *member;
     apr_time_t at;
+} sl_reserved_t;
+
+/* What was decided for a request: r->request_config. */
+typedef struct sl_note {
+    /* The per-directory configuration it was last decided under: a fast
+     * redirect (mod_dir) gives it its target's, which the fixups after it
+     * decide. */
+    const ap_conf_vector_t *dir;
+    /* Every budget decided for it (sl_budget_t): neither a second decision
+     * of the same request nor a later internal redirect of the same client
+     * request decides them again. */
+    apr_array_header_t *seen;
+    /* Between the first fixups and the last: mod_dir's look-ups of its
+     * target may decide for it. */
+    int resolving;
+    sl_reserved_t *reserved;
+    /* The limits its quota headers describe, and their quota. */
+    const apr_array_header_t *shown_limits;
+    sl_decision_t shown;
 } sl_note_t;
 
 /* The request's note, made on first use. */
@@ -88,7 +103,8 @@ static void sl_budgets_build(sl_case_t *c, const sl_server_conf_t *sc)
      * only an internal redirect that skipped it): its user is the name
      * attempted in every phase, so the redirect finds the budgets already
      * decided, and the give-back returns the budgets taken here. */
-    const char *identity = sl_key_identity(r, c->dc, sl_decide_counts(c->dc));
+    const char *identity =
+        sl_key_identity(c->target, c->dc, sl_decide_counts(c->dc));
     int i;
 
     c->n = c->limits->nelts;
@@ -125,7 +141,7 @@ static int sl_budgets_cost(sl_case_t *c, int *at)
         if (!l->cost_prog) {
             continue;
         }
-        v = ap_expr_str_exec(r, l->cost_prog, &err);
+        v = ap_expr_str_exec(c->target, l->cost_prog, &err);
         why =
             err ? SL_COST_BAD
                 : sl_cost_of(v, l->cost_unit, sl_budget_capacity(b), &b->cost);
@@ -147,14 +163,14 @@ static int sl_budgets_cost(sl_case_t *c, int *at)
 
 static int sl_budget_decided(const request_rec *r, const sl_budget_t *b)
 {
-    const request_rec *prev;
+    const request_rec *q;
     int i;
 
-    for (prev = r->prev; prev; prev = prev->prev) {
+    for (q = r; q; q = q->prev) {
         const sl_note_t *note =
-            ap_get_module_config(prev->request_config, &slidinglimit_module);
-        for (i = 0; note && i < note->nseen; i++) {
-            const sl_budget_t *o = &note->seen[i];
+            ap_get_module_config(q->request_config, &slidinglimit_module);
+        for (i = 0; note && note->seen && i < note->seen->nelts; i++) {
+            const sl_budget_t *o = &APR_ARRAY_IDX(note->seen, i, sl_budget_t);
             if (o->store == b->store && o->key_len == b->key_len &&
                 !memcmp(o->key, b->key, b->key_len)) {
                 return 1;
@@ -167,13 +183,19 @@ static int sl_budget_decided(const request_rec *r, const sl_budget_t *b)
 static void sl_budgets_remember(const sl_case_t *c)
 {
     sl_note_t *note = sl_note(c->r);
+    int i;
 
-    note->seen = c->budgets;
-    note->nseen = c->n;
+    if (!note->seen) {
+        note->seen = apr_array_make(c->r->pool, c->n, sizeof(sl_budget_t));
+    }
+    for (i = 0; i < c->n; i++) {
+        APR_ARRAY_PUSH(note->seen, sl_budget_t) = c->budgets[i];
+    }
 }
 
-/* An internal redirect (a per-directory rewrite, a CGI's local Location:,
- * an ErrorDocument, Action) is the same client request: the budgets an
+/* A fast redirect (DirectoryIndex, FallbackResource) and an internal
+ * redirect (a per-directory rewrite, a CGI's local Location:, an
+ * ErrorDocument, Action) are the same client request: the budgets it or an
  * earlier request of its chain was decided for are left out, the target's
  * others are decided here. Returns how many remain. */
 static int sl_budgets_undecided(sl_case_t *c)
@@ -319,6 +341,17 @@ static void sl_set_env(request_rec *r, int result, const char *policy,
     }
 }
 
+/* A look-up's decision is the client request's; the look-up gets the
+ * variables too, as a fast redirect puts its copy of them first. */
+static void sl_case_env(const sl_case_t *c, int result, const char *policy,
+                        const char *remaining)
+{
+    sl_set_env(c->r, result, policy, remaining);
+    if (c->target != c->r) {
+        sl_set_env(c->target, result, policy, remaining);
+    }
+}
+
 void sl_decide_carry_env(request_rec *r)
 {
     static const char *const names[] = {
@@ -347,10 +380,15 @@ static void sl_add_header(void *ctx, const char *name, const char *value)
 }
 
 /* Answers the refused request here. The JSON body is ours unless the admin
- * set an ErrorDocument for the status, which httpd then serves. */
-static int sl_respond(request_rec *r, int status, const char *body)
+ * set an ErrorDocument for the status, which httpd then serves. A look-up
+ * refuses with the status alone, which mod_dir sends for the client's
+ * request (its headers are on that request already). */
+static int sl_respond(const sl_case_t *c, int status, const char *body)
 {
-    if (ap_response_code_string(r, ap_index_of_response(status))) {
+    request_rec *r = c->r;
+
+    if (c->target != r ||
+        ap_response_code_string(r, ap_index_of_response(status))) {
         return status;
     }
     ap_discard_request_body(r);
@@ -368,12 +406,14 @@ static int sl_respond(request_rec *r, int status, const char *body)
     return DONE;
 }
 
-static int sl_refuse(request_rec *r, int status, int unavailable,
+static int sl_refuse(const sl_case_t *c, int status, int unavailable,
                      apr_int64_t retry)
 {
+    request_rec *r = c->r;
+
     apr_table_setn(r->err_headers_out, "Retry-After",
                    apr_psprintf(r->pool, "%" APR_INT64_T_FMT, retry));
-    return sl_respond(r, status, sl_json_body(r->pool, unavailable, retry));
+    return sl_respond(c, status, sl_json_body(r->pool, unavailable, retry));
 }
 
 /* A cost that limit at cannot take, refused before the store: 400 for a
@@ -392,14 +432,49 @@ static int sl_refuse_cost(const sl_case_t *c, const sl_mode_t *m, int why,
         why == SL_COST_BAD ? HTTP_BAD_REQUEST : HTTP_REQUEST_ENTITY_TOO_LARGE;
 
     sl_stats_decision(c->proc->stats, l->name, result);
-    sl_set_env(r, result, l->name, NULL);
+    sl_case_env(c, result, l->name, NULL);
     if (m->dry_run) {
         return DECLINED;
     }
-    r->status = status;
-    return sl_respond(r, status,
+    /* Before sl_respond discards the body: a status that drops the
+     * connection reads none. */
+    if (c->target == r) {
+        r->status = status;
+    }
+    return sl_respond(c, status,
                       sl_json_cost_body(r->pool, why, l->name,
                                         sl_budget_capacity(&c->budgets[at])));
+}
+
+/* The limits and quota an admitted request's headers describe: with a
+ * decision before this one for the same request (the URL asked for, before
+ * a fast redirect to its target), both decisions' limits, as one section's
+ * several lines are. A refusal's describe the refusing decision, so that
+ * the headers say what Retry-After says. */
+static void sl_shown(const sl_case_t *c, const sl_decision_t *d,
+                     const apr_array_header_t **limits, sl_decision_t *shown)
+{
+    apr_pool_t *p = c->r->pool;
+    sl_note_t *note = sl_note(c->r);
+    apr_array_header_t *all;
+    int n;
+
+    *limits = c->limits;
+    *shown = *d;
+    if (note->shown_limits) {
+        n = note->shown.n + d->n;
+        all = apr_array_copy(p, note->shown_limits);
+        apr_array_cat(all, c->limits);
+        shown->n = n;
+        shown->quota = apr_palloc(p, sizeof(*shown->quota) * n);
+        memcpy(shown->quota, note->shown.quota,
+               sizeof(*shown->quota) * note->shown.n);
+        memcpy(shown->quota + note->shown.n, d->quota,
+               sizeof(*shown->quota) * d->n);
+        *limits = all;
+    }
+    note->shown_limits = *limits;
+    note->shown = *shown;
 }
 
 /* Headers, environment and statistics, then the refusal if there is one. */
@@ -412,18 +487,27 @@ static int sl_answer(const sl_case_t *c, const sl_outcome_t *o,
 
     if (!o->quota) {
         sl_stats_decision(c->proc->stats, "-", o->result);
-        sl_set_env(r, o->result, NULL, NULL);
-        return o->status ? sl_refuse(r, o->status, o->unavailable,
+        sl_case_env(c, o->result, NULL, NULL);
+        return o->status ? sl_refuse(c, o->status, o->unavailable,
                                      sl_ceil_seconds(sl_store_wait(
                                          c->store, apr_time_now())))
                          : DECLINED;
     }
     pick = sl_decision_pick(d);
     decider = APR_ARRAY_IDX(c->limits, pick, sl_limit_t *);
-    sl_quota_headers(r->pool, SL_OR(c->dc->headers, SL_DEFAULT_HEADERS),
-                     c->limits, d, sl_add_header, r);
-    sl_set_env(r, o->result, decider->name,
-               sl_i64toa(r->pool, d->quota[pick].remaining));
+    if (o->status) {
+        sl_quota_headers(r->pool, SL_OR(c->dc->headers, SL_DEFAULT_HEADERS),
+                         c->limits, d, sl_add_header, r);
+    }
+    else {
+        const apr_array_header_t *limits;
+        sl_decision_t shown;
+        sl_shown(c, d, &limits, &shown);
+        sl_quota_headers(r->pool, SL_OR(c->dc->headers, SL_DEFAULT_HEADERS),
+                         limits, &shown, sl_add_header, r);
+    }
+    sl_case_env(c, o->result, decider->name,
+                sl_i64toa(r->pool, d->quota[pick].remaining));
     sl_stats_decision(c->proc->stats, decider->name, o->result);
     if (!o->status) {
         return DECLINED;
@@ -432,10 +516,13 @@ static int sl_answer(const sl_case_t *c, const sl_outcome_t *o,
                   "mod_slidinglimit: refused by policy %s for %" APR_INT64_T_FMT
                   "us",
                   decider->name, d->quota[pick].reset);
-    return sl_refuse(r, o->status, o->unavailable, sl_retry_after(d));
+    return sl_refuse(c, o->status, o->unavailable, sl_retry_after(d));
 }
 
-int sl_decide(request_rec *r, sl_server_conf_t *sc, sl_dir_conf_t *dc)
+/* The decision for the client's request r under target's section dc:
+ * target is r, or mod_dir's look-up of r's target. */
+static int sl_decide_for(request_rec *r, request_rec *target,
+                         sl_server_conf_t *sc, sl_dir_conf_t *dc)
 {
     sl_case_t c;
     sl_mode_t m;
@@ -444,6 +531,7 @@ int sl_decide(request_rec *r, sl_server_conf_t *sc, sl_dir_conf_t *dc)
     int store, fallback = SL_STEP_FAILED, why, at;
 
     c.r = r;
+    c.target = target;
     c.dc = dc;
     c.proc = sc->proc;
     c.store = sc->backend;
@@ -454,9 +542,14 @@ int sl_decide(request_rec *r, sl_server_conf_t *sc, sl_dir_conf_t *dc)
     if (!c.store) {
         return DECLINED;
     }
+    if (target == r) {
+        sl_note(r)->dir = r->per_dir_config;
+    }
     sl_budgets_build(&c, sc);
-    if (r->prev && !sl_budgets_undecided(&c)) {
-        sl_decide_carry_env(r);
+    if (!sl_budgets_undecided(&c)) {
+        if (r->prev) {
+            sl_decide_carry_env(r);
+        }
         return DECLINED;
     }
     sl_budgets_remember(&c);
@@ -474,15 +567,45 @@ int sl_decide(request_rec *r, sl_server_conf_t *sc, sl_dir_conf_t *dc)
     if (c.reserve &&
         (store == SL_STEP_ADMITTED || fallback == SL_STEP_ADMITTED)) {
         sl_note_t *note = sl_note(r);
-        note->store = store == SL_STEP_ADMITTED ? c.store : NULL;
-        note->proc = c.proc;
-        note->limits = c.limits;
-        note->budgets = c.budgets;
-        note->n = c.n;
-        note->member = c.member;
-        note->at = d.now;
+        sl_reserved_t *res = apr_palloc(r->pool, sizeof(*res));
+        res->store = store == SL_STEP_ADMITTED ? c.store : NULL;
+        res->proc = c.proc;
+        res->limits = c.limits;
+        res->budgets = c.budgets;
+        res->n = c.n;
+        res->member = c.member;
+        res->at = d.now;
+        res->next = note->reserved;
+        note->reserved = res;
     }
     return sl_answer(&c, &o, &d);
+}
+
+int sl_decide(request_rec *r, sl_server_conf_t *sc, sl_dir_conf_t *dc)
+{
+    return sl_decide_for(r, r, sc, dc);
+}
+
+int sl_decide_lookup(request_rec *rr, sl_server_conf_t *sc, sl_dir_conf_t *dc)
+{
+    const sl_note_t *note =
+        ap_get_module_config(rr->main->request_config, &slidinglimit_module);
+
+    if (!note || !note->resolving) {
+        return DECLINED;
+    }
+    return sl_decide_for(rr->main, rr, sc, dc);
+}
+
+void sl_decide_resolving(request_rec *r, int on)
+{
+    sl_note_t *note =
+        on ? sl_note(r)
+           : ap_get_module_config(r->request_config, &slidinglimit_module);
+
+    if (note) {
+        note->resolving = on;
+    }
 }
 
 int sl_decide_counts(const sl_dir_conf_t *dc)
@@ -497,65 +620,99 @@ int sl_decide_counts(const sl_dir_conf_t *dc)
     return 0;
 }
 
-int sl_decide_early(request_rec *r, sl_server_conf_t *sc, sl_dir_conf_t *dc)
-{
-    int rv = sl_decide(r, sc, dc);
-
-    sl_note(r)->decided = 1;
-    return rv;
-}
-
 int sl_decide_done(request_rec *r)
 {
-    sl_note_t *note =
+    const sl_note_t *note =
         ap_get_module_config(r->request_config, &slidinglimit_module);
 
-    return note && note->decided;
+    return note && note->dir == r->per_dir_config;
 }
 
-/* One request of the chain: its reservation, judged by the final status. */
-static void sl_give_back(request_rec *r, int status)
+/* One reservation, judged by the status the client got. */
+static void sl_give_back(request_rec *r, sl_reserved_t *res, int status)
 {
-    sl_note_t *note =
-        ap_get_module_config(r->request_config, &slidinglimit_module);
     sl_budget_t *back;
     int i, k = 0;
 
-    if (!note || !note->budgets) {
-        return;
-    }
-    back = apr_palloc(r->pool, sizeof(*back) * note->n);
-    for (i = 0; i < note->n; i++) {
-        const sl_limit_t *l = APR_ARRAY_IDX(note->limits, i, sl_limit_t *);
+    back = apr_palloc(r->pool, sizeof(*back) * res->n);
+    for (i = 0; i < res->n; i++) {
+        const sl_limit_t *l = APR_ARRAY_IDX(res->limits, i, sl_limit_t *);
         if (l->count && !sl_limit_counts(l, status)) {
-            back[k++] = note->budgets[i];
+            back[k++] = res->budgets[i];
         }
     }
-    note->budgets = NULL;
     if (!k) {
         return;
     }
-    if (note->store) {
-        sl_store_refund(note->store, r, note->proc, back, k, note->member,
-                        note->at);
+    if (res->store) {
+        sl_store_refund(res->store, r, res->proc, back, k, res->member,
+                        res->at);
     }
     else {
-        sl_shm_refund(note->proc->shm, r->pool, back, k, note->at,
+        sl_shm_refund(res->proc->shm, r->pool, back, k, res->at,
                       apr_time_now());
     }
 }
 
+/* The status a client request's response answered, as count= judges it.
+ * An ErrorDocument is an internal redirect made for its request's error,
+ * which keeps that status (and the redirect starts with it): that error is
+ * the answer, whatever serving the document then gives (a missing page's
+ * 404, after which httpd sends its own page with the error; a program's own
+ * Status:). An ErrorDocument that is a URL elsewhere answers the error with
+ * a 302 to that URL: still the error, or a count=403 would give back every
+ * such refusal. */
+static int sl_status_answered(const request_rec *r)
+{
+    const request_rec *q;
+    const char *to;
+    int s, i;
+
+    for (q = r; q->next; q = q->next) {
+        if (q->status != HTTP_OK) {
+            return q->status;
+        }
+    }
+    if (q->status != HTTP_MOVED_TEMPORARILY ||
+        !(to = apr_table_get(q->headers_out, "Location"))) {
+        return q->status;
+    }
+    for (s = 400; s < 600; s++) {
+        const char *doc;
+        /* Only the statuses httpd knows have an ErrorDocument of their
+         * own; the others share their class's. */
+        if ((i = ap_index_of_response(s)) < 0 ||
+            atoi(ap_get_status_line(s)) != s) {
+            continue;
+        }
+        doc = ap_response_code_string((request_rec *) q, i);
+        if (doc && ap_is_url(doc) && !strcmp(doc, to)) {
+            return s;
+        }
+    }
+    return q->status;
+}
+
 void sl_decide_give_back(request_rec *r)
 {
-    request_rec *q, *last = r;
+    request_rec *q;
+    sl_reserved_t *res;
+    int status = -1;
 
-    /* The final status, after internal redirects (ErrorDocument), judges
-     * what every request of the chain reserved (a redirect's target may
-     * have limits of its own). */
-    while (last->next) {
-        last = last->next;
-    }
+    /* What every request of the chain reserved (a redirect's target may
+     * have limits of its own) is judged by the one answer. */
     for (q = r; q; q = q->next) {
-        sl_give_back(q, last->status);
+        sl_note_t *note =
+            ap_get_module_config(q->request_config, &slidinglimit_module);
+        if (!note) {
+            continue;
+        }
+        for (res = note->reserved; res; res = res->next) {
+            if (status < 0) {
+                status = sl_status_answered(r);
+            }
+            sl_give_back(q, res, status);
+        }
+        note->reserved = NULL;
     }
 }

@@ -10,10 +10,21 @@
 #include "sl_config.h"
 
 /* The fixups of a request under dc's limits: DECLINED when it passes, else
- * what the hook returns (the refusal's status, or DONE once answered). An
- * internal redirect is decided only for the budgets no earlier request of
- * its chain was decided for. */
+ * what the hook returns (the refusal's status, or DONE once answered). Only
+ * the budgets not yet decided for the request (under the section it had
+ * before a fast redirect) nor for an earlier request of its chain (an
+ * internal redirect's) are decided. */
 int sl_decide(request_rec *r, sl_server_conf_t *sc, sl_dir_conf_t *dc);
+
+/* mod_dir's look-up rr of the target of its main request (DirectoryIndex,
+ * FallbackResource), in its access checker: the target's section dc
+ * decides for the main request, before the target's own authentication,
+ * whose 401 mod_dir sends for the directory URL. Only while the main
+ * request is between its first fixups and its last
+ * (sl_decide_resolving); DECLINED otherwise. A refusal returns its status
+ * alone, for mod_dir to send. */
+int sl_decide_lookup(request_rec *rr, sl_server_conf_t *sc, sl_dir_conf_t *dc);
+void sl_decide_resolving(request_rec *r, int on);
 
 /* Limit l's budget for identity under section dc on sc's store: the key,
  * algorithm, store, requests, window and burst, as a request's and the
@@ -23,20 +34,21 @@ void sl_decide_budget(apr_pool_t *p, const sl_server_conf_t *sc,
                       const sl_dir_conf_t *dc, const sl_limit_t *l,
                       const char *identity, sl_budget_t *b);
 
-/* An internal redirect after a decision (an ErrorDocument): the new request
- * carries the decision's variables under their own names, so that
- * %{SLIDINGLIMIT_RESULT}e logs it. */
 /* count=: whether a section has a limit with count=; such sections decide
- * in the access checker (before authentication answers 401), and the
- * fixups hook then knows it is done. */
+ * in the access checker (before authentication answers 401). */
 int sl_decide_counts(const sl_dir_conf_t *dc);
-int sl_decide_early(request_rec *r, sl_server_conf_t *sc, sl_dir_conf_t *dc);
+
+/* Whether r was decided under its current per-directory configuration: a
+ * fast redirect since (mod_dir's) gives it its target's. */
 int sl_decide_done(request_rec *r);
 
 /* After the response (log_transaction): the reservations of limits whose
- * count= does not list the final status go back to the store. */
+ * count= does not list the status the client got go back to the store. */
 void sl_decide_give_back(request_rec *r);
 
+/* An internal redirect after a decision (an ErrorDocument): the new request
+ * carries the decision's variables under their own names, so that
+ * %{SLIDINGLIMIT_RESULT}e logs it. */
 void sl_decide_carry_env(request_rec *r);
 
 #endif

@@ -1,0 +1,4 @@
+#!/usr/bin/perl
+# An ErrorDocument that is a program and says its own status: the client
+# gets a 200 for a failed login.
+print "Status: 200 OK\nContent-Type: text/plain\n\ncs 200 program\n";

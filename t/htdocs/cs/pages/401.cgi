@@ -1,0 +1,4 @@
+#!/usr/bin/perl
+# An ErrorDocument that is a program: it says nothing of the status, which
+# httpd then sends as the error's.
+print "Content-Type: text/plain\n\ncs 401 program\n";
