@@ -17,7 +17,14 @@
 #   make format     apply .clang-format
 
 APXS      ?= $(shell command -v apxs 2>/dev/null || command -v apxs2 2>/dev/null || echo apxs)
-CC_WARN    = -Wc,-std=gnu99 -Wc,-Wall -Wc,-Wextra -Wc,-Wno-unused-parameter
+CC_WARN    = -Wc,-std=gnu99 -Wc,-Wall -Wc,-Wextra -Wc,-Wno-unused-parameter \
+             -Wc,-Werror=implicit-function-declaration
+# make HIREDIS=PREFIX: hiredis from PREFIX/include and PREFIX/lib (found
+# there at run time too) instead of the system's.
+HIREDIS   ?=
+HIREDIS_FLAGS = $(if $(HIREDIS),-I$(HIREDIS)/include -L$(HIREDIS)/lib \
+                -Wl,-Wl$(comma)-rpath$(comma)$(HIREDIS)/lib)
+comma     := ,
 ifeq ($(SANITIZE),1)
 CC_WARN   += -Wc,-fsanitize=address,undefined -Wc,-fno-omit-frame-pointer \
              -Wc,-fno-sanitize-recover=all -Wl,-fsanitize=address,undefined
@@ -47,7 +54,7 @@ src/sl_scripts.h: lua/sl_check.lua lua/sl_refund.lua tools/embed-lua.sh
 
 $(MODULE): $(SRCS) $(HDRS) src/exports.map
 	$(APXS) -c -o mod_slidinglimit.la $(CC_WARN) \
-	    -Wl,-Wl,--version-script=$(CURDIR)/src/exports.map -lhiredis -lssl -lcrypto -lm $(SRCS)
+	    -Wl,-Wl,--version-script=$(CURDIR)/src/exports.map $(HIREDIS_FLAGS) -lhiredis -lssl -lcrypto -lm $(SRCS)
 
 install: $(MODULE)
 	$(APXS) -i -n slidinglimit mod_slidinglimit.la

@@ -283,9 +283,15 @@ static const char *sl_algorithms_agree(cmd_parms *cmd)
 
     for (hi = apr_hash_first(cmd->temp_pool, st->uses); hi;
          hi = apr_hash_next(hi)) {
-        const apr_array_header_t *uses = apr_hash_this_val(hi);
-        const sl_named_use_t *a = &APR_ARRAY_IDX(uses, 0, sl_named_use_t);
-        int alg = sl_line_algorithm(st, a);
+        void *val;
+        const apr_array_header_t *uses;
+        const sl_named_use_t *a;
+        int alg;
+
+        apr_hash_this(hi, NULL, NULL, &val);
+        uses = val;
+        a = &APR_ARRAY_IDX(uses, 0, sl_named_use_t);
+        alg = sl_line_algorithm(st, a);
 
         for (i = 1; i < uses->nelts; i++) {
             const sl_named_use_t *b = &APR_ARRAY_IDX(uses, i, sl_named_use_t);
