@@ -32,8 +32,10 @@ SRC=$(cd "$SRC" && pwd)
 # system's libaprutil cannot be used: it is linked against APR 1.7.
 APU_VERSION=1.6.3
 
-# What the suite loads (t/setup/*.conf); mod_ssl is left out, as OpenSSL 3
-# does not build with httpd before 2.4.30-ish and the suite does not use it.
+# What the suite loads (t/setup/*.conf), shared, and what Debian's httpd
+# has built in (unixd, log_config, logio, version), built in. mod_ssl is
+# left out: the suite does not use it, and httpd 2.4.6's does not build
+# with OpenSSL 3.
 HTTPD_MODULES="authz_core authz_host authz_user authn_core authn_file auth_basic \
 alias dir mime env setenvif headers status remoteip rewrite include cgid cgi"
 
@@ -88,6 +90,7 @@ build_httpd() { # httpd-2.4.x, on APR 1.4.8 and that APR-util
         --with-apr-util="$CACHE/apr-util/bin/apu-1-config" \
         --with-pcre=/usr/bin/pcre-config \
         --enable-so --enable-modules=few --disable-ssl \
+        --enable-mods-static="unixd log_config logio version" \
         --enable-mods-shared="$HTTPD_MODULES" \
         --enable-mpms-shared="prefork worker event"
     "${MAKE_J[@]}"
