@@ -23,8 +23,13 @@ CC_WARN    = -Wc,-std=gnu99 -Wc,-Wall -Wc,-Wextra -Wc,-Wno-unused-parameter \
 # there at run time too) instead of the system's.
 HIREDIS   ?=
 HIREDIS_FLAGS = $(if $(HIREDIS),-I$(HIREDIS)/include -L$(HIREDIS)/lib \
-                -Wl,-Wl$(comma)-rpath$(comma)$(HIREDIS)/lib)
+                -Wl$(comma)-Wl$(comma)-rpath$(comma)$(HIREDIS)/lib)
 comma     := ,
+# httpd before 2.4.7 declares APLOG_USE_MODULE's variable without
+# AP_MAYBE_UNUSED: a file that does not log would warn about it.
+CC_WARN   += $(if $(shell grep -s AP_MAYBE_UNUSED \
+                $$($(APXS) -q INCLUDEDIR 2>/dev/null)/http_config.h),,\
+                -Wc,-Wno-unused-const-variable)
 ifeq ($(SANITIZE),1)
 CC_WARN   += -Wc,-fsanitize=address,undefined -Wc,-fno-omit-frame-pointer \
              -Wc,-fno-sanitize-recover=all -Wl,-fsanitize=address,undefined

@@ -80,14 +80,22 @@ build_apr_util() {
     make install
 }
 
-build_httpd() { # httpd-2.4.x, on APR 1.4.8 and that APR-util
+# httpd 2.4.6 on APR 1.4.8 and that APR-util (RHEL 7). 2.4.29 and 2.4.38 on
+# the system's APR 1.7 and APR-util 1.6: their event MPM needs APR's
+# skiplist (APR 1.5), and the distributions that run them ship APR 1.6
+# (Ubuntu 18.04) and 1.6.5 (Debian 10).
+build_httpd() { # httpd-2.4.x
+    local apr=$CACHE/apr-1.4.8/bin/apr-1-config apu=$CACHE/apr-util/bin/apu-1-config
+    if [ "$1" != httpd-2.4.6 ]; then
+        apr=$(command -v apr-1-config) apu=$(command -v apu-1-config)
+    fi
     unpack "$1"
     cd "$CACHE/src/$1"
+    # buildconf takes APR's m4 files from a source tree.
     ./buildconf --with-apr="$CACHE/src/apr-1.4.8" \
         --with-apr-util="$CACHE/src/apr-util" >/dev/null
     nice -n 10 ./configure --prefix="$CACHE/$1" \
-        --with-apr="$CACHE/apr-1.4.8/bin/apr-1-config" \
-        --with-apr-util="$CACHE/apr-util/bin/apu-1-config" \
+        --with-apr="$apr" --with-apr-util="$apu" \
         --with-pcre=/usr/bin/pcre-config \
         --enable-so --enable-modules=few --disable-ssl \
         --enable-mods-static="unixd log_config logio version" \
@@ -100,21 +108,26 @@ build_httpd() { # httpd-2.4.x, on APR 1.4.8 and that APR-util
 build_hiredis() { # hiredis-x.y.z
     unpack "$1"
     cd "$CACHE/src/$1"
-    "${MAKE_J[@]}" PREFIX="$CACHE/$1"
-    make install PREFIX="$CACHE/$1"
+    # LIBRARY_PATH on the command line: hiredis' Makefile would take the
+    # environment's (the compiler's search path) as its install folder.
+    "${MAKE_J[@]}" PREFIX="$CACHE/$1" LIBRARY_PATH=lib
+    make install PREFIX="$CACHE/$1" LIBRARY_PATH=lib
 }
 
 build_redis() { # redis-x.y.z, valkey-x.y.z: the binaries only
+    local tls=()
     unpack "$1"
     cd "$CACHE/src/$1"
-    "${MAKE_J[@]}" MALLOC=libc
+    # TLS came with Redis 6 (t/60 and t/61 need it).
+    case $1 in redis-[6-9].* | valkey-*) tls=(BUILD_TLS=yes) ;; esac
+    "${MAKE_J[@]}" MALLOC=libc "${tls[@]}"
     make install PREFIX="$CACHE/$1"
 }
 
 deps_for() {
     case $1 in
     apr-util) echo apr-1.4.8 ;;
-    httpd-*) echo apr-1.4.8 apr-util ;;
+    httpd-*) echo apr-1.4.8 apr-util ;; # (their trees: buildconf)
     esac
 }
 
