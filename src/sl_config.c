@@ -2,6 +2,7 @@
 #include "sl_transport.h"
 
 #include "http_log.h"
+#include "http_protocol.h"
 #include "apr_strings.h"
 #include "apr_lib.h"
 #include "apr_hash.h"
@@ -593,6 +594,15 @@ static const char *sl_cmd_status(cmd_parms *cmd, void *dconf, const char *arg)
 
     if (err) {
         return sl_err(cmd, err);
+    }
+    /* httpd sends a status it has no status line for as 500 (451 has one
+     * from httpd 2.4.23 on): refused rather than sent as another. */
+    if (strncmp(ap_get_status_line((int) v),
+                apr_psprintf(cmd->temp_pool, "%d ", (int) v), 4) != 0) {
+        return sl_err(cmd, apr_psprintf(cmd->pool,
+                                        "'%s': this httpd has no status line "
+                                        "for it and would send 500 instead",
+                                        arg));
     }
     *(int *) ((char *) dconf + (apr_size_t) cmd->info) = (int) v;
     return NULL;
