@@ -15,6 +15,9 @@
 #   make soak       bounded soak with Redis restarts: child memory and fds,
 #                   then a one-child leak check of the failure paths
 #   make format     apply .clang-format
+#   make compat     the compatibility matrix on legacy httpd, APR, hiredis,
+#                   Redis and Valkey (tools/compat/; README, Requirements);
+#                   make compat-ci runs the rows that make test runs
 
 APXS      ?= $(shell command -v apxs 2>/dev/null || command -v apxs2 2>/dev/null || echo apxs)
 CC_WARN    = -Wc,-std=gnu99 -Wc,-Wall -Wc,-Wextra -Wc,-Wno-unused-parameter \
@@ -48,7 +51,7 @@ DEPS_BENCH = wrk gnuplot-nox libapache2-mod-evasive libapache2-mod-qos libpcre3 
              libapache2-mod-security2 linux-perf valgrind
 
 .PHONY: all install clean deps deps-bench test unit sf demo demo-stop bench soak format \
-        accuracy memory sanitize
+        accuracy memory sanitize compat compat-ci
 
 all: $(MODULE)
 
@@ -92,6 +95,7 @@ test: deps
 	$(MAKE) sf
 	bash t/run
 	$(MAKE) sanitize
+	$(MAKE) compat-ci
 
 sanitize: deps
 	$(MAKE) sf
@@ -121,6 +125,27 @@ clean:
 	    src/sl_scripts.h t/sf/node_modules
 	-$(MAKE) -C tests/unit clean
 	rm -f tests/transport/sl_transport_test
+
+# The compatibility matrix (tools/compat/run.sh): the stacks built once from
+# the tarballs in ../shared/compat (SL_COMPAT_SRC) into SL_COMPAT_CACHE
+# (default /var/tmp/slidinglimit-compat, outside the checkout, reused), the
+# module built against each httpd and hiredis (make APXS=PREFIX/bin/apxs
+# HIREDIS=PREFIX), part of the suite against each. compat-ci: httpd 2.4.6
+# on APR 1.4.8 with hiredis 0.12.1 and Redis 3.2 (shm and Redis stores,
+# event and prefork), the oldest Redis and Valkey 8 under Debian's httpd.
+DEPS_COMPAT    = autoconf libtool libtool-bin python3 libpcre3-dev libexpat1-dev \
+                 uuid-dev libssl-dev bzip2 pkg-config
+COMPAT_CI_ROWS = rhel7 redis-3.2 valkey-8.0
+
+compat: deps
+	@sh tools/deps.sh $(DEPS_COMPAT)
+	$(MAKE) sf
+	bash tools/compat/run.sh
+
+compat-ci: deps
+	@sh tools/deps.sh $(DEPS_COMPAT)
+	$(MAKE) sf
+	SL_COMPAT_ROWS="$(COMPAT_CI_ROWS)" bash tools/compat/run.sh
 
 # Algorithm measurements (docs/ALGORITHMS.md); not part of `make test`.
 #   make accuracy [SEED=n]   counter vs exact log on synthetic traces
