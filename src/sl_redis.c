@@ -182,12 +182,6 @@ int sl_error_usable(const char *msg)
            !strncmp(msg, "ASK ", 4);
 }
 
-int sl_error_demoted(const char *msg)
-{
-    return msg &&
-           (!strncmp(msg, "READONLY", 8) || !strncmp(msg, "MASTERDOWN", 10));
-}
-
 static char *sl_resp_header(char *o, char type, apr_size_t n)
 {
     char digits[24];
