@@ -127,7 +127,7 @@ build_redis() { # redis-x.y.z, valkey-x.y.z: the binaries only
 deps_for() {
     case $1 in
     apr-util) echo apr-1.4.8 ;;
-    httpd-*) echo apr-1.4.8 apr-util ;; # (their trees: buildconf)
+    httpd-*) echo apr-1.4.8 apr-util ;; # buildconf takes their trees
     esac
 }
 
