@@ -1,6 +1,6 @@
 /* The module's keyed hash (see sl_siphash.h): SipHash-2-4 as in the
- * paper's reference code. APR's apr_siphash24 would do, but it came with
- * APR 1.6 and the module must build on APR 1.4 (RHEL 7). */
+ * paper's reference code. APR-util's apr_siphash24 would do, but it came
+ * with APR-util 1.6 and the module must build on 1.5 (RHEL 7). */
 #include "sl_siphash.h"
 
 #include <apr_general.h>
