@@ -19,9 +19,24 @@
 #   make soak       bounded soak with Redis restarts: child memory and fds,
 #                   then a one-child leak check of the failure paths
 #   make format     apply .clang-format
+#   make compat     the compatibility matrix on legacy httpd, APR, hiredis,
+#                   Redis and Valkey (tools/compat/; README, Requirements);
+#                   make compat-ci runs the rows that make test runs
 
 APXS      ?= $(shell command -v apxs 2>/dev/null || command -v apxs2 2>/dev/null || echo apxs)
-CC_WARN    = -Wc,-std=gnu99 -Wc,-Wall -Wc,-Wextra -Wc,-Wno-unused-parameter
+CC_WARN    = -Wc,-std=gnu99 -Wc,-Wall -Wc,-Wextra -Wc,-Wno-unused-parameter \
+             -Wc,-Werror=implicit-function-declaration
+# make HIREDIS=PREFIX: hiredis from PREFIX/include and PREFIX/lib (found
+# there at run time too) instead of the system's.
+HIREDIS   ?=
+HIREDIS_FLAGS = $(if $(HIREDIS),-I$(HIREDIS)/include -L$(HIREDIS)/lib \
+                -Wl$(comma)-Wl$(comma)-rpath$(comma)$(HIREDIS)/lib)
+comma     := ,
+# httpd before 2.4.7 declares APLOG_USE_MODULE's variable without
+# AP_MAYBE_UNUSED: a file that does not log would warn about it.
+CC_WARN   += $(if $(shell grep -s AP_MAYBE_UNUSED \
+                $$($(APXS) -q INCLUDEDIR 2>/dev/null)/http_config.h),,\
+                -Wc,-Wno-unused-const-variable)
 ifeq ($(SANITIZE),1)
 CC_WARN   += -Wc,-fsanitize=address,undefined -Wc,-fno-omit-frame-pointer \
              -Wc,-fno-sanitize-recover=all -Wl,-fsanitize=address,undefined
@@ -41,7 +56,7 @@ DEPS_BENCH = wrk gnuplot-nox libapache2-mod-evasive libapache2-mod-qos libpcre3 
              libapache2-mod-security2 linux-perf valgrind
 
 .PHONY: all install clean deps deps-bench test unit sf demo demo-stop bench soak format \
-        accuracy memory sanitize uninstall deb test-package
+        accuracy memory sanitize uninstall deb test-package compat compat-ci
 
 all: $(MODULE)
 
@@ -52,7 +67,7 @@ src/sl_scripts.h: lua/sl_check.lua lua/sl_refund.lua tools/embed-lua.sh
 
 $(MODULE): $(SRCS) $(HDRS) src/exports.map
 	$(APXS) -c -o mod_slidinglimit.la $(CC_WARN) \
-	    -Wl,-Wl,--version-script=$(CURDIR)/src/exports.map -lhiredis -lssl -lcrypto -lm $(SRCS)
+	    -Wl,-Wl,--version-script=$(CURDIR)/src/exports.map $(HIREDIS_FLAGS) -lhiredis -lssl -lcrypto -lm $(SRCS)
 
 deps:
 	@sh tools/deps.sh $(DEPS_BUILD) $(DEPS_TEST)
@@ -82,6 +97,7 @@ test: deps
 	$(MAKE) sf
 	bash t/run
 	$(MAKE) sanitize
+	$(MAKE) compat-ci
 	@if [ "$$(id -u)" -eq 0 ]; then $(MAKE) test-package; \
 	else echo "test-package: skipped (installs a package: needs root)"; fi
 
@@ -113,6 +129,27 @@ clean:
 	    src/sl_scripts.h t/sf/node_modules
 	-$(MAKE) -C tests/unit clean
 	rm -f tests/transport/sl_transport_test
+
+# The compatibility matrix (tools/compat/run.sh): the stacks built once from
+# the tarballs in ../shared/compat (SL_COMPAT_SRC) into SL_COMPAT_CACHE
+# (default /var/tmp/slidinglimit-compat, outside the checkout, reused), the
+# module built against each httpd and hiredis (make APXS=PREFIX/bin/apxs
+# HIREDIS=PREFIX), part of the suite against each. compat-ci: httpd 2.4.6
+# on APR 1.4.8 with hiredis 0.12.1 and Redis 3.2 (shm and Redis stores,
+# event and prefork), the oldest Redis and Valkey 8 under Debian's httpd.
+DEPS_COMPAT    = autoconf libtool libtool-bin python3 libpcre3-dev libexpat1-dev \
+                 uuid-dev libssl-dev bzip2 pkg-config
+COMPAT_CI_ROWS = rhel7 redis-3.2 valkey-8.0
+
+compat: deps
+	@sh tools/deps.sh $(DEPS_COMPAT)
+	$(MAKE) sf
+	bash tools/compat/run.sh
+
+compat-ci: deps
+	@sh tools/deps.sh $(DEPS_COMPAT)
+	$(MAKE) sf
+	SL_COMPAT_ROWS="$(COMPAT_CI_ROWS)" bash tools/compat/run.sh
 
 # Algorithm measurements (docs/ALGORITHMS.md); not part of `make test`.
 #   make accuracy [SEED=n]   counter vs exact log on synthetic traces

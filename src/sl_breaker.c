@@ -1,6 +1,7 @@
 /* The store's circuit breaker (lock-free, so that it can live in shared
  * memory) and the table of one breaker per store. */
 #include "sl_breaker.h"
+#include "sl_atomic.h"
 #include "sl_claim.h"
 
 #include <apr_atomic.h>
@@ -12,13 +13,13 @@ void sl_breaker_init(sl_breaker_t *b)
 {
     apr_atomic_set32(&b->open, 0);
     apr_atomic_set32(&b->backoff_ms, 0);
-    apr_atomic_set64(&b->retry_at, 0);
-    apr_atomic_set64(&b->changed_at, 0);
+    sl_atomic_set64(&b->retry_at, 0);
+    sl_atomic_set64(&b->changed_at, 0);
 }
 
 static int sl_breaker_stale(sl_breaker_t *b, apr_time_t started)
 {
-    return (apr_uint64_t) started < apr_atomic_read64(&b->changed_at);
+    return (apr_uint64_t) started < sl_atomic_read64(&b->changed_at);
 }
 
 int sl_breaker_is_open(const sl_breaker_t *b)
@@ -34,7 +35,7 @@ int sl_breaker_allow(sl_breaker_t *b, apr_time_t now)
     if (!apr_atomic_read32(&b->open)) {
         return 1;
     }
-    at = apr_atomic_read64(&b->retry_at);
+    at = sl_atomic_read64(&b->retry_at);
     if ((apr_uint64_t) now < at) {
         return 0;
     }
@@ -42,9 +43,9 @@ int sl_breaker_allow(sl_breaker_t *b, apr_time_t now)
      * interval ahead, so a lost probe (a killed child) only delays the next
      * one instead of wedging the breaker open. */
     ms = apr_atomic_read32(&b->backoff_ms);
-    return apr_atomic_cas64(&b->retry_at,
-                            (apr_uint64_t) now + apr_time_from_msec(ms),
-                            at) == at;
+    return sl_atomic_cas64(&b->retry_at,
+                           (apr_uint64_t) now + apr_time_from_msec(ms),
+                           at) == at;
 }
 
 int sl_breaker_success(sl_breaker_t *b, apr_time_t started, apr_time_t now)
@@ -56,7 +57,7 @@ int sl_breaker_success(sl_breaker_t *b, apr_time_t started, apr_time_t now)
         return 0;
     }
     apr_atomic_set32(&b->backoff_ms, 0);
-    apr_atomic_set64(&b->changed_at, (apr_uint64_t) now);
+    sl_atomic_set64(&b->changed_at, (apr_uint64_t) now);
     return 1;
 }
 
@@ -74,18 +75,18 @@ int sl_breaker_failure(sl_breaker_t *b, apr_time_t started, apr_time_t now)
         next = (apr_uint32_t) apr_time_as_msec(SL_BREAKER_MAX_BACKOFF);
     }
     apr_atomic_set32(&b->backoff_ms, next);
-    apr_atomic_set64(&b->retry_at,
-                     (apr_uint64_t) now + apr_time_from_msec(next));
+    sl_atomic_set64(&b->retry_at,
+                    (apr_uint64_t) now + apr_time_from_msec(next));
     if (apr_atomic_cas32(&b->open, 1, 0) != 0) {
         return 0;
     }
-    apr_atomic_set64(&b->changed_at, (apr_uint64_t) now);
+    sl_atomic_set64(&b->changed_at, (apr_uint64_t) now);
     return 1;
 }
 
 apr_interval_time_t sl_breaker_wait(const sl_breaker_t *b, apr_time_t now)
 {
-    apr_uint64_t at = apr_atomic_read64((volatile apr_uint64_t *) &b->retry_at);
+    apr_uint64_t at = sl_atomic_read64((volatile apr_uint64_t *) &b->retry_at);
 
     return at > (apr_uint64_t) now ? (apr_interval_time_t) (at - now) : 0;
 }

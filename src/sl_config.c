@@ -2,6 +2,7 @@
 #include "sl_transport.h"
 
 #include "http_log.h"
+#include "http_protocol.h"
 #include "apr_strings.h"
 #include "apr_lib.h"
 #include "apr_hash.h"
@@ -443,9 +444,15 @@ static const char *sl_algorithms_agree(cmd_parms *cmd)
 
     for (hi = apr_hash_first(cmd->temp_pool, st->uses); hi;
          hi = apr_hash_next(hi)) {
-        const apr_array_header_t *uses = apr_hash_this_val(hi);
-        const sl_named_use_t *a = &APR_ARRAY_IDX(uses, 0, sl_named_use_t);
-        int alg = sl_line_algorithm(st, a);
+        void *val;
+        const apr_array_header_t *uses;
+        const sl_named_use_t *a;
+        int alg;
+
+        apr_hash_this(hi, NULL, NULL, &val);
+        uses = val;
+        a = &APR_ARRAY_IDX(uses, 0, sl_named_use_t);
+        alg = sl_line_algorithm(st, a);
 
         for (i = 1; i < uses->nelts; i++) {
             const sl_named_use_t *b = &APR_ARRAY_IDX(uses, i, sl_named_use_t);
@@ -826,6 +833,15 @@ static const char *sl_cmd_status(cmd_parms *cmd, void *dconf, const char *arg)
     }
     if ((err = sl_parse_int(cmd->pool, arg, 400, 599, &v))) {
         return sl_err(cmd, err);
+    }
+    /* httpd sends a status it has no status line for as 500 (451 has one
+     * from httpd 2.4.23 on): refused rather than sent as another. */
+    if (strncmp(ap_get_status_line((int) v),
+                apr_psprintf(cmd->temp_pool, "%d ", (int) v), 4) != 0) {
+        return sl_err(cmd, apr_psprintf(cmd->pool,
+                                        "'%s': this httpd has no status line "
+                                        "for it and would send 500 instead",
+                                        arg));
     }
     *(int *) ((char *) dconf + (apr_size_t) cmd->info) = (int) v;
     return NULL;

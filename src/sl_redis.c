@@ -197,12 +197,6 @@ static const char *sl_error_text(apr_pool_t *p, const char *msg)
     return apr_pstrdup(p, msg);
 }
 
-int sl_error_demoted(const char *msg)
-{
-    return msg &&
-           (!strncmp(msg, "READONLY", 8) || !strncmp(msg, "MASTERDOWN", 10));
-}
-
 static char *sl_resp_header(char *o, char type, apr_size_t n)
 {
     char digits[24];

@@ -247,11 +247,12 @@ void sl_topo_refresh_done(sl_topology_t *t, apr_time_t now, int loaded);
 #define SL_REPLY_FATAL    8 /* an error reply */
 int sl_reply_classify(apr_status_t rv, int stale, const redisReply *r);
 
+/* READONLY or MASTERDOWN (or, before Redis 7, the script's error that
+ * quotes READONLY): the server is no master (now), the call did not run. */
+int sl_error_demoted(const char *msg);
+
 /* sl_redis.c */
 int sl_error_usable(const char *msg);
-/* READONLY or MASTERDOWN: the server is no master (now), the call did not
- * run. */
-int sl_error_demoted(const char *msg);
 const char *sl_resp_format(apr_pool_t *p, int argc, const char **argv,
                            const size_t *argvlen, apr_size_t *len);
 

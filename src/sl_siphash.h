@@ -1,8 +1,8 @@
 /* The module's keyed hash: SipHash-2-4 (Aumasson and Bernstein, 2012) with
  * a 128-bit secret, for anything a client could otherwise aim collisions
- * at (the shm store's stripes and hash chains). APR provides the function
- * (apr_siphash24); this is the one place the module calls it, pinned by the
- * reference vectors in tests/unit/sl_siphash_test.c. For spreading names
+ * at (the shm store's stripes and hash chains). Our own code (APR's
+ * apr_siphash24 needs APR-util 1.6), pinned by the reference vectors in
+ * tests/unit/sl_siphash_test.c. For spreading names
  * that only the configuration chooses, sl_fnv1a (sl_core.h) is enough. */
 #ifndef SL_SIPHASH_H
 #define SL_SIPHASH_H

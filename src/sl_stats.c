@@ -2,7 +2,7 @@
  * latency) in one shared segment kept across graceful restarts, and the
  * Prometheus text of the status page. */
 #include "sl_stats.h"
-
+#include "sl_atomic.h"
 #include "sl_claim.h"
 #include "sl_shm.h"
 
@@ -139,7 +139,7 @@ void sl_stats_decision(sl_stats_t *st, const char *policy, int result)
     if (!st || result < 0 || result >= SL_RESULT_COUNT) {
         return;
     }
-    apr_atomic_inc64(&sl_policy_counters(st, policy)[result]);
+    sl_atomic_inc64(&sl_policy_counters(st, policy)[result]);
 }
 
 void sl_stats_store(sl_stats_t *st, apr_interval_time_t latency, int error)
@@ -149,42 +149,42 @@ void sl_stats_store(sl_stats_t *st, apr_interval_time_t latency, int error)
     if (!st) {
         return;
     }
-    apr_atomic_inc64(&st->seg->store_calls);
+    sl_atomic_inc64(&st->seg->store_calls);
     if (error) {
-        apr_atomic_inc64(&st->seg->store_errors);
+        sl_atomic_inc64(&st->seg->store_errors);
     }
     for (b = 0; b < SL_NBUCKETS && latency > sl_buckets[b]; b++) {
     }
-    apr_atomic_inc64(&st->seg->latency[b]);
-    apr_atomic_add64(&st->seg->latency_sum_us,
-                     (apr_uint64_t) (latency > 0 ? latency : 0));
+    sl_atomic_inc64(&st->seg->latency[b]);
+    sl_atomic_add64(&st->seg->latency_sum_us,
+                    (apr_uint64_t) (latency > 0 ? latency : 0));
 }
 
 void sl_stats_round_trips(sl_stats_t *st, int trips)
 {
     if (st && trips > 0) {
-        apr_atomic_add64(&st->seg->store_round_trips, (apr_uint64_t) trips);
+        sl_atomic_add64(&st->seg->store_round_trips, (apr_uint64_t) trips);
     }
 }
 
 void sl_stats_fallback(sl_stats_t *st)
 {
     if (st) {
-        apr_atomic_inc64(&st->seg->fallback);
+        sl_atomic_inc64(&st->seg->fallback);
     }
 }
 
 void sl_stats_deny_cached(sl_stats_t *st)
 {
     if (st) {
-        apr_atomic_inc64(&st->seg->deny_cached);
+        sl_atomic_inc64(&st->seg->deny_cached);
     }
 }
 
 void sl_stats_blocks(sl_stats_t *st, int started)
 {
     if (st && started > 0) {
-        apr_atomic_add64(&st->seg->blocks, (apr_uint64_t) started);
+        sl_atomic_add64(&st->seg->blocks, (apr_uint64_t) started);
     }
 }
 
@@ -235,7 +235,7 @@ void sl_stats_write(sl_stats_t *st, request_rec *r)
                          APR_HASH_KEY_STRING, sum);
         }
         for (k = 0; k < SL_RESULT_COUNT; k++) {
-            sum[k] += apr_atomic_read64(&slot->count[k]);
+            sum[k] += sl_atomic_read64(&slot->count[k]);
         }
     }
     {
@@ -243,7 +243,7 @@ void sl_stats_write(sl_stats_t *st, request_rec *r)
             apr_pcalloc(r->pool, sizeof(*other) * SL_RESULT_COUNT);
         apr_hash_index_t *hi;
         for (k = 0; k < SL_RESULT_COUNT; k++) {
-            other[k] = apr_atomic_read64(&g->other[k]);
+            other[k] = sl_atomic_read64(&g->other[k]);
         }
         for (k = 0; k < SL_RESULT_COUNT && !other[k]; k++) {
         }
@@ -251,8 +251,11 @@ void sl_stats_write(sl_stats_t *st, request_rec *r)
             apr_hash_set(seen, "other", APR_HASH_KEY_STRING, other);
         }
         for (hi = apr_hash_first(r->pool, seen); hi; hi = apr_hash_next(hi)) {
-            const char *name = apr_hash_this_key(hi);
-            apr_uint64_t *sum = apr_hash_this_val(hi);
+            const void *name;
+            void *val;
+            apr_uint64_t *sum;
+            apr_hash_this(hi, &name, NULL, &val);
+            sum = val;
             for (k = 0; k < SL_RESULT_COUNT; k++) {
                 ap_rprintf(r,
                            "slidinglimit_decisions_total{result=\"%s\","
@@ -286,21 +289,21 @@ void sl_stats_write(sl_stats_t *st, request_rec *r)
         "considered down.\n"
         "# TYPE slidinglimit_breaker_open gauge\n"
         "slidinglimit_breaker_open %d\n",
-        apr_atomic_read64(&g->store_calls),
-        apr_atomic_read64(&g->store_round_trips),
-        apr_atomic_read64(&g->store_errors), apr_atomic_read64(&g->fallback),
-        apr_atomic_read64(&g->deny_cached), sl_breaker_is_open(&g->breaker));
+        sl_atomic_read64(&g->store_calls),
+        sl_atomic_read64(&g->store_round_trips),
+        sl_atomic_read64(&g->store_errors), sl_atomic_read64(&g->fallback),
+        sl_atomic_read64(&g->deny_cached), sl_breaker_is_open(&g->breaker));
     ap_rprintf(r,
                "# HELP slidinglimit_blocks_total Blocks started by block=.\n"
                "# TYPE slidinglimit_blocks_total counter\n"
                "slidinglimit_blocks_total %" APR_UINT64_T_FMT "\n",
-               apr_atomic_read64(&g->blocks));
+               sl_atomic_read64(&g->blocks));
     ap_rputs("# HELP slidinglimit_store_latency_seconds Store round trip "
              "time.\n"
              "# TYPE slidinglimit_store_latency_seconds histogram\n",
              r);
     for (b = 0; b <= SL_NBUCKETS; b++) {
-        cum += apr_atomic_read64(&g->latency[b]);
+        cum += sl_atomic_read64(&g->latency[b]);
         if (b < SL_NBUCKETS) {
             ap_rprintf(r,
                        "slidinglimit_store_latency_seconds_bucket{le=\"%s\"} "
@@ -318,5 +321,5 @@ void sl_stats_write(sl_stats_t *st, request_rec *r)
                "slidinglimit_store_latency_seconds_sum %.6f\n"
                "slidinglimit_store_latency_seconds_count %" APR_UINT64_T_FMT
                "\n",
-               (double) apr_atomic_read64(&g->latency_sum_us) / 1e6, cum);
+               (double) sl_atomic_read64(&g->latency_sum_us) / 1e6, cum);
 }

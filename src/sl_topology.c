@@ -301,9 +301,29 @@ int sl_reply_classify(apr_status_t rv, int stale, const redisReply *r)
     }
     /* Not run: the map is out of date (a demoted master says READONLY) or
      * the cluster is between states. */
-    if (sl_prefix(msg, "READONLY") || sl_prefix(msg, "CLUSTERDOWN") ||
-        sl_prefix(msg, "MASTERDOWN") || sl_prefix(msg, "LOADING")) {
+    if (sl_error_demoted(msg) || sl_prefix(msg, "CLUSTERDOWN") ||
+        sl_prefix(msg, "LOADING")) {
         return SL_REPLY_REROUTE;
     }
     return SL_REPLY_FATAL;
+}
+
+int sl_error_demoted(const char *msg)
+{
+    static const char script[] = "ERR Error running script ";
+
+    if (!msg) {
+        return 0;
+    }
+    if (sl_prefix(msg, "READONLY") || sl_prefix(msg, "MASTERDOWN")) {
+        return 1;
+    }
+    /* Before Redis 7 a replica runs the script, and its first write fails
+     * inside it: the reply is the script's error, which quotes the write's
+     * "-READONLY ..." after the script's place. Nothing was written. */
+    if (strncmp(msg, script, sizeof(script) - 1) != 0) {
+        return 0;
+    }
+    return strstr(msg, ": -READONLY You can't write against a read only ") !=
+           NULL;
 }

@@ -18,6 +18,12 @@
 
 #include <hiredis/hiredis.h>
 
+/* The reply reader (redisReaderCreate and its kin) as the module uses it:
+ * hiredis 0.12 is the oldest tested (make compat). */
+#if HIREDIS_MAJOR == 0 && HIREDIS_MINOR < 12
+#error "mod_slidinglimit needs hiredis 0.12 or later"
+#endif
+
 typedef struct sl_tls sl_tls_t;
 typedef struct sl_transport sl_transport_t;
 

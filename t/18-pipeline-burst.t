@@ -20,6 +20,9 @@ use Time::HiRes qw(sleep time);
 use SL::Test;
 use SL::Wire;
 
+plan skip_all => "CLIENT PAUSE WRITE and commandstats' failed_calls need Redis 6.2; this one is " . redis_version()
+  unless redis_at_least(6, 2);
+
 my $threaded = Apache::Test::config()->{server}{mpm} ne 'prefork';
 t_debug('MPM ' . Apache::Test::config()->{server}{mpm});
 

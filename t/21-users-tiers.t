@@ -102,10 +102,17 @@ sub outside_ip { $n++; sprintf('172.16.%d.%d', $$ % 250 + 1, ($n + int(rand(200)
 
     # The exemption follows mod_remoteip's r->useragent_ip: a client that
     # is not a trusted proxy cannot claim the network by header.
+    # httpd before 2.4.9 checks every hop against the connection's address
+    # instead of the hop to its right (PR 54651: README, Requirements), so
+    # there the leftmost address is the client's.
     my $hops = "$internal, $ip";
-    @s = map { http_get('/keys/tiers/', 'X-Forwarded-For' => $hops)->{status} } 1 .. 2;
-    is("@s", '429 429',
-        'tiers: "10.99.x, spent address" is the spent address, not exempt');
+    SKIP: {
+        skip 'mod_remoteip trusts every hop before httpd 2.4.9 (PR 54651)', 1
+          unless have_min_apache_version('2.4.9');
+        @s = map { http_get('/keys/tiers/', 'X-Forwarded-For' => $hops)->{status} } 1 .. 2;
+        is("@s", '429 429',
+            'tiers: "10.99.x, spent address" is the spent address, not exempt');
+    }
     $res = http_get('/keys/tiers/', 'X-Forwarded-For' => '10.98.0.1');
     is($res->{headers}{'x-ratelimit-limit'}, 2, 'tiers: 10.98.0.1 is outside /16');
     is(http_get('/keys/tiers/', 'X-Forwarded-For' => '10.99.255.254')->{status}, 200,

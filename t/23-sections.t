@@ -64,7 +64,9 @@ plan tests => 29;
 
 # Nested: /keys/nest sets headers draft03, status 451, key header:X-Keys-Nest
 # ip and a 5/1m limit; /keys/nest/inner sets only its own 2/1m limit.
+# (403 before httpd 2.4.23, which has no status line for 451.)
 {
+    my $st = have_min_apache_version('2.4.23') ? 451 : 403;
     my $v = 'nest-' . tag();
     my $res = http_get('/keys/nest/', 'X-Keys-Nest' => $v);
     is($res->{status}, 200, 'outer: admitted');
@@ -74,8 +76,8 @@ plan tests => 29;
         'outer: only draft03 (the default set is replaced)');
 
     my @s = map { http_get('/keys/nest/inner/', 'X-Keys-Nest' => $v) } 1 .. 3;
-    is(join(' ', map { $_->{status} } @s), '200 200 451',
-        'inner: its own 2/1m, refused with the inherited status 451');
+    is(join(' ', map { $_->{status} } @s), "200 200 $st",
+        "inner: its own 2/1m, refused with the inherited status $st");
     is($s[0]{headers}{'ratelimit-limit'}, 2, 'inner: the inherited draft03 headers, 2');
     ok(!exists $s[0]{headers}{'x-ratelimit-limit'}, 'inner: no x-ratelimit');
     ok(defined $s[2]{headers}{'retry-after'}, 'inner: the refusal has Retry-After');
@@ -92,7 +94,7 @@ plan tests => 29;
     ok(!defined $res->{headers}{'retry-after'}, '... and no Retry-After');
     is(redis('ZCARD', sl_key(identity => $id, policy => 'keys-nest-inner')), 2,
         '... consuming nothing');
-    is(http_get('/keys/nest/inner/?other', 'X-Keys-Nest' => $v)->{status}, 451,
+    is(http_get('/keys/nest/inner/?other', 'X-Keys-Nest' => $v)->{status}, $st,
         'inner: without the <If> it is refused again');
 
     # SlidingLimit off in the innermost location.
@@ -102,7 +104,7 @@ plan tests => 29;
 
     # The outer budget is still its own.
     @s = map { http_get('/keys/nest/', 'X-Keys-Nest' => $v)->{status} } 1 .. 5;
-    is("@s", '200 200 200 200 451', 'outer: 5 in all (1 earlier + 4)');
+    is("@s", "200 200 200 200 $st", 'outer: 5 in all (1 earlier + 4)');
 
     # The inherited key falls back to ip without the header.
     my $ip = fresh_ip();

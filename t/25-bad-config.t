@@ -133,6 +133,12 @@ my @bad = (
     [ 'SlidingLimitStatus 600',                   'SlidingLimitStatus', "'600'" ],
     [ 'SlidingLimitStatus 429x',                  'SlidingLimitStatus', "'429x'" ],
     [ 'SlidingLimitStatus Too-Many',              'SlidingLimitStatus', "'Too-Many'" ],
+    # A status httpd has no status line for would be sent as 500.
+    [ 'SlidingLimitStatus 460',                   'SlidingLimitStatus', "'460'" ],
+    [ 'SlidingLimitFailStatus 599',               'SlidingLimitFailStatus', "'599'" ],
+    # 451 has one from httpd 2.4.23 on.
+    (have_min_apache_version('2.4.23') ? ()
+      : [ 'SlidingLimitStatus 451',               'SlidingLimitStatus', "'451'" ]),
     [ 'SlidingLimitFailStatus 200',               'SlidingLimitFailStatus', "'200'" ],
     [ 'SlidingLimitFailStatus 600',               'SlidingLimitFailStatus', "'600'" ],
     [ 'SlidingLimitFailStatus 503x',              'SlidingLimitFailStatus', "'503x'" ],

@@ -51,7 +51,7 @@ for my $i (1 .. 2) {
         "CGI $i sees SLIDINGLIMIT_REMAINING, as in Redis");
     ok(($env{HTTP_X_SL_RESULT} // '') eq 'allowed'
           && ($env{HTTP_X_SL_REMAINING} // '') eq $env{SLIDINGLIMIT_REMAINING},
-        "CGI $i: RequestHeader expr=%{ENV:...} carries the decision to the back end");
+        "CGI $i: RequestHeader carries the decision to the back end");
 }
 my $res = http_get('/wire/env.cgi', 'X-Forwarded-For' => $ip);
 ok t_cmp($res->{status}, 429, 'the refused request never reaches the back end');

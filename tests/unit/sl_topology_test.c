@@ -355,6 +355,20 @@ static void test_classify(void)
          SL_REPLY_TRYAGAIN},
         {"READONLY You can't write against a read only replica.",
          SL_REPLY_REROUTE},
+        /* Before Redis 7 a replica runs the script, which fails at its
+         * first write: nothing written, so not run either. */
+        {"ERR Error running script (call to f_1185e7ae48cf34f42bb62f9e2af6d3939"
+         "0054e78): @user_script:1: @user_script: 1: -READONLY You can't "
+         "write against a read only replica.",
+         SL_REPLY_REROUTE},
+        {"ERR Error running script (call to f_42f4): @user_script:1: "
+         "@user_script: 1: -READONLY You can't write against a read only "
+         "slave.",
+         SL_REPLY_REROUTE},
+        {"ERR Error running script (call to f_42f4): @user_script:9: "
+         "user_script:9: Script attempted to access nonexistent global "
+         "variable 'READONLY'",
+         SL_REPLY_FATAL},
         {"CLUSTERDOWN The cluster is down", SL_REPLY_REROUTE},
         {"LOADING Redis is loading the dataset in memory", SL_REPLY_REROUTE},
         {"NOAUTH Authentication required.", SL_REPLY_FATAL},
@@ -371,6 +385,12 @@ static void test_classify(void)
                "'%s' -> %d", cases[i].msg, cases[i].cls);
         r_free(r);
     }
+    /* What makes a Sentinel store ask the Sentinels again. */
+    EXPECT(sl_error_demoted("MASTERDOWN Link with MASTER is down") &&
+               sl_error_demoted(cases[5].msg) &&
+               !sl_error_demoted("ERR wrong number of arguments") &&
+               !sl_error_demoted(NULL),
+           "demoted: READONLY, MASTERDOWN, a script's READONLY");
     r = r_arr(1, r_int(1));
     EXPECT(sl_reply_classify(APR_SUCCESS, 0, r) == SL_REPLY_OK, "an answer");
     r_free(r);

@@ -20,7 +20,8 @@ use MIME::Base64 qw(encode_base64);
 use Time::HiRes qw(sleep time);
 
 our @EXPORT = qw(redis redis_connect sl_identity sl_policy_named sl_key fresh_ip
-  burst workers load server_url http_get wait_until free_port script_calls);
+  burst workers load server_url http_get wait_until free_port script_calls
+  redis_version redis_at_least);
 
 sub redis_port { $ENV{SL_TEST_REDIS_PORT} or die "SL_TEST_REDIS_PORT unset" }
 
@@ -76,14 +77,33 @@ sub redis_connect {
 # The scripts a Redis ran, from INFO commandstats: EVALSHA and EVAL calls
 # that did not fail (the first EVALSHA on a fresh Redis fails with NOSCRIPT
 # and the script is sent again: still one decision). script_calls({ port =>
-# P }) for another server.
+# P }) for another server. Before Redis 6.2 commandstats has no
+# failed_calls, and a NOSCRIPT would count as a call: it dies there.
 sub script_calls {
     my $info = redis(@_, 'INFO', 'commandstats');
     my $n    = 0;
+    die "script_calls: INFO commandstats has no failed_calls before Redis 6.2\n"
+      if $info =~ /^cmdstat_eval/m && $info !~ /failed_calls=/;
     while ($info =~ /^cmdstat_(?:evalsha|eval):calls=(\d+),.*?rejected_calls=(\d+),failed_calls=(\d+)/mg) {
         $n += $1 - $2 - $3;
     }
     return $n;
+}
+
+# redis_version() -> "6.2.16" (INFO server's redis_version; Valkey reports
+# the Redis version it is compatible with); redis_version({ port => P }).
+sub redis_version {
+    my $info = redis(@_, 'INFO', 'server');
+    return $info =~ /^redis_version:([0-9.]+)/m ? $1 : '0';
+}
+
+# redis_at_least(6, 2) -> true on Redis 6.2 or later: what a test needs of
+# a newer server is skipped, with the reason, on an older one
+# (tools/compat/run.sh runs the suite against 3.2 and 5.0 too).
+sub redis_at_least {
+    my ($major, $minor, @to) = @_;
+    my ($ma, $mi) = split /\./, redis_version(@to);
+    return $ma > $major || ($ma == $major && $mi >= ($minor // 0));
 }
 
 # redis(qw(ZCARD key)) -> the reply, on a connection of its own; dies on an
