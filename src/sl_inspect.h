@@ -22,4 +22,9 @@
  * inspect; the handler sends POST only under reset. */
 int sl_inspect(request_rec *r, sl_proc_t *proc, int level);
 
+/* An access checker, first of all: ends the look-up of a section for a
+ * query (DONE) once its walks have chosen the section; DECLINED for any
+ * other request. */
+int sl_inspect_lookup_end(request_rec *r);
+
 #endif
