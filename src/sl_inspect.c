@@ -495,25 +495,19 @@ static const char *sl_section_line(apr_pool_t *p, const sl_limit_t *l)
 }
 
 /* What a reset's log line says: who reset (the operator's address, and
- * user), which client (as the query named it: an address or a user name,
- * the source alone for values that may be secrets, such as an API key,
- * and the hashed identity of its store keys), where (the virtual host, the
- * sections) and which policies. */
+ * user), which client (as the query named it: its key source, never the
+ * value, as no log line of the module holds a client's address, name or
+ * header, and the hashed identity its store keys hold), where (the
+ * virtual host, the sections) and which policies. */
 static const char *sl_reset_said(const sl_client_t *c, const sl_ask_t *a)
 {
     request_rec *r = c->r;
     apr_pool_t *p = r->pool;
     const server_rec *s = r->server;
-    const char *client, *sections = NULL, *policies = NULL;
+    const char *client = a->address ? "user with ip" : a->source;
+    const char *sections = NULL, *policies = NULL;
     int i;
 
-    if (!strcmp(a->source, "ip") || !strcmp(a->source, "user")) {
-        client = apr_pstrcat(p, a->source, "=", a->value,
-                             a->address ? " ip=" : "", a->address, NULL);
-    }
-    else {
-        client = a->source;
-    }
     for (i = 0; i < c->n; i++) {
         const char *one = sl_section_line(p, c->limits[i]);
 
