@@ -184,10 +184,15 @@ static const char *sl_ask_request(request_rec *r, const sl_ask_t *a,
     if (!ip) {
         ip = "0.0.0.0";
     }
-    else if (inet_pton(AF_INET, ip, raw) != 1 &&
-             inet_pton(AF_INET6, ip, raw) != 1) {
-        return apr_psprintf(r->pool, "%s: '%s' is not an IP address",
-                            a->from && ip == a->from ? "from" : "ip", ip);
+    /* A zone (fe80::1%eth0) is no part of the address, as for a key. */
+    else if (strchr(ip, '%')) {
+        ip = apr_pstrmemdup(r->pool, ip, strchr(ip, '%') - ip);
+    }
+    if (inet_pton(AF_INET, ip, raw) != 1 && inet_pton(AF_INET6, ip, raw) != 1) {
+        return apr_psprintf(
+            r->pool, "%s: '%s' is not an IP address",
+            a->from && !a->address && strcmp(a->source, "ip") ? "from" : "ip",
+            ip);
     }
     /* Numeric: no name is resolved. */
     if (apr_sockaddr_info_get(&sa, ip, APR_UNSPEC, 0, 0, r->pool) !=
@@ -268,7 +273,11 @@ static const char *sl_lookup(request_rec *r, const sl_ask_t *a,
         return err;
     }
     *rr = ap_sub_req_lookup_uri(a->path, as, NULL);
-    if (!apr_table_get((*rr)->notes, SL_LOOKUP_NOTE)) {
+    /* Not ended by us but not failed either: the look-up met the status
+     * request's own sections, whose authentication httpd does not run
+     * again (their limits are off, as the status page's should be). */
+    if (!apr_table_get((*rr)->notes, SL_LOOKUP_NOTE) &&
+        ap_is_HTTP_ERROR((*rr)->status)) {
         return apr_psprintf(r->pool,
                             "path=%s: its look-up ended with status %d "
                             "before its section was known",

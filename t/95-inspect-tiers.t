@@ -23,7 +23,7 @@ use JSON::PP qw(decode_json);
 use SL::Test;
 use SL::Keys;
 
-plan tests => 27;
+plan tests => 30;
 
 my $url = '/it/api/items.json';
 
@@ -115,6 +115,14 @@ redis('DEL', sl_key(identity => sl_identity('user', 'alice'), policy => 'it-user
 is("@st", '200 200 200 200 429', 'the user tier: 4 per minute per user');
 ($s, $j) = ask('POST', 'user=alice');
 is(state($j), 'it-user 0/4', 'reset user=NAME: the user tier\'s budget is whole again');
+is(get('X-Forwarded-For' => fresh_ip(), Authorization => basic('alice', 'alice-pw')), 200,
+    '... and the user is admitted');
+# The look-up ends before authentication: the credentials it carries for
+# the tier are never checked, no failure is logged for the user.
+open my $fh, '<', $log or die "$log: $!";
+my @auth = grep { /alice/ && /AH0161\d|authentication failure|Password Mismatch|not found/ } <$fh>;
+close $fh;
+is(scalar @auth, 0, '... and no authentication failure of alice is logged') or diag @auth;
 
 # Wrong queries.
 ($s, $j) = ask('GET', "header:X-Api-Key=other-$tag");
@@ -126,3 +134,6 @@ like("$s " . ($j->{error} // ''), qr/^400 no SlidingLimit applies to \Q$url\E/,
 ($s, $j) = ask('GET', "header:X-Api-Key=$basic&from=nowhere");
 is("$s " . ($j->{error} // ''), "400 from: 'nowhere' is not an IP address",
     'from= that is no address: 400');
+($s, $j) = ask('GET', "ip=$ip&with:X(Plan=gold");
+like("$s " . ($j->{error} // ''), qr/^400 'with:X\(Plan': with: names a header/,
+    'with: that is no header name: 400');
