@@ -327,6 +327,8 @@ static void sl_register_hooks(apr_pool_t *p)
     ap_hook_child_init(sl_child_init, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_fixups(sl_fixups, NULL, NULL, APR_HOOK_FIRST);
     ap_hook_fixups(sl_fixups_target, NULL, NULL, APR_HOOK_REALLY_LAST);
+    ap_hook_access_checker(sl_inspect_lookup_end, NULL, NULL,
+                           APR_HOOK_REALLY_FIRST);
     ap_hook_access_checker(sl_access, NULL, NULL, APR_HOOK_FIRST);
     ap_hook_log_transaction(sl_log_transaction, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_handler(sl_status_handler, NULL, NULL, APR_HOOK_MIDDLE);

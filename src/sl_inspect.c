@@ -9,6 +9,8 @@
 
 #include "apr_strings.h"
 
+#include <arpa/inet.h>
+
 #include "sl_config.h"
 #include "sl_decide.h"
 #include "sl_forgery.h"
@@ -19,6 +21,10 @@
 
 APLOG_USE_MODULE(slidinglimit);
 
+/* Marks the look-up's parent (notes), then the look-up that reached the
+ * access checker. */
+#define SL_LOOKUP_NOTE "slidinglimit-inspect-lookup"
+
 /* What the query asks. */
 typedef struct sl_ask {
     const char *path;   /* the URL whose section's limits apply */
@@ -26,6 +32,11 @@ typedef struct sl_ask {
     const char *source; /* the key source, as SlidingLimitKey names it */
     const char *value;
     const char *address; /* ip= beside user=: a name paired with it */
+    /* What only chooses the section, for an <If>: the client's address
+     * where the identity is not (from=), and headers it sends that are not
+     * its key (with:NAME=). */
+    const char *from;
+    apr_table_t *with;
 } sl_ask_t;
 
 /* One client's budgets at one URL. */
@@ -36,6 +47,7 @@ typedef struct sl_client {
     const sl_limit_t **limits;
     sl_budget_t *budgets;
     int n;
+    const char *identity; /* the hashed identity of the store keys */
 } sl_client_t;
 
 static int sl_source_param(const char *k)
@@ -68,6 +80,25 @@ static const char *sl_ask_parse(request_rec *r, sl_ask_t *a)
         }
         if (!strcmp(k, "path")) {
             slot = &a->path;
+        }
+        else if (!strcmp(k, "from")) {
+            slot = &a->from;
+        }
+        else if (!strncmp(k, "with:", 5)) {
+            if (!k[5] || *ap_scan_http_token(k + 5)) {
+                return apr_psprintf(p,
+                                    "'%s': with: names a header (an RFC "
+                                    "9110 token), as with:X-Plan=gold",
+                                    k);
+            }
+            if (!a->with) {
+                a->with = apr_table_make(p, 2);
+            }
+            if (apr_table_get(a->with, k + 5)) {
+                return apr_psprintf(p, "'%s' is given twice", k);
+            }
+            apr_table_setn(a->with, k + 5, v);
+            continue;
         }
         else if (!strcmp(k, "name")) {
             slot = &a->name;
@@ -116,6 +147,142 @@ static const char *sl_ask_parse(request_rec *r, sl_ask_t *a)
                "sees it (ip=, user=, header:NAME=, env:NAME=, expr=, "
                "or none= for the shared bucket)";
     }
+    if (a->from && (a->address || !strcmp(a->source, "ip"))) {
+        return "from= is the client's address where the identity is not "
+               "one: ip= names it already";
+    }
+    if (a->with && !strncmp(a->source, "header:", 7) &&
+        apr_table_get(a->with, a->source + 7)) {
+        return apr_psprintf(p, "with:%s is the identity's %s", a->source + 7,
+                            a->source);
+    }
+    return NULL;
+}
+
+/* The client's address as the query names it: ip= (the identity, or the
+ * address beside user=), else from=; NULL when it names none. */
+static const char *sl_ask_ip(const sl_ask_t *a)
+{
+    return a->address                 ? a->address
+           : !strcmp(a->source, "ip") ? a->value
+                                      : a->from;
+}
+
+/* The look-up's request, which the lookup subrequest takes its headers,
+ * address, user and variables from: a copy of the status request that is
+ * the client's, not the operator's. */
+static const char *sl_ask_request(request_rec *r, const sl_ask_t *a,
+                                  request_rec **out)
+{
+    request_rec *as = apr_pmemdup(r->pool, r, sizeof(*r));
+    const char *ip = sl_ask_ip(a), *host;
+    unsigned char raw[16];
+    apr_sockaddr_t *sa;
+
+    /* Without an address, one no network of an <If "-R ..."> holds but
+     * 0.0.0.0/0: never the operator's own, which is often exempt. */
+    if (!ip) {
+        ip = "0.0.0.0";
+    }
+    /* A zone (fe80::1%eth0) is no part of the address, as for a key. */
+    else if (strchr(ip, '%')) {
+        ip = apr_pstrmemdup(r->pool, ip, strchr(ip, '%') - ip);
+    }
+    if (inet_pton(AF_INET, ip, raw) != 1 && inet_pton(AF_INET6, ip, raw) != 1) {
+        return apr_psprintf(
+            r->pool, "%s: '%s' is not an IP address",
+            a->from && !a->address && strcmp(a->source, "ip") ? "from" : "ip",
+            ip);
+    }
+    /* Numeric: no name is resolved. */
+    if (apr_sockaddr_info_get(&sa, ip, APR_UNSPEC, 0, 0, r->pool) !=
+        APR_SUCCESS) {
+        return apr_psprintf(r->pool, "'%s' is not an IP address", ip);
+    }
+    as->useragent_ip = (char *) ip;
+    as->useragent_addr = sa;
+
+    /* Only the headers the query names, and the Host that chose this
+     * virtual host: the operator's own (an X-Api-Key, its credentials)
+     * would choose their tier. */
+    as->headers_in = apr_table_make(r->pool, 4);
+    if ((host = apr_table_get(r->headers_in, "Host"))) {
+        apr_table_setn(as->headers_in, "Host", host);
+    }
+    if (a->with) {
+        as->headers_in = apr_table_overlay(r->pool, as->headers_in, a->with);
+    }
+    as->subprocess_env = apr_table_make(r->pool, 2);
+    as->user = NULL;
+    if (!strncmp(a->source, "header:", 7)) {
+        apr_table_setn(as->headers_in, a->source + 7, a->value);
+    }
+    else if (!strncmp(a->source, "env:", 4)) {
+        apr_table_setn(as->subprocess_env, a->source + 4, a->value);
+    }
+    else if (!strcmp(a->source, "user")) {
+        /* A user's requests carry credentials, which the recommended user
+         * tier tests (-n req('Authorization')): these name the user with
+         * no password, and are never checked, as the look-up ends before
+         * authentication. with:Authorization= gives others. */
+        as->user = (char *) a->value;
+        if (!apr_table_get(as->headers_in, "Authorization")) {
+            const char *up = apr_pstrcat(r->pool, a->value, ":", NULL);
+            apr_table_setn(as->headers_in, "Authorization",
+                           apr_pstrcat(r->pool, "Basic ",
+                                       ap_pbase64encode(r->pool, (char *) up),
+                                       NULL));
+        }
+    }
+    as->notes = apr_table_make(r->pool, 1);
+    apr_table_setn(as->notes, SL_LOOKUP_NOTE, "");
+    *out = as;
+    return NULL;
+}
+
+int sl_inspect_lookup_end(request_rec *r)
+{
+    if (!r->main || !apr_table_get(r->main->notes, SL_LOOKUP_NOTE)) {
+        return DECLINED;
+    }
+    apr_table_setn(r->notes, SL_LOOKUP_NOTE, "walked");
+    return DONE;
+}
+
+/* The section a request of the client for a->path gets. A subrequest,
+ * because it walks and merges exactly as a request does
+ * (ap_process_request_internal: <Location>, <If>, translate_name,
+ * <Directory> and .htaccess, <Files>, <Location> and <If> again); made of
+ * the client's copy of the status request (sl_ask_request), because it
+ * takes headers_in, useragent_ip/_addr and the variables from its parent
+ * (ap_set_sub_req_protocol, make_sub_request), and those are what the
+ * <If> expressions read. A prepared parent beats changing the subrequest
+ * afterwards (its walks have run by then) or copying request.c's
+ * sequence. It ends in the access checker (sl_inspect_lookup_end), where
+ * the section is known: authentication and authorization would judge a
+ * request the client never sent, and log its failures under the client's
+ * address (what fail2ban reads). %{CONN_REMOTE_ADDR} stays the operator's
+ * connection. */
+static const char *sl_lookup(request_rec *r, const sl_ask_t *a,
+                             request_rec **rr)
+{
+    request_rec *as = NULL;
+    const char *err = sl_ask_request(r, a, &as);
+
+    if (err) {
+        return err;
+    }
+    *rr = ap_sub_req_lookup_uri(a->path, as, NULL);
+    /* Not ended by us but not failed either: the look-up met the status
+     * request's own sections, whose authentication httpd does not run
+     * again (their limits are off, as the status page's should be). */
+    if (!apr_table_get((*rr)->notes, SL_LOOKUP_NOTE) &&
+        ap_is_HTTP_ERROR((*rr)->status)) {
+        return apr_psprintf(r->pool,
+                            "path=%s: its look-up ended with status %d "
+                            "before its section was known",
+                            a->path, (*rr)->status);
+    }
     return NULL;
 }
 
@@ -123,14 +290,18 @@ static const char *sl_ask_parse(request_rec *r, sl_ask_t *a)
  * and merge, as a subrequest) and the client's budgets under them. */
 static const char *sl_client_make(sl_client_t *c, const sl_ask_t *a)
 {
-    request_rec *r = c->r, *rr = ap_sub_req_lookup_uri(a->path, r, NULL);
+    request_rec *r = c->r, *rr;
     const sl_server_conf_t *sc =
         ap_get_module_config(r->server->module_config, &slidinglimit_module);
-    const sl_dir_conf_t *dc =
-        ap_get_module_config(rr->per_dir_config, &slidinglimit_module);
+    const sl_dir_conf_t *dc;
     const char *identity, *err, *names = NULL;
-    int i, all = dc->limits ? dc->limits->nelts : 0;
+    int i, all;
 
+    if ((err = sl_lookup(r, a, &rr))) {
+        return err;
+    }
+    dc = ap_get_module_config(rr->per_dir_config, &slidinglimit_module);
+    all = dc->limits ? dc->limits->nelts : 0;
     if (!all) {
         return apr_psprintf(r->pool, "no SlidingLimit applies to %s", a->path);
     }
@@ -140,6 +311,7 @@ static const char *sl_client_make(sl_client_t *c, const sl_ask_t *a)
     if (!identity) {
         return err;
     }
+    c->identity = identity;
     c->limits = apr_palloc(r->pool, sizeof(*c->limits) * all);
     c->budgets = apr_pcalloc(r->pool, sizeof(*c->budgets) * all);
     c->n = 0;
@@ -314,6 +486,63 @@ static int sl_answer_state(const sl_client_t *c, const sl_ask_t *a,
     return OK;
 }
 
+/* The configuration sections of a limit, on one line ("<Location /api>
+ * <If ...>"); the server configuration outside any. */
+static const char *sl_section_line(apr_pool_t *p, const sl_limit_t *l)
+{
+    char *s = apr_pstrdup(p, l->section ? l->section : ""), *e;
+
+    for (e = s; *e; e++) {
+        if (*e == '\n') {
+            *e = ' ';
+        }
+    }
+    while (e > s && e[-1] == ' ') {
+        *--e = '\0';
+    }
+    return *s ? s : "the server configuration";
+}
+
+/* What a reset's log line says: who reset (the operator's address, and
+ * user), which client (as the query named it: its key source, never the
+ * value, as no log line of the module holds a client's address, name or
+ * header, and the hashed identity its store keys hold), where (the
+ * virtual host, the sections) and which policies. */
+static const char *sl_reset_said(const sl_client_t *c, const sl_ask_t *a)
+{
+    request_rec *r = c->r;
+    apr_pool_t *p = r->pool;
+    const server_rec *s = r->server;
+    const char *client = a->address ? "user with ip" : a->source;
+    const char *sections = NULL, *policies = NULL;
+    int i;
+
+    for (i = 0; i < c->n; i++) {
+        const char *one = sl_section_line(p, c->limits[i]);
+
+        policies =
+            policies ? apr_pstrcat(p, policies, ", ", c->limits[i]->name, NULL)
+                     : c->limits[i]->name;
+        if (!sections) {
+            sections = one;
+        }
+        else if (!strstr(sections, one)) {
+            sections = apr_pstrcat(p, sections, "; ", one, NULL);
+        }
+    }
+    return apr_psprintf(
+        p,
+        "reset by %s%s%s of the budgets of client %s (hashed identity %s) "
+        "at %s on virtual host %s:%u, section %s, policies %s",
+        r->useragent_ip, r->user ? " user " : "", r->user ? r->user : "",
+        client, c->identity, a->path,
+        s->server_hostname ? s->server_hostname : "-",
+        (unsigned) (s->port    ? s->port
+                    : s->addrs ? s->addrs->host_port
+                               : 0),
+        sections, policies);
+}
+
 /* Why a POST is not a reset an operator asked for (NULL: it is); the
  * request's own origin is the scheme, the host it asked for and that
  * host's port. */
@@ -332,7 +561,7 @@ static const char *sl_reset_refused(request_rec *r)
 int sl_inspect(request_rec *r, sl_proc_t *proc, int level)
 {
     sl_ask_t a;
-    sl_client_t c = {r, proc, sl_store_of(r->server), NULL, NULL, 0};
+    sl_client_t c = {r, proc, sl_store_of(r->server), NULL, NULL, 0, NULL};
     sl_decision_t d;
     apr_int64_t *blocked;
     const char *err;
@@ -363,10 +592,7 @@ int sl_inspect(request_rec *r, sl_proc_t *proc, int level)
     if (r->method_number == M_POST) {
         apr_status_t rv = sl_client_reset(&c, &forgotten, &err);
         ap_log_rerror(APLOG_MARK, rv == APR_SUCCESS ? APLOG_NOTICE : APLOG_ERR,
-                      rv, r,
-                      "mod_slidinglimit: reset of the budgets of %s at %s "
-                      "(identity %s) for %s: %s",
-                      a.source, a.path, c.budgets[0].key, r->useragent_ip,
+                      rv, r, "mod_slidinglimit: %s: %s", sl_reset_said(&c, &a),
                       rv == APR_SUCCESS ? "done"
                       : err             ? err
                                         : "failed");

@@ -1,8 +1,11 @@
 /* The operator's look at one client's budgets, and their reset: the status
  * handler with a query. The query names a URL (path=, whose section's
- * limits apply, found as a subrequest finds it) and the client as a key
- * source would see it (ip=, user=, header:NAME=, env:NAME=, expr=, none=);
- * the keys are made by the request's own functions (sl_key.c, sl_core.c).
+ * limits apply, found as the client's request for it finds it: the <If>
+ * walk sees the client's address, user and headers, with from= and
+ * with:NAME= for those that only choose the section) and the client as a
+ * key source would see it (ip=, user=, header:NAME=, env:NAME=, expr=,
+ * none=); the keys are made by the request's own functions (sl_key.c,
+ * sl_core.c).
  * GET shows each limit's state, read without a write; POST deletes the
  * budgets on the store (and in the local fallback's table) and forgets
  * their refusals in the deny cache every child reads, then shows the state.
@@ -21,5 +24,10 @@
  * section's SlidingLimitStatusPage level (SL_STATUS_PAGE_*): a look needs
  * inspect; the handler sends POST only under reset. */
 int sl_inspect(request_rec *r, sl_proc_t *proc, int level);
+
+/* An access checker, first of all: ends the look-up of a section for a
+ * query (DONE) once its walks have chosen the section; DECLINED for any
+ * other request. */
+int sl_inspect_lookup_end(request_rec *r);
 
 #endif

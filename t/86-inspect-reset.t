@@ -275,7 +275,7 @@ for my $store (qw(redis shm)) {
     ($st, $j) = ask($h, 'POST', "path=/ir/login.html&ip=$ip");
     ok(($st == 503 && ($j->{error} // '') =~ /did not reset.*deny cache/), "store down: POST 503 ($st: " . ($j->{error} // '-') . ')');
     my $log = $h->error_log;
-    ok(scalar(() = $log =~ /reset of the budgets of ip at \/ir\/login\.html/g) == 1 && $log !~ /\Q$ip\E/,
+    ok(scalar(() = $log =~ /reset by 127\.0\.0\.1 of the budgets of client ip \(hashed identity [A-Za-z0-9+\/]{16}\) at \/ir\/login\.html on virtual host /g) == 1 && $log !~ /\Q$ip\E/,
         '... the reset attempt is in the error log, without the address');
     $h->stop;
 }
