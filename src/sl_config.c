@@ -573,20 +573,6 @@ static const char *sl_cmd_limit(cmd_parms *cmd, void *dconf, int argc,
     return NULL;
 }
 
-/* RFC 9110 token: what a header field name may be. */
-static int sl_is_token(const char *s)
-{
-    if (!*s) {
-        return 0;
-    }
-    for (; *s; s++) {
-        if (!apr_isalnum(*s) && !strchr("!#$%&'*+-.^_`|~", *s)) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
 /* user:OPTION[,OPTION...]: the options after the colon of a, as flags.
  * NULL, or what is wrong. */
 static const char *sl_user_options(apr_pool_t *p, const char *a, int *flags)

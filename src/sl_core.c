@@ -43,6 +43,20 @@ const char *sl_parse_int(apr_pool_t *p, const char *s, apr_int64_t min,
     return NULL;
 }
 
+int sl_is_token(const char *s)
+{
+    if (!*s) {
+        return 0;
+    }
+    for (; *s; s++) {
+        /* Not strchr: it would take the terminating NUL as a match. */
+        if (!apr_isalnum(*s) && !memchr("!#$%&'*+-.^_`|~", *s, 15)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 const char *sl_parse_duration(apr_pool_t *p, const char *s, apr_int64_t *us)
 {
     static const struct {

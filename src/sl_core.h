@@ -80,6 +80,10 @@ typedef struct sl_decision {
 
 /* Every parser returns NULL on success or an error message naming the bad
  * token, allocated from p. */
+/* An RFC 9110 token, what a header field name may be (httpd's
+ * ap_scan_http_token came with 2.4.24). */
+int sl_is_token(const char *s);
+
 const char *sl_parse_duration(apr_pool_t *p, const char *s, apr_int64_t *us);
 const char *sl_parse_int(apr_pool_t *p, const char *s, apr_int64_t min,
                          apr_int64_t max, apr_int64_t *out);

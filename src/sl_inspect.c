@@ -85,7 +85,7 @@ static const char *sl_ask_parse(request_rec *r, sl_ask_t *a)
             slot = &a->from;
         }
         else if (!strncmp(k, "with:", 5)) {
-            if (!k[5] || *ap_scan_http_token(k + 5)) {
+            if (!sl_is_token(k + 5)) {
                 return apr_psprintf(p,
                                     "'%s': with: names a header (an RFC "
                                     "9110 token), as with:X-Plan=gold",

@@ -177,9 +177,7 @@ cat >>"$T/apache2.conf" <<EOF
     </Location>
     <Location /slidinglimit-status>
         SetHandler slidinglimit-status
-        <IfDirective SlidingLimitStatusPage>
-            SlidingLimitStatusPage inspect
-        </IfDirective>
+        SlidingLimitStatusPage inspect
         SlidingLimit off
         Require ip 127.0.0.1
     </Location>

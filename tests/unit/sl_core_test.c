@@ -51,6 +51,11 @@ static void test_durations(apr_pool_t *p)
         EXPECT(err && strstr(err, "m or min,"), "units listed: %s",
                err ? err : "");
     }
+    EXPECT(sl_is_token("X-Api-Key") && sl_is_token("a!#$%&'*+-.^_`|~9"),
+           "header names are tokens");
+    EXPECT(!sl_is_token("") && !sl_is_token("X Y") && !sl_is_token("a:b") &&
+               !sl_is_token("a\"b"),
+           "empty, space, colon, quote are no tokens");
     EXPECT(!strcmp(sl_format_duration(p, 60000000), "1m"), "format 1m");
     EXPECT(!strcmp(sl_format_duration(p, 1500000), "1500ms"), "format 1500ms");
 }
