@@ -81,7 +81,7 @@ ok(@le >= 5 && !grep({ $cum[$_] < $cum[ $_ - 1 ] } 1 .. $#cum)
       && $cum[-1] <= metric($m1, "${H}_bucket", le => '+Inf'),
     'buckets are cumulative (' . scalar(@le) . ' finite bounds)');
 
-my @labels = map { /\{le=([^}]*)\}/ ? $1 : () } grep { /^\Q${H}_bucket\E\{/ } keys %$m1;
+my @labels = map { /[{,]le=([^,}]*)[,}]/ ? $1 : () } grep { /^\Q${H}_bucket\E\{/ } keys %$m1;
 ok(!grep({ !/^(?:\+Inf|[0-9]+(?:\.[0-9]+)?)$/ } @labels),
     'le labels are plain decimals with a leading digit, or +Inf');
 
