@@ -303,39 +303,70 @@ static const char *sl_label(apr_pool_t *p, const char *s)
     return out;
 }
 
-static void sl_write_store(request_rec *r, const char *name,
-                           sl_store_counters_t *c)
+/* One store's series, for the status page. */
+typedef struct sl_store_row {
+    const char *label; /* escaped */
+    sl_store_counters_t *c;
+} sl_store_row_t;
+
+/* The store families, each whole after its HELP and TYPE lines (the text
+ * format wants a family's samples together), one series per store. */
+static void sl_write_stores(request_rec *r, const apr_array_header_t *rows)
 {
-    const char *l = sl_label(r->pool, name);
-    apr_uint64_t cum = 0;
+    static const char *const counters[3][2] = {
+        {"slidinglimit_store_calls_total", "Calls to the store."},
+        {"slidinglimit_store_round_trips_total",
+         "Round trips to the store; fewer than calls when threads share "
+         "them."},
+        {"slidinglimit_store_errors_total",
+         "Store calls that failed or timed out."}};
+    int f, i;
     size_t b;
 
-    ap_rprintf(
-        r,
-        "slidinglimit_store_calls_total{store=\"%s\"} %" APR_UINT64_T_FMT "\n"
-        "slidinglimit_store_round_trips_total{store=\"%s\"} "
-        "%" APR_UINT64_T_FMT "\n"
-        "slidinglimit_store_errors_total{store=\"%s\"} "
-        "%" APR_UINT64_T_FMT "\n",
-        l, apr_atomic_read64(&c->calls), l, apr_atomic_read64(&c->round_trips),
-        l, apr_atomic_read64(&c->errors));
-    for (b = 0; b <= SL_NBUCKETS; b++) {
-        cum += apr_atomic_read64(&c->latency[b]);
-        ap_rprintf(r,
-                   "slidinglimit_store_latency_seconds_bucket{store=\"%s\","
-                   "le=\"%s\"} %" APR_UINT64_T_FMT "\n",
-                   l, b < SL_NBUCKETS ? sl_bucket_labels[b] : "+Inf", cum);
+    for (f = 0; f < 3; f++) {
+        ap_rprintf(r, "# HELP %s %s\n# TYPE %s counter\n", counters[f][0],
+                   counters[f][1], counters[f][0]);
+        for (i = 0; i < rows->nelts; i++) {
+            const sl_store_row_t *row = &APR_ARRAY_IDX(rows, i, sl_store_row_t);
+            volatile apr_uint64_t *v = f == 0   ? &row->c->calls
+                                       : f == 1 ? &row->c->round_trips
+                                                : &row->c->errors;
+            ap_rprintf(r, "%s{store=\"%s\"} %" APR_UINT64_T_FMT "\n",
+                       counters[f][0], row->label, apr_atomic_read64(v));
+        }
     }
-    ap_rprintf(r,
-               "slidinglimit_store_latency_seconds_sum{store=\"%s\"} %.6f\n"
-               "slidinglimit_store_latency_seconds_count{store=\"%s\"} "
-               "%" APR_UINT64_T_FMT "\n",
-               l, (double) apr_atomic_read64(&c->latency_sum_us) / 1e6, l, cum);
+    ap_rputs("# HELP slidinglimit_store_latency_seconds Store round trip "
+             "time.\n"
+             "# TYPE slidinglimit_store_latency_seconds histogram\n",
+             r);
+    for (i = 0; i < rows->nelts; i++) {
+        const sl_store_row_t *row = &APR_ARRAY_IDX(rows, i, sl_store_row_t);
+        apr_uint64_t cum = 0;
+        for (b = 0; b <= SL_NBUCKETS; b++) {
+            cum += apr_atomic_read64(&row->c->latency[b]);
+            ap_rprintf(r,
+                       "slidinglimit_store_latency_seconds_bucket{store=\"%s\","
+                       "le=\"%s\"} %" APR_UINT64_T_FMT "\n",
+                       row->label,
+                       b < SL_NBUCKETS ? sl_bucket_labels[b] : "+Inf", cum);
+        }
+        ap_rprintf(r,
+                   "slidinglimit_store_latency_seconds_sum{store=\"%s\"} %.6f\n"
+                   "slidinglimit_store_latency_seconds_count{store=\"%s\"} "
+                   "%" APR_UINT64_T_FMT "\n",
+                   row->label,
+                   (double) apr_atomic_read64(&row->c->latency_sum_us) / 1e6,
+                   row->label, cum);
+    }
 }
 
-static int sl_store_used(sl_store_counters_t *c)
+static void sl_store_row(request_rec *r, apr_array_header_t *rows,
+                         const char *name, sl_store_counters_t *c)
 {
-    return apr_atomic_read64(&c->calls) != 0;
+    sl_store_row_t *row = apr_array_push(rows);
+
+    row->label = sl_label(r->pool, name);
+    row->c = c;
 }
 
 void sl_stats_write(sl_stats_t *st, request_rec *r,
@@ -454,19 +485,9 @@ void sl_stats_write(sl_stats_t *st, request_rec *r,
     }
     /* Every store that was called, and those configured not yet called
      * (at 0), so that a rate or a ratio has its series from the start. */
-    ap_rputs("# HELP slidinglimit_store_calls_total Calls to the store.\n"
-             "# TYPE slidinglimit_store_calls_total counter\n"
-             "# HELP slidinglimit_store_round_trips_total Round trips to the "
-             "store; fewer than calls when threads share them.\n"
-             "# TYPE slidinglimit_store_round_trips_total counter\n"
-             "# HELP slidinglimit_store_errors_total Store calls that "
-             "failed or timed out.\n"
-             "# TYPE slidinglimit_store_errors_total counter\n"
-             "# HELP slidinglimit_store_latency_seconds Store round trip "
-             "time.\n"
-             "# TYPE slidinglimit_store_latency_seconds histogram\n",
-             r);
     {
+        apr_array_header_t *rows =
+            apr_array_make(r->pool, 8, sizeof(sl_store_row_t));
         apr_hash_t *done = apr_hash_make(r->pool);
         static sl_store_counters_t zero;
         for (i = 0; i < SL_STATS_STORES; i++) {
@@ -476,16 +497,17 @@ void sl_stats_write(sl_stats_t *st, request_rec *r,
                 continue;
             }
             apr_hash_set(done, slot->name, APR_HASH_KEY_STRING, slot);
-            sl_write_store(r, slot->name, &slot->c);
+            sl_store_row(r, rows, slot->name, &slot->c);
         }
-        if (sl_store_used(&g->other_store)) {
-            sl_write_store(r, "other", &g->other_store);
+        if (apr_atomic_read64(&g->other_store.calls)) {
+            sl_store_row(r, rows, "other", &g->other_store);
         }
         for (hi = apr_hash_first(r->pool, stores); hi; hi = apr_hash_next(hi)) {
             const char *name = apr_hash_this_key(hi);
             if (!apr_hash_get(done, name, APR_HASH_KEY_STRING)) {
-                sl_write_store(r, name, &zero);
+                sl_store_row(r, rows, name, &zero);
             }
         }
+        sl_write_stores(r, rows);
     }
 }

@@ -11,7 +11,7 @@ use Apache::TestUtil;
 use SL::Test;
 use SL::Wire;
 
-plan tests => 9;
+plan tests => 10;
 
 my $main = sprintf 'redis://127.0.0.1:%d/0', $ENV{SL_TEST_REDIS_PORT};
 my $dead = 'redis://***@127.0.0.1:1/0';
@@ -37,6 +37,24 @@ ok(metric($m1, 'slidinglimit_store_calls_total', store => $main)
 ok(metric($m1, 'slidinglimit_store_latency_seconds_count', store => $main) >= 1, 'a latency histogram per store');
 
 my $page = http_get('/wire-status')->{content};
+# Each family's samples together, after its TYPE line, as the text format
+# wants: one run per family, however many stores.
+my (@runs, %runs);
+for (split /\n/, $page) {
+    my $f;
+    if (/^#/) {
+        next unless /^# TYPE (\S+)/;
+        $f = $1;
+    }
+    else {
+        ($f) = /^([a-zA-Z_:][a-zA-Z0-9_:]*)/ or next;
+    }
+    $f =~ s/_(?:bucket|sum|count)$// if $f =~ /^slidinglimit_store_latency_seconds/;
+    push @runs, $f unless @runs && $runs[-1] eq $f;
+}
+$runs{$_}++ for @runs;
+my @split = grep { $runs{$_} > 1 } sort keys %runs;
+ok(!@split, 'every family in one piece (' . scalar(keys %runs) . ' families)') or diag("split: @split");
 SKIP: {
     my $promtool = `sh -c 'command -v promtool'`;
     chomp $promtool;
