@@ -50,7 +50,7 @@ MODULE     = .libs/mod_slidinglimit.so
 # Packages the build, the suite and the demo need (Debian names).
 DEPS_BUILD = apache2 apache2-dev libhiredis-dev libssl-dev
 DEPS_TEST  = redis-server redis-tools libapache2-mod-perl2 libwww-perl curl faketime \
-             openssl prometheus
+             openssl prometheus fail2ban
 DEPS_DEB   = debhelper devscripts fakeroot lintian dpkg-dev
 DEPS_BENCH = wrk gnuplot-nox libapache2-mod-evasive libapache2-mod-qos libpcre3 \
              libapache2-mod-security2 linux-perf valgrind

@@ -25,6 +25,7 @@
 #include "http_config.h"
 #include "http_core.h"
 #include "http_log.h"
+#include "http_main.h"
 #include "http_protocol.h"
 #include "http_request.h"
 #include "ap_mpm.h"
@@ -314,7 +315,8 @@ static int sl_status_handler(request_rec *r)
     }
     ap_set_content_type(r, "text/plain; version=0.0.4; charset=utf-8");
     if (!r->header_only) {
-        sl_stats_write(proc->stats, r);
+        sl_stats_write(proc->stats, r,
+                       sl_store_breakers(r->pool, ap_server_conf));
     }
     return OK;
 }

@@ -3,6 +3,7 @@
 #include "sl_decide.h"
 
 #include "http_config.h"
+#include "http_core.h"
 #include "http_log.h"
 #include "http_protocol.h"
 #include "http_request.h"
@@ -261,17 +262,51 @@ static void sl_decision_cached(const sl_case_t *c, const apr_time_t *retry_at,
  * raises a starting block's reset to the whole block (lua/sl_check.lua,
  * sl_block_begin) and answers a running one with the time left in it,
  * which is shorter by the store time since it began. */
+static int sl_block_starts(const sl_case_t *c, const sl_decision_t *d, int i)
+{
+    return c->budgets[i].block > 0 && !d->quota[i].ok &&
+           d->quota[i].reset >= c->budgets[i].block;
+}
+
 static int sl_blocks_started(const sl_case_t *c, const sl_decision_t *d)
 {
     int i, started = 0;
 
     for (i = 0; i < c->n && i < d->n; i++) {
-        if (c->budgets[i].block > 0 && !d->quota[i].ok &&
-            d->quota[i].reset >= c->budgets[i].block) {
-            started++;
-        }
+        started += sl_block_starts(c, d, i);
     }
     return started;
+}
+
+/* One warning per block that starts, for fail2ban, CrowdSec and the like
+ * at the default LogLevel (notice is filtered out by "LogLevel warn" in
+ * httpd 2.4): a fixed order of key=value fields, README "For logs and back
+ * ends". Only the starting refusal gets here: the blocked requests after it
+ * are answered from the deny cache or with the time left, shorter than the
+ * block. */
+static void sl_blocks_log(const sl_case_t *c, const sl_decision_t *d)
+{
+    request_rec *r = c->r;
+    int i;
+
+    for (i = 0; i < c->n && i < d->n; i++) {
+        const sl_limit_t *l;
+        if (!sl_block_starts(c, d, i)) {
+            continue;
+        }
+        l = APR_ARRAY_IDX(c->limits, i, sl_limit_t *);
+        ap_log_rerror(
+            APLOG_MARK, APLOG_WARNING, 0, r,
+            "mod_slidinglimit: block started: client=%s policy=%s "
+            "seconds=%" APR_INT64_T_FMT " vhost=%s:%u uri=%s",
+            r->useragent_ip, ap_escape_logitem(r->pool, l->name),
+            sl_ceil_seconds(c->budgets[i].block),
+            ap_escape_logitem(r->pool, r->server->server_hostname
+                                           ? r->server->server_hostname
+                                           : "-"),
+            (unsigned) ap_get_server_port(r),
+            ap_escape_logitem(r->pool, r->uri));
+    }
 }
 
 /* The deny cache, else the store. */
@@ -287,6 +322,7 @@ static int sl_ask_store(sl_case_t *c, sl_decision_t *d)
                              &c->member);
         if (rv == APR_SUCCESS) {
             sl_stats_blocks(c->proc->stats, sl_blocks_started(c, d));
+            sl_blocks_log(c, d);
         }
         return sl_step(rv, d);
     }
@@ -312,6 +348,7 @@ static int sl_ask_store(sl_case_t *c, sl_decision_t *d)
                         flights);
     if (rv == APR_SUCCESS) {
         sl_stats_blocks(c->proc->stats, sl_blocks_started(c, d));
+        sl_blocks_log(c, d);
     }
     return sl_step(rv, d);
 }
@@ -325,6 +362,7 @@ static int sl_ask_fallback(sl_case_t *c, sl_decision_t *d)
     }
     sl_stats_fallback(c->proc->stats);
     sl_stats_blocks(c->proc->stats, sl_blocks_started(c, d));
+    sl_blocks_log(c, d);
     return sl_step(APR_SUCCESS, d);
 }
 
@@ -431,7 +469,7 @@ static int sl_refuse_cost(const sl_case_t *c, const sl_mode_t *m, int why,
     int status =
         why == SL_COST_BAD ? HTTP_BAD_REQUEST : HTTP_REQUEST_ENTITY_TOO_LARGE;
 
-    sl_stats_decision(c->proc->stats, l->name, result);
+    sl_stats_decision(c->proc->stats, sl_stats_policy(r->pool, l), result);
     sl_case_env(c, result, l->name, NULL);
     if (m->dry_run) {
         return DECLINED;
@@ -508,7 +546,8 @@ static int sl_answer(const sl_case_t *c, const sl_outcome_t *o,
     }
     sl_case_env(c, o->result, decider->name,
                 sl_i64toa(r->pool, d->quota[pick].remaining));
-    sl_stats_decision(c->proc->stats, decider->name, o->result);
+    sl_stats_decision(c->proc->stats, sl_stats_policy(r->pool, decider),
+                      o->result);
     if (!o->status) {
         return DECLINED;
     }
@@ -637,7 +676,15 @@ static void sl_give_back(request_rec *r, sl_reserved_t *res, int status)
     back = apr_palloc(r->pool, sizeof(*back) * res->n);
     for (i = 0; i < res->n; i++) {
         const sl_limit_t *l = APR_ARRAY_IDX(res->limits, i, sl_limit_t *);
-        if (l->count && !sl_limit_counts(l, status)) {
+        int counts;
+        if (!l->count) {
+            continue;
+        }
+        /* Failed and good logins are both "allowed" decisions: this tells
+         * them apart on the status page. */
+        counts = sl_limit_counts(l, status);
+        sl_stats_counted(res->proc->stats, sl_stats_policy(r->pool, l), counts);
+        if (!counts) {
             back[k++] = res->budgets[i];
         }
     }

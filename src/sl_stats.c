@@ -36,23 +36,47 @@ static const char *const sl_bucket_labels[SL_NBUCKETS] = {
     "0.00025", "0.0005", "0.001", "0.0025", "0.005", "0.01",
     "0.025",   "0.05",   "0.1",   "0.25",   "1"};
 
+/* A count= policy's admissions, once the response's status is known:
+ * counted (a listed status: a failed login) or given back. */
+#define SL_COUNTED    0
+#define SL_GIVEN_BACK 1
+
 typedef struct sl_policy_slot {
     volatile apr_uint32_t state; /* SL_CLAIM_* */
     char name[SL_STATS_NAME];
     volatile apr_uint64_t count[SL_RESULT_COUNT];
+    volatile apr_uint64_t counted[2];
 } sl_policy_slot_t;
+
+/* Stores are found by their display URL (no credentials: it is a label),
+ * like policies; one past the table's end, or with a longer URL, is counted
+ * under "other". */
+#define SL_STATS_STORES     32
+#define SL_STATS_STORE_NAME 200
+
+typedef struct sl_store_counters {
+    volatile apr_uint64_t calls;
+    volatile apr_uint64_t round_trips;
+    volatile apr_uint64_t errors;
+    volatile apr_uint64_t latency[SL_NBUCKETS + 1];
+    volatile apr_uint64_t latency_sum_us;
+} sl_store_counters_t;
+
+typedef struct sl_store_slot {
+    volatile apr_uint32_t state; /* SL_CLAIM_* */
+    char name[SL_STATS_STORE_NAME];
+    sl_store_counters_t c;
+} sl_store_slot_t;
 
 typedef struct sl_stats_seg {
     sl_breaker_t breaker;
-    volatile apr_uint64_t store_calls;
-    volatile apr_uint64_t store_errors;
     volatile apr_uint64_t fallback;
     volatile apr_uint64_t deny_cached;
-    volatile apr_uint64_t latency[SL_NBUCKETS + 1];
-    volatile apr_uint64_t latency_sum_us;
     volatile apr_uint64_t other[SL_RESULT_COUNT];
+    volatile apr_uint64_t other_counted[2];
     sl_policy_slot_t policies[SL_STATS_POLICIES];
-    volatile apr_uint64_t store_round_trips;
+    sl_store_counters_t other_store;
+    sl_store_slot_t stores[SL_STATS_STORES];
     volatile apr_uint64_t blocks;
     /* A digest of the store the breaker belongs to (sl_stats_breaker). */
     unsigned char breaker_of[APR_SHA1_DIGESTSIZE];
@@ -119,52 +143,121 @@ static void sl_policy_fill(void *slot, const void *name)
     strcpy(((sl_policy_slot_t *) slot)->name, name);
 }
 
-static volatile apr_uint64_t *sl_policy_counters(sl_stats_t *st,
-                                                 const char *policy)
+static sl_policy_slot_t *sl_policy_slot(sl_stats_t *st, const char *policy)
 {
     apr_size_t len = strlen(policy);
     int i;
 
     if (len >= SL_STATS_NAME) {
-        return st->seg->other;
+        return NULL;
     }
     i = sl_claim(st->seg->policies, sizeof(sl_policy_slot_t), SL_STATS_POLICIES,
                  sl_fnv1a(SL_FNV_INIT, policy, len), policy, sl_policy_match,
                  sl_policy_fill);
-    return i < 0 ? st->seg->other : st->seg->policies[i].count;
+    return i < 0 ? NULL : &st->seg->policies[i];
+}
+
+const char *sl_stats_policy(apr_pool_t *p, const sl_limit_t *l)
+{
+    const char *sec, *end, *sp;
+
+    /* Unnamed limits are named by their values ("3-per-1m"), which two
+     * sections can share: the label adds the innermost section's argument
+     * ("<Location /login>": "3-per-1m@/login"), stable across restarts. */
+    if (l->named || !l->section || !*l->section) {
+        return l->name;
+    }
+    end = l->section + strlen(l->section);
+    if (end > l->section && end[-1] == '\n') {
+        end--;
+    }
+    for (sec = end; sec > l->section && sec[-1] != '\n'; sec--) {
+    }
+    sp = memchr(sec, ' ', (apr_size_t) (end - sec));
+    if (!sp) {
+        return l->name;
+    }
+    sec = sp + 1;
+    if (end > sec && end[-1] == '>') {
+        end--;
+    }
+    if (end - sec >= 2 && *sec == '"' && end[-1] == '"') {
+        sec++;
+        end--;
+    }
+    return apr_pstrcat(p, l->name, "@",
+                       apr_pstrmemdup(p, sec, (apr_size_t) (end - sec)), NULL);
 }
 
 void sl_stats_decision(sl_stats_t *st, const char *policy, int result)
 {
+    sl_policy_slot_t *slot;
+
     if (!st || result < 0 || result >= SL_RESULT_COUNT) {
         return;
     }
-    sl_atomic_inc64(&sl_policy_counters(st, policy)[result]);
+    slot = sl_policy_slot(st, policy);
+    sl_atomic_inc64(slot ? &slot->count[result] : &st->seg->other[result]);
 }
 
-void sl_stats_store(sl_stats_t *st, apr_interval_time_t latency, int error)
+void sl_stats_counted(sl_stats_t *st, const char *policy, int counted)
 {
+    sl_policy_slot_t *slot;
+    int k = counted ? SL_COUNTED : SL_GIVEN_BACK;
+
+    if (!st) {
+        return;
+    }
+    slot = sl_policy_slot(st, policy);
+    sl_atomic_inc64(slot ? &slot->counted[k] : &st->seg->other_counted[k]);
+}
+
+static int sl_store_match(const void *slot, const void *name)
+{
+    return !strcmp(((const sl_store_slot_t *) slot)->name, name);
+}
+
+static void sl_store_fill(void *slot, const void *name)
+{
+    strcpy(((sl_store_slot_t *) slot)->name, name);
+}
+
+static sl_store_counters_t *sl_store_counters(sl_stats_t *st, const char *store)
+{
+    apr_size_t len = strlen(store);
+    int i;
+
+    if (len >= SL_STATS_STORE_NAME) {
+        return &st->seg->other_store;
+    }
+    i = sl_claim(st->seg->stores, sizeof(sl_store_slot_t), SL_STATS_STORES,
+                 sl_fnv1a(SL_FNV_INIT, store, len), store, sl_store_match,
+                 sl_store_fill);
+    return i < 0 ? &st->seg->other_store : &st->seg->stores[i].c;
+}
+
+void sl_stats_store(sl_stats_t *st, const char *store,
+                    apr_interval_time_t latency, int error, int trips)
+{
+    sl_store_counters_t *c;
     size_t b;
 
     if (!st) {
         return;
     }
-    sl_atomic_inc64(&st->seg->store_calls);
+    c = sl_store_counters(st, store);
+    sl_atomic_inc64(&c->calls);
     if (error) {
-        sl_atomic_inc64(&st->seg->store_errors);
+        sl_atomic_inc64(&c->errors);
+    }
+    if (trips > 0) {
+        sl_atomic_add64(&c->round_trips, (apr_uint64_t) trips);
     }
     for (b = 0; b < SL_NBUCKETS && latency > sl_buckets[b]; b++) {
     }
-    sl_atomic_inc64(&st->seg->latency[b]);
-    sl_atomic_add64(&st->seg->latency_sum_us,
+    sl_atomic_inc64(&c->latency[b]);
+    sl_atomic_add64(&c->latency_sum_us,
                     (apr_uint64_t) (latency > 0 ? latency : 0));
-}
-
-void sl_stats_round_trips(sl_stats_t *st, int trips)
-{
-    if (st && trips > 0) {
-        sl_atomic_add64(&st->seg->store_round_trips, (apr_uint64_t) trips);
-    }
 }
 
 void sl_stats_fallback(sl_stats_t *st)
@@ -210,12 +303,80 @@ static const char *sl_label(apr_pool_t *p, const char *s)
     return out;
 }
 
-void sl_stats_write(sl_stats_t *st, request_rec *r)
+/* One store's series, for the status page. */
+typedef struct sl_store_row {
+    const char *label; /* escaped */
+    sl_store_counters_t *c;
+} sl_store_row_t;
+
+/* The store families, each whole after its HELP and TYPE lines (the text
+ * format wants a family's samples together), one series per store. */
+static void sl_write_stores(request_rec *r, const apr_array_header_t *rows)
+{
+    static const char *const counters[3][2] = {
+        {"slidinglimit_store_calls_total", "Calls to the store."},
+        {"slidinglimit_store_round_trips_total",
+         "Round trips to the store; fewer than calls when threads share "
+         "them."},
+        {"slidinglimit_store_errors_total",
+         "Store calls that failed or timed out."}};
+    int f, i;
+    size_t b;
+
+    for (f = 0; f < 3; f++) {
+        ap_rprintf(r, "# HELP %s %s\n# TYPE %s counter\n", counters[f][0],
+                   counters[f][1], counters[f][0]);
+        for (i = 0; i < rows->nelts; i++) {
+            const sl_store_row_t *row = &APR_ARRAY_IDX(rows, i, sl_store_row_t);
+            volatile apr_uint64_t *v = f == 0   ? &row->c->calls
+                                       : f == 1 ? &row->c->round_trips
+                                                : &row->c->errors;
+            ap_rprintf(r, "%s{store=\"%s\"} %" APR_UINT64_T_FMT "\n",
+                       counters[f][0], row->label, sl_atomic_read64(v));
+        }
+    }
+    ap_rputs("# HELP slidinglimit_store_latency_seconds Store round trip "
+             "time.\n"
+             "# TYPE slidinglimit_store_latency_seconds histogram\n",
+             r);
+    for (i = 0; i < rows->nelts; i++) {
+        const sl_store_row_t *row = &APR_ARRAY_IDX(rows, i, sl_store_row_t);
+        apr_uint64_t cum = 0;
+        for (b = 0; b <= SL_NBUCKETS; b++) {
+            cum += sl_atomic_read64(&row->c->latency[b]);
+            ap_rprintf(r,
+                       "slidinglimit_store_latency_seconds_bucket{store=\"%s\","
+                       "le=\"%s\"} %" APR_UINT64_T_FMT "\n",
+                       row->label,
+                       b < SL_NBUCKETS ? sl_bucket_labels[b] : "+Inf", cum);
+        }
+        ap_rprintf(r,
+                   "slidinglimit_store_latency_seconds_sum{store=\"%s\"} %.6f\n"
+                   "slidinglimit_store_latency_seconds_count{store=\"%s\"} "
+                   "%" APR_UINT64_T_FMT "\n",
+                   row->label,
+                   (double) sl_atomic_read64(&row->c->latency_sum_us) / 1e6,
+                   row->label, cum);
+    }
+}
+
+static void sl_store_row(request_rec *r, apr_array_header_t *rows,
+                         const char *name, sl_store_counters_t *c)
+{
+    sl_store_row_t *row = apr_array_push(rows);
+
+    row->label = sl_label(r->pool, name);
+    row->c = c;
+}
+
+void sl_stats_write(sl_stats_t *st, request_rec *r,
+                    const apr_array_header_t *breakers)
 {
     sl_stats_seg_t *g = st->seg;
     apr_hash_t *seen = apr_hash_make(r->pool);
-    apr_uint64_t cum = 0;
-    size_t b;
+    apr_hash_t *counted = apr_hash_make(r->pool);
+    apr_hash_t *stores = apr_hash_make(r->pool);
+    apr_hash_index_t *hi;
     int i, k;
 
     ap_rputs("# HELP slidinglimit_decisions_total Rate limit decisions by "
@@ -224,7 +385,7 @@ void sl_stats_write(sl_stats_t *st, request_rec *r)
              r);
     for (i = 0; i < SL_STATS_POLICIES; i++) {
         sl_policy_slot_t *slot = &g->policies[i];
-        apr_uint64_t *sum;
+        apr_uint64_t *sum, c0, c1;
         if (apr_atomic_read32(&slot->state) != SL_CLAIM_READY) {
             continue;
         }
@@ -237,11 +398,22 @@ void sl_stats_write(sl_stats_t *st, request_rec *r)
         for (k = 0; k < SL_RESULT_COUNT; k++) {
             sum[k] += sl_atomic_read64(&slot->count[k]);
         }
+        c0 = sl_atomic_read64(&slot->counted[SL_COUNTED]);
+        c1 = sl_atomic_read64(&slot->counted[SL_GIVEN_BACK]);
+        if (c0 || c1) {
+            sum = apr_hash_get(counted, slot->name, APR_HASH_KEY_STRING);
+            if (!sum) {
+                sum = apr_pcalloc(r->pool, sizeof(*sum) * 2);
+                apr_hash_set(counted, apr_pstrdup(r->pool, slot->name),
+                             APR_HASH_KEY_STRING, sum);
+            }
+            sum[SL_COUNTED] += c0;
+            sum[SL_GIVEN_BACK] += c1;
+        }
     }
     {
         apr_uint64_t *other =
             apr_pcalloc(r->pool, sizeof(*other) * SL_RESULT_COUNT);
-        apr_hash_index_t *hi;
         for (k = 0; k < SL_RESULT_COUNT; k++) {
             other[k] = sl_atomic_read64(&g->other[k]);
         }
@@ -249,6 +421,13 @@ void sl_stats_write(sl_stats_t *st, request_rec *r)
         }
         if (k < SL_RESULT_COUNT) {
             apr_hash_set(seen, "other", APR_HASH_KEY_STRING, other);
+        }
+        other = apr_pcalloc(r->pool, sizeof(*other) * 2);
+        other[SL_COUNTED] = sl_atomic_read64(&g->other_counted[SL_COUNTED]);
+        other[SL_GIVEN_BACK] =
+            sl_atomic_read64(&g->other_counted[SL_GIVEN_BACK]);
+        if (other[SL_COUNTED] || other[SL_GIVEN_BACK]) {
+            apr_hash_set(counted, "other", APR_HASH_KEY_STRING, other);
         }
         for (hi = apr_hash_first(r->pool, seen); hi; hi = apr_hash_next(hi)) {
             const void *name;
@@ -264,62 +443,82 @@ void sl_stats_write(sl_stats_t *st, request_rec *r)
             }
         }
     }
-    ap_rprintf(
-        r,
-        "# HELP slidinglimit_store_calls_total Calls to the store.\n"
-        "# TYPE slidinglimit_store_calls_total counter\n"
-        "slidinglimit_store_calls_total %" APR_UINT64_T_FMT "\n"
-        "# HELP slidinglimit_store_round_trips_total Round trips to the "
-        "store; fewer than calls when threads share them.\n"
-        "# TYPE slidinglimit_store_round_trips_total counter\n"
-        "slidinglimit_store_round_trips_total %" APR_UINT64_T_FMT "\n"
-        "# HELP slidinglimit_store_errors_total Store calls that "
-        "failed or timed out.\n"
-        "# TYPE slidinglimit_store_errors_total counter\n"
-        "slidinglimit_store_errors_total %" APR_UINT64_T_FMT "\n"
-        "# HELP slidinglimit_local_fallback_total Decisions made from "
-        "shared memory while the store was down.\n"
-        "# TYPE slidinglimit_local_fallback_total counter\n"
-        "slidinglimit_local_fallback_total %" APR_UINT64_T_FMT "\n"
-        "# HELP slidinglimit_deny_cache_hits_total Refusals answered "
-        "without a store call.\n"
-        "# TYPE slidinglimit_deny_cache_hits_total counter\n"
-        "slidinglimit_deny_cache_hits_total %" APR_UINT64_T_FMT "\n"
-        "# HELP slidinglimit_breaker_open 1 while the store is "
-        "considered down.\n"
-        "# TYPE slidinglimit_breaker_open gauge\n"
-        "slidinglimit_breaker_open %d\n",
-        sl_atomic_read64(&g->store_calls),
-        sl_atomic_read64(&g->store_round_trips),
-        sl_atomic_read64(&g->store_errors), sl_atomic_read64(&g->fallback),
-        sl_atomic_read64(&g->deny_cached), sl_breaker_is_open(&g->breaker));
-    ap_rprintf(r,
-               "# HELP slidinglimit_blocks_total Blocks started by block=.\n"
-               "# TYPE slidinglimit_blocks_total counter\n"
-               "slidinglimit_blocks_total %" APR_UINT64_T_FMT "\n",
-               sl_atomic_read64(&g->blocks));
-    ap_rputs("# HELP slidinglimit_store_latency_seconds Store round trip "
-             "time.\n"
-             "# TYPE slidinglimit_store_latency_seconds histogram\n",
+    ap_rputs("# HELP slidinglimit_counted_total Admissions of count= "
+             "policies by the response's status: counted (a listed status) "
+             "or given back.\n"
+             "# TYPE slidinglimit_counted_total counter\n",
              r);
-    for (b = 0; b <= SL_NBUCKETS; b++) {
-        cum += sl_atomic_read64(&g->latency[b]);
-        if (b < SL_NBUCKETS) {
-            ap_rprintf(r,
-                       "slidinglimit_store_latency_seconds_bucket{le=\"%s\"} "
-                       "%" APR_UINT64_T_FMT "\n",
-                       sl_bucket_labels[b], cum);
-        }
-        else {
-            ap_rprintf(r,
-                       "slidinglimit_store_latency_seconds_bucket{le=\"+Inf\"}"
-                       " %" APR_UINT64_T_FMT "\n",
-                       cum);
-        }
+    for (hi = apr_hash_first(r->pool, counted); hi; hi = apr_hash_next(hi)) {
+        const void *key;
+        void *val;
+        const char *name;
+        apr_uint64_t *sum;
+        /* apr_hash_this: apr_hash_this_key/_val came with APR 1.5. */
+        apr_hash_this(hi, &key, NULL, &val);
+        name = sl_label(r->pool, key);
+        sum = val;
+        ap_rprintf(r,
+                   "slidinglimit_counted_total{policy=\"%s\",outcome="
+                   "\"counted\"} %" APR_UINT64_T_FMT "\n"
+                   "slidinglimit_counted_total{policy=\"%s\",outcome="
+                   "\"given-back\"} %" APR_UINT64_T_FMT "\n",
+                   name, sum[SL_COUNTED], name, sum[SL_GIVEN_BACK]);
     }
     ap_rprintf(r,
-               "slidinglimit_store_latency_seconds_sum %.6f\n"
-               "slidinglimit_store_latency_seconds_count %" APR_UINT64_T_FMT
-               "\n",
-               (double) sl_atomic_read64(&g->latency_sum_us) / 1e6, cum);
+               "# HELP slidinglimit_local_fallback_total Decisions made from "
+               "shared memory while the store was down.\n"
+               "# TYPE slidinglimit_local_fallback_total counter\n"
+               "slidinglimit_local_fallback_total %" APR_UINT64_T_FMT "\n"
+               "# HELP slidinglimit_deny_cache_hits_total Refusals answered "
+               "without a store call.\n"
+               "# TYPE slidinglimit_deny_cache_hits_total counter\n"
+               "slidinglimit_deny_cache_hits_total %" APR_UINT64_T_FMT "\n"
+               "# HELP slidinglimit_blocks_total Blocks started by block=.\n"
+               "# TYPE slidinglimit_blocks_total counter\n"
+               "slidinglimit_blocks_total %" APR_UINT64_T_FMT "\n"
+               "# HELP slidinglimit_breaker_open 1 while the store is "
+               "considered down.\n"
+               "# TYPE slidinglimit_breaker_open gauge\n",
+               sl_atomic_read64(&g->fallback),
+               sl_atomic_read64(&g->deny_cached), sl_atomic_read64(&g->blocks));
+    for (i = 0; breakers && i < breakers->nelts; i++) {
+        const sl_stats_breaker_state_t *b =
+            &APR_ARRAY_IDX(breakers, i, sl_stats_breaker_state_t);
+        if (apr_hash_get(stores, b->store, APR_HASH_KEY_STRING)) {
+            continue;
+        }
+        apr_hash_set(stores, b->store, APR_HASH_KEY_STRING, b);
+        ap_rprintf(r, "slidinglimit_breaker_open{store=\"%s\"} %d\n",
+                   sl_label(r->pool, b->store), b->open);
+    }
+    /* Every store that was called, and those configured not yet called
+     * (at 0), so that a rate or a ratio has its series from the start. */
+    {
+        apr_array_header_t *rows =
+            apr_array_make(r->pool, 8, sizeof(sl_store_row_t));
+        apr_hash_t *done = apr_hash_make(r->pool);
+        static sl_store_counters_t zero;
+        for (i = 0; i < SL_STATS_STORES; i++) {
+            sl_store_slot_t *slot = &g->stores[i];
+            if (apr_atomic_read32(&slot->state) != SL_CLAIM_READY ||
+                apr_hash_get(done, slot->name, APR_HASH_KEY_STRING)) {
+                continue;
+            }
+            apr_hash_set(done, slot->name, APR_HASH_KEY_STRING, slot);
+            sl_store_row(r, rows, slot->name, &slot->c);
+        }
+        if (sl_atomic_read64(&g->other_store.calls)) {
+            sl_store_row(r, rows, "other", &g->other_store);
+        }
+        for (hi = apr_hash_first(r->pool, stores); hi; hi = apr_hash_next(hi)) {
+            const void *key;
+            const char *name;
+            apr_hash_this(hi, &key, NULL, NULL);
+            name = key;
+            if (!apr_hash_get(done, name, APR_HASH_KEY_STRING)) {
+                sl_store_row(r, rows, name, &zero);
+            }
+        }
+        sl_write_stores(r, rows);
+    }
 }

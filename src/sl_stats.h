@@ -6,6 +6,7 @@
 
 #include "httpd.h"
 #include "sl_breaker.h"
+#include "sl_core.h"
 #include "sl_outcome.h"
 
 typedef struct sl_stats sl_stats_t;
@@ -21,17 +22,33 @@ apr_status_t sl_stats_create(apr_pool_t *pconf, server_rec *s,
 sl_breaker_t *sl_stats_breaker(sl_stats_t *st, const char *id,
                                apr_size_t id_len);
 
+/* The policy label of a limit: its name, and for an unnamed limit (named
+ * by its values) the innermost section's argument too: "3-per-1m@/login". */
+const char *sl_stats_policy(apr_pool_t *p, const sl_limit_t *l);
+
 void sl_stats_decision(sl_stats_t *st, const char *policy, int result);
-void sl_stats_store(sl_stats_t *st, apr_interval_time_t latency, int error);
-/* Round trips a store call made itself (several calls share one when the
- * Redis client batches them). */
-void sl_stats_round_trips(sl_stats_t *st, int trips);
+/* A count= policy's admission once the status is known: counted (1) or
+ * given back (0). */
+void sl_stats_counted(sl_stats_t *st, const char *policy, int counted);
+/* One call to the Redis store shown as store (its display URL): its time,
+ * whether it failed, and the round trips it made itself (several calls
+ * share one when the client batches them). */
+void sl_stats_store(sl_stats_t *st, const char *store,
+                    apr_interval_time_t latency, int error, int trips);
 void sl_stats_fallback(sl_stats_t *st);
 void sl_stats_deny_cached(sl_stats_t *st);
 /* A refusal that started a block= (one store answer, not a cached one). */
 void sl_stats_blocks(sl_stats_t *st, int started);
 
-/* The text of the status page. */
-void sl_stats_write(sl_stats_t *st, request_rec *r);
+/* A Redis store's breaker as the status page shows it. */
+typedef struct sl_stats_breaker_state {
+    const char *store; /* display URL */
+    int open;
+} sl_stats_breaker_state_t;
+
+/* The text of the status page; breakers (sl_stats_breaker_state_t, NULL:
+ * none) are the configured Redis stores. */
+void sl_stats_write(sl_stats_t *st, request_rec *r,
+                    const apr_array_header_t *breakers);
 
 #endif

@@ -281,8 +281,8 @@ apr_status_t sl_store_decide(sl_store_t *st, request_rec *r, sl_proc_t *proc,
     }
     rv = sl_redis_decide(st->redis, r->pool, budgets, n, (const char *) member,
                          sizeof(member), d, &err, &trips);
-    sl_stats_store(proc->stats, apr_time_now() - start, rv != APR_SUCCESS);
-    sl_stats_round_trips(proc->stats, trips);
+    sl_stats_store(proc->stats, st->url->display, apr_time_now() - start,
+                   rv != APR_SUCCESS, trips);
     if (rv == APR_SUCCESS) {
         if (sl_breaker_success(st->breaker, start, apr_time_now())) {
             ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, r->server,
@@ -306,4 +306,24 @@ apr_status_t sl_store_decide(sl_store_t *st, request_rec *r, sl_proc_t *proc,
                       err ? err : "unknown error");
     }
     return rv;
+}
+
+apr_array_header_t *sl_store_breakers(apr_pool_t *p, server_rec *main)
+{
+    apr_array_header_t *out =
+        apr_array_make(p, 4, sizeof(sl_stats_breaker_state_t));
+    server_rec *s;
+
+    /* The main server's first: a store shared with it is shown once. */
+    for (s = main; s; s = s->next) {
+        const sl_store_t *st = sl_server_conf(s)->backend;
+        sl_stats_breaker_state_t *b;
+        if (!st || !st->url || !st->breaker) {
+            continue;
+        }
+        b = apr_array_push(out);
+        b->store = st->url->display;
+        b->open = sl_breaker_is_open(st->breaker);
+    }
+    return out;
 }

@@ -45,4 +45,8 @@ void sl_store_refund(sl_store_t *st, request_rec *r, sl_proc_t *proc,
 /* Time until the store is tried again, for a fail-closed Retry-After. */
 apr_interval_time_t sl_store_wait(const sl_store_t *st, apr_time_t now);
 
+/* Every Redis store of the configuration (main first) and its breaker's
+ * state, for the status page; shared stores appear once per server. */
+apr_array_header_t *sl_store_breakers(apr_pool_t *p, server_rec *main);
+
 #endif

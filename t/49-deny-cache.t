@@ -205,7 +205,13 @@ sub exhaust {
     my $id  = "dc-flood-$$-" . time;
     my $status = sub {
         my $res = http_get($h->url . '/dc-status');
-        my %m = $res->{content} =~ /^(slidinglimit_[a-z_]+(?:\{[^}]*\})?) (\d+)$/mg;
+        my %m;
+        # The store series also summed over their stores, without the label.
+        while ($res->{content} =~ /^(slidinglimit_[a-z_]+)(\{[^}]*\})? (\d+)$/mg) {
+            my ($n, $l, $v) = ($1, $2 // '', $3);
+            $m{"$n$l"} += $v;
+            $m{$n} += $v if $l =~ /^\{store="(?:[^"\\]|\\.)*"\}$/;
+        }
         return \%m;
     };
     my $m0 = $status->();

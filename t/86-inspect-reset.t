@@ -55,7 +55,11 @@ sub limit_of {
 sub counter {
     my ($h, $name) = @_;
     my $c = http_get($h->url . '/ir-status')->{content} // '';
-    return $c =~ /^\Q$name\E (\d+)$/m ? $1 : -1;
+    # Summed over the series' labels (the store calls are per store).
+    my @v = $c =~ /^\Q$name\E(?:\{[^}]*\})? (\d+)$/mg;
+    my $sum = 0;
+    $sum += $_ for @v;
+    return @v ? $sum : -1;
 }
 sub deny_hits   { counter($_[0], 'slidinglimit_deny_cache_hits_total') }
 sub store_calls { counter($_[0], 'slidinglimit_store_calls_total') }

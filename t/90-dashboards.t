@@ -14,10 +14,11 @@ use warnings;
 use Apache::Test qw(-withtestmore);
 use Apache::TestUtil;
 use JSON::PP;
+use MIME::Base64 ();
 use SL::Test;
 use SL::Keys;
 
-plan tests => 26;
+plan tests => 28;
 
 my $top = top_dir();
 
@@ -137,11 +138,20 @@ for my $vhost (qw(sl_dash sl_dash_shm)) {
         http_get({ vhost => $vhost }, '/dash/block.html', 'X-Forwarded-For' => $ip)->{status}
     } 1 .. 3;
 }
+# A failed login, for the count= outcomes.
+my $login = http_get({ vhost => 'sl_dash' }, '/dash/login.html', 'X-Forwarded-For' => fresh_ip(),
+    Authorization => 'Basic ' . MIME::Base64::encode_base64('alice:wrong', ''))->{status};
 ok t_cmp($got{sl_dash}, '200 429 429', 'redis: admitted, refused (the block starts), refused');
 ok t_cmp($got{sl_dash_shm}, '200 429 429', 'shm: the same');
 my $text = page();
 my ($after, $names) = samples($text);
 my $B = 'slidinglimit_blocks_total';
+ok t_cmp(($after->{'slidinglimit_counted_total{policy="dash-login",outcome="counted"}'} // 0)
+      - ($before->{'slidinglimit_counted_total{policy="dash-login",outcome="counted"}'} // 0),
+    1, "the failed login ($login) is counted");
+my @unlabelled = grep { /^slidinglimit_(?:breaker_open|store_[a-z_]+)(?:\{(?![^}]*store=)[^}]*\})?$/ } keys %$after;
+ok(!@unlabelled && grep({ /^slidinglimit_breaker_open\{store="/ } keys %$after),
+    'every store series has its store= label') or diag("@unlabelled");
 ok t_cmp(($after->{$B} // 0) - ($before->{$B} // 0), 2,
     'two blocks started, counted once each (not again for the refusals inside them)');
 

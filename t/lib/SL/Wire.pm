@@ -136,6 +136,12 @@ sub metrics {
         my %lab = $labels =~ /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g;
         my $k = $name . '{' . join(',', map {"$_=$lab{$_}"} sort keys %lab) . '}';
         $m{$k} += $v;
+        # The store series also under their name without the store label:
+        # the whole server's figure, summed over its stores.
+        if (exists $lab{store}) {
+            delete $lab{store};
+            $m{ $name . '{' . join(',', map {"$_=$lab{$_}"} sort keys %lab) . '}' } += $v;
+        }
     }
     return \%m;
 }
