@@ -116,4 +116,18 @@ ok($now && $now != $old, "the Sentinels name a master other than the old one ($n
 is(http_get($quiet[1]->url . '/sentinel/', 'X-Forwarded-For' => fresh_ip())->{status}, 200,
     'a child idle until the old master is back as a replica: its first request decided on the new master');
 $quiet[1]->stop;
-is(statuses(7), '200 200 200 200 200 429 429', 'still exact, on the master they name');
+# Exact on one master. Should the Sentinels fail over once more while the
+# seven requests run (the loaded host above), the new master may lack the
+# last write the old one took: Redis replicates asynchronously, and no
+# client of it can be exact across that. Then the check is made again on
+# the master they settle on, and the extra failover is said.
+my ($got, $tries) = ('', 0);
+while ($tries++ < 3) {
+    my $before = sentinel_master();
+    $got = statuses(7);
+    my $after = sentinel_master();
+    last if $before && $after && $before == $after;
+    diag("the Sentinels failed over again during the check ($before -> $after): once more");
+    sleep 2;
+}
+is($got, '200 200 200 200 200 429 429', 'still exact, on the master they name');
