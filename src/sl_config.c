@@ -1,4 +1,5 @@
 #include "sl_config.h"
+#include "sl_stats.h"
 #include "sl_transport.h"
 
 #include "http_log.h"
@@ -556,6 +557,8 @@ static const char *sl_cmd_limit(cmd_parms *cmd, void *dconf, int argc,
                           (err = sl_algorithms_agree(cmd)))) {
         return sl_err(cmd, err);
     }
+    /* Made here, not per decision: it scans the section's text. */
+    l->label = sl_stats_policy(cmd->pool, l);
     APR_ARRAY_PUSH(dc->limits, sl_limit_t *) = l;
     if (!l->named && cmd->server->is_virtual && sl_in_htaccess(cmd)) {
         /* The whole configuration is read by now: the host's names are
@@ -563,8 +566,7 @@ static const char *sl_cmd_limit(cmd_parms *cmd, void *dconf, int argc,
         sl_limit_set_host(cmd->pool, l, sl_host_label(cmd->pool, cmd->server));
     }
     else if (!l->named && cmd->server->is_virtual) {
-        sl_server_conf_t *sc = ap_get_module_config(cmd->server->module_config,
-                                                    &slidinglimit_module);
+        sl_server_conf_t *sc = sl_server_conf(cmd);
         if (!sc->unnamed) {
             sc->unnamed = apr_array_make(cmd->pool, 4, sizeof(sl_limit_t *));
         }

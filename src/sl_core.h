@@ -30,7 +30,10 @@ typedef struct sl_limit {
     int algorithm;        /* SL_ALG_*; SL_ALG_UNSET: the section default */
     int named;            /* name= was given: shared across sections */
     const char *section;  /* the enclosing sections (see sl_parse_limit) */
-    apr_int64_t cost;     /* units per request (cost=); 1 by default */
+    /* the metrics' policy label (sl_stats_policy), made once when the line
+     * is read; NULL: name */
+    const char *label;
+    apr_int64_t cost; /* units per request (cost=); 1 by default */
     /* cost=expr:STRING: the expression's text (NULL: cost= is fixed), its
      * compiled form (an ap_expr_info_t *, made by sl_config.c: the core
      * has no httpd.h), and cost-unit= (1 by default). */

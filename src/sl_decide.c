@@ -469,7 +469,7 @@ static int sl_refuse_cost(const sl_case_t *c, const sl_mode_t *m, int why,
     int status =
         why == SL_COST_BAD ? HTTP_BAD_REQUEST : HTTP_REQUEST_ENTITY_TOO_LARGE;
 
-    sl_stats_decision(c->proc->stats, sl_stats_policy(r->pool, l), result);
+    sl_stats_decision(c->proc->stats, sl_limit_label(l), result);
     sl_case_env(c, result, l->name, NULL);
     if (m->dry_run) {
         return DECLINED;
@@ -546,8 +546,7 @@ static int sl_answer(const sl_case_t *c, const sl_outcome_t *o,
     }
     sl_case_env(c, o->result, decider->name,
                 sl_i64toa(r->pool, d->quota[pick].remaining));
-    sl_stats_decision(c->proc->stats, sl_stats_policy(r->pool, decider),
-                      o->result);
+    sl_stats_decision(c->proc->stats, sl_limit_label(decider), o->result);
     if (!o->status) {
         return DECLINED;
     }
@@ -683,7 +682,7 @@ static void sl_give_back(request_rec *r, sl_reserved_t *res, int status)
         /* Failed and good logins are both "allowed" decisions: this tells
          * them apart on the status page. */
         counts = sl_limit_counts(l, status);
-        sl_stats_counted(res->proc->stats, sl_stats_policy(r->pool, l), counts);
+        sl_stats_counted(res->proc->stats, sl_limit_label(l), counts);
         if (!counts) {
             back[k++] = res->budgets[i];
         }

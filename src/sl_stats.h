@@ -26,6 +26,9 @@ sl_breaker_t *sl_stats_breaker(sl_stats_t *st, const char *id,
  * by its values) the innermost section's argument too: "3-per-1m@/login". */
 const char *sl_stats_policy(apr_pool_t *p, const sl_limit_t *l);
 
+/* The label sl_stats_policy made when the limit was read. */
+#define sl_limit_label(l) ((l)->label ? (l)->label : (l)->name)
+
 void sl_stats_decision(sl_stats_t *st, const char *policy, int result);
 /* A count= policy's admission once the status is known: counted (1) or
  * given back (0). */

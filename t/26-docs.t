@@ -10,13 +10,6 @@ use SL::Keys;
 
 my $top = top_dir();
 
-sub slurp {
-    my ($f) = @_;
-    open my $fh, '<', $f or die "$f: $!";
-    local $/;
-    return scalar <$fh>;
-}
-
 my $src = slurp("$top/src/sl_config.c");
 my @directives = $src =~ /AP_INIT_\w+\(\s*"(\w+)"/g;
 my $readme = slurp("$top/README.md");

@@ -22,13 +22,6 @@ plan tests => 28;
 
 my $top = top_dir();
 
-sub slurp {
-    my ($f) = @_;
-    open my $fh, '<', $f or die "$f: $!";
-    local $/;
-    return scalar <$fh>;
-}
-
 sub page {
     my $r = http_get({ vhost => 'sl_dash' }, '/dash-status');
     die "status page: $r->{status}\n" unless $r->{status} == 200;

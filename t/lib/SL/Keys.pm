@@ -16,7 +16,7 @@ use MIME::Base64 qw(encode_base64);
 use SL::Test;
 
 our @EXPORT = qw(basic tag raw_request policy_unnamed keyed_identity keyed_policy
-  httpd_bin httpd_check top_dir shape_ok tls_certs);
+  httpd_bin httpd_check top_dir slurp shape_ok tls_certs);
 
 my $tags = 0;
 
@@ -76,6 +76,14 @@ sub top_dir {
     require Apache::Test;
     my $t = Apache::Test::vars('serverroot');
     return "$t/..";
+}
+
+# A file's whole content.
+sub slurp {
+    my ($f) = @_;
+    open my $fh, '<', $f or die "$f: $!";
+    local $/;
+    return scalar <$fh>;
 }
 
 sub httpd_bin {
