@@ -369,20 +369,14 @@ static void sl_store_row(request_rec *r, apr_array_header_t *rows,
     row->c = c;
 }
 
-void sl_stats_write(sl_stats_t *st, request_rec *r,
-                    const apr_array_header_t *breakers)
+/* Sums each policy's decisions into seen and its count= outcomes into
+ * counted, by name: children that named one policy in different slots
+ * add up to one series. */
+static void sl_sum_policies(sl_stats_seg_t *g, apr_pool_t *p, apr_hash_t *seen,
+                            apr_hash_t *counted)
 {
-    sl_stats_seg_t *g = st->seg;
-    apr_hash_t *seen = apr_hash_make(r->pool);
-    apr_hash_t *counted = apr_hash_make(r->pool);
-    apr_hash_t *stores = apr_hash_make(r->pool);
-    apr_hash_index_t *hi;
     int i, k;
 
-    ap_rputs("# HELP slidinglimit_decisions_total Rate limit decisions by "
-             "result and policy.\n"
-             "# TYPE slidinglimit_decisions_total counter\n",
-             r);
     for (i = 0; i < SL_STATS_POLICIES; i++) {
         sl_policy_slot_t *slot = &g->policies[i];
         apr_uint64_t *sum, c0, c1;
@@ -391,9 +385,9 @@ void sl_stats_write(sl_stats_t *st, request_rec *r,
         }
         sum = apr_hash_get(seen, slot->name, APR_HASH_KEY_STRING);
         if (!sum) {
-            sum = apr_pcalloc(r->pool, sizeof(*sum) * SL_RESULT_COUNT);
-            apr_hash_set(seen, apr_pstrdup(r->pool, slot->name),
-                         APR_HASH_KEY_STRING, sum);
+            sum = apr_pcalloc(p, sizeof(*sum) * SL_RESULT_COUNT);
+            apr_hash_set(seen, apr_pstrdup(p, slot->name), APR_HASH_KEY_STRING,
+                         sum);
         }
         for (k = 0; k < SL_RESULT_COUNT; k++) {
             sum[k] += sl_atomic_read64(&slot->count[k]);
@@ -403,46 +397,64 @@ void sl_stats_write(sl_stats_t *st, request_rec *r,
         if (c0 || c1) {
             sum = apr_hash_get(counted, slot->name, APR_HASH_KEY_STRING);
             if (!sum) {
-                sum = apr_pcalloc(r->pool, sizeof(*sum) * 2);
-                apr_hash_set(counted, apr_pstrdup(r->pool, slot->name),
+                sum = apr_pcalloc(p, sizeof(*sum) * 2);
+                apr_hash_set(counted, apr_pstrdup(p, slot->name),
                              APR_HASH_KEY_STRING, sum);
             }
             sum[SL_COUNTED] += c0;
             sum[SL_GIVEN_BACK] += c1;
         }
     }
-    {
-        apr_uint64_t *other =
-            apr_pcalloc(r->pool, sizeof(*other) * SL_RESULT_COUNT);
+}
+
+/* The policies that found no slot, as "other", where they decided
+ * anything. */
+static void sl_sum_other(sl_stats_seg_t *g, apr_pool_t *p, apr_hash_t *seen,
+                         apr_hash_t *counted)
+{
+    apr_uint64_t *other = apr_pcalloc(p, sizeof(*other) * SL_RESULT_COUNT);
+    int k;
+
+    for (k = 0; k < SL_RESULT_COUNT; k++) {
+        other[k] = sl_atomic_read64(&g->other[k]);
+    }
+    for (k = 0; k < SL_RESULT_COUNT && !other[k]; k++) {
+    }
+    if (k < SL_RESULT_COUNT) {
+        apr_hash_set(seen, "other", APR_HASH_KEY_STRING, other);
+    }
+    other = apr_pcalloc(p, sizeof(*other) * 2);
+    other[SL_COUNTED] = sl_atomic_read64(&g->other_counted[SL_COUNTED]);
+    other[SL_GIVEN_BACK] = sl_atomic_read64(&g->other_counted[SL_GIVEN_BACK]);
+    if (other[SL_COUNTED] || other[SL_GIVEN_BACK]) {
+        apr_hash_set(counted, "other", APR_HASH_KEY_STRING, other);
+    }
+}
+
+static void sl_write_decisions(request_rec *r, apr_hash_t *seen)
+{
+    apr_hash_index_t *hi;
+    int k;
+
+    for (hi = apr_hash_first(r->pool, seen); hi; hi = apr_hash_next(hi)) {
+        const void *name;
+        void *val;
+        apr_uint64_t *sum;
+        apr_hash_this(hi, &name, NULL, &val);
+        sum = val;
         for (k = 0; k < SL_RESULT_COUNT; k++) {
-            other[k] = sl_atomic_read64(&g->other[k]);
-        }
-        for (k = 0; k < SL_RESULT_COUNT && !other[k]; k++) {
-        }
-        if (k < SL_RESULT_COUNT) {
-            apr_hash_set(seen, "other", APR_HASH_KEY_STRING, other);
-        }
-        other = apr_pcalloc(r->pool, sizeof(*other) * 2);
-        other[SL_COUNTED] = sl_atomic_read64(&g->other_counted[SL_COUNTED]);
-        other[SL_GIVEN_BACK] =
-            sl_atomic_read64(&g->other_counted[SL_GIVEN_BACK]);
-        if (other[SL_COUNTED] || other[SL_GIVEN_BACK]) {
-            apr_hash_set(counted, "other", APR_HASH_KEY_STRING, other);
-        }
-        for (hi = apr_hash_first(r->pool, seen); hi; hi = apr_hash_next(hi)) {
-            const void *name;
-            void *val;
-            apr_uint64_t *sum;
-            apr_hash_this(hi, &name, NULL, &val);
-            sum = val;
-            for (k = 0; k < SL_RESULT_COUNT; k++) {
-                ap_rprintf(r,
-                           "slidinglimit_decisions_total{result=\"%s\","
-                           "policy=\"%s\"} %" APR_UINT64_T_FMT "\n",
-                           sl_result_names[k], sl_label(r->pool, name), sum[k]);
-            }
+            ap_rprintf(r,
+                       "slidinglimit_decisions_total{result=\"%s\","
+                       "policy=\"%s\"} %" APR_UINT64_T_FMT "\n",
+                       sl_result_names[k], sl_label(r->pool, name), sum[k]);
         }
     }
+}
+
+static void sl_write_counted(request_rec *r, apr_hash_t *counted)
+{
+    apr_hash_index_t *hi;
+
     ap_rputs("# HELP slidinglimit_counted_total Admissions of count= "
              "policies by the response's status: counted (a listed status) "
              "or given back.\n"
@@ -464,6 +476,16 @@ void sl_stats_write(sl_stats_t *st, request_rec *r,
                    "\"given-back\"} %" APR_UINT64_T_FMT "\n",
                    name, sum[SL_COUNTED], name, sum[SL_GIVEN_BACK]);
     }
+}
+
+/* The module-wide counters and each store's breaker, once per store;
+ * stores collects the stores named. */
+static void sl_write_globals(sl_stats_seg_t *g, request_rec *r,
+                             const apr_array_header_t *breakers,
+                             apr_hash_t *stores)
+{
+    int i;
+
     ap_rprintf(r,
                "# HELP slidinglimit_local_fallback_total Decisions made from "
                "shared memory while the store was down.\n"
@@ -491,34 +513,59 @@ void sl_stats_write(sl_stats_t *st, request_rec *r,
         ap_rprintf(r, "slidinglimit_breaker_open{store=\"%s\"} %d\n",
                    sl_label(r->pool, b->store), b->open);
     }
-    /* Every store that was called, and those configured not yet called
-     * (at 0), so that a rate or a ratio has its series from the start. */
-    {
-        apr_array_header_t *rows =
-            apr_array_make(r->pool, 8, sizeof(sl_store_row_t));
-        apr_hash_t *done = apr_hash_make(r->pool);
-        static sl_store_counters_t zero;
-        for (i = 0; i < SL_STATS_STORES; i++) {
-            sl_store_slot_t *slot = &g->stores[i];
-            if (apr_atomic_read32(&slot->state) != SL_CLAIM_READY ||
-                apr_hash_get(done, slot->name, APR_HASH_KEY_STRING)) {
-                continue;
-            }
-            apr_hash_set(done, slot->name, APR_HASH_KEY_STRING, slot);
-            sl_store_row(r, rows, slot->name, &slot->c);
+}
+
+/* Every store that was called, and those configured not yet called (at 0),
+ * so that a rate or a ratio has its series from the start. */
+static void sl_write_store_rows(sl_stats_seg_t *g, request_rec *r,
+                                apr_hash_t *stores)
+{
+    apr_array_header_t *rows =
+        apr_array_make(r->pool, 8, sizeof(sl_store_row_t));
+    apr_hash_t *done = apr_hash_make(r->pool);
+    apr_hash_index_t *hi;
+    static sl_store_counters_t zero;
+    int i;
+
+    for (i = 0; i < SL_STATS_STORES; i++) {
+        sl_store_slot_t *slot = &g->stores[i];
+        if (apr_atomic_read32(&slot->state) != SL_CLAIM_READY ||
+            apr_hash_get(done, slot->name, APR_HASH_KEY_STRING)) {
+            continue;
         }
-        if (sl_atomic_read64(&g->other_store.calls)) {
-            sl_store_row(r, rows, "other", &g->other_store);
-        }
-        for (hi = apr_hash_first(r->pool, stores); hi; hi = apr_hash_next(hi)) {
-            const void *key;
-            const char *name;
-            apr_hash_this(hi, &key, NULL, NULL);
-            name = key;
-            if (!apr_hash_get(done, name, APR_HASH_KEY_STRING)) {
-                sl_store_row(r, rows, name, &zero);
-            }
-        }
-        sl_write_stores(r, rows);
+        apr_hash_set(done, slot->name, APR_HASH_KEY_STRING, slot);
+        sl_store_row(r, rows, slot->name, &slot->c);
     }
+    if (sl_atomic_read64(&g->other_store.calls)) {
+        sl_store_row(r, rows, "other", &g->other_store);
+    }
+    for (hi = apr_hash_first(r->pool, stores); hi; hi = apr_hash_next(hi)) {
+        const void *key;
+        const char *name;
+        apr_hash_this(hi, &key, NULL, NULL);
+        name = key;
+        if (!apr_hash_get(done, name, APR_HASH_KEY_STRING)) {
+            sl_store_row(r, rows, name, &zero);
+        }
+    }
+    sl_write_stores(r, rows);
+}
+
+void sl_stats_write(sl_stats_t *st, request_rec *r,
+                    const apr_array_header_t *breakers)
+{
+    apr_hash_t *seen = apr_hash_make(r->pool);
+    apr_hash_t *counted = apr_hash_make(r->pool);
+    apr_hash_t *stores = apr_hash_make(r->pool);
+
+    ap_rputs("# HELP slidinglimit_decisions_total Rate limit decisions by "
+             "result and policy.\n"
+             "# TYPE slidinglimit_decisions_total counter\n",
+             r);
+    sl_sum_policies(st->seg, r->pool, seen, counted);
+    sl_sum_other(st->seg, r->pool, seen, counted);
+    sl_write_decisions(r, seen);
+    sl_write_counted(r, counted);
+    sl_write_globals(st->seg, r, breakers, stores);
+    sl_write_store_rows(st->seg, r, stores);
 }
