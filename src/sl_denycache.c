@@ -398,6 +398,76 @@ static int sl_dc_follow(sl_denycache_t *dc, const sl_budget_t *budgets, int n,
     }
 }
 
+/* Under dc->mutex, until end: a key refused until a moment ago that another
+ * thread is asking about right now: its answer most likely refuses or exhausts
+ * the key again, so wait for it (bounded) rather than ask too. An answer that
+ * came a little early (refused, but only until a time already past) leaves the
+ * key recent: the next asker is then waited for in turn, so that the
+ * other threads still make no call. An answer with room, or none at
+ * all, makes the key not recent: everybody asks. */
+static int sl_dc_wait_askers(sl_denycache_t *dc, const sl_budget_t *budgets,
+                             int n, apr_time_t end, apr_time_t *now,
+                             apr_time_t *retry_at)
+{
+    int i, hits;
+
+    for (;;) {
+        const sl_dc_flight_t *fl = NULL;
+        const sl_budget_t *c = NULL;
+        unsigned int s = 0;
+        apr_uint32_t token;
+        apr_time_t deadline;
+
+        for (i = 0; i < n && !fl; i++) {
+            c = &budgets[i];
+            s = sl_dc_slot(dc, c);
+            fl = &dc->flights[s];
+            if (!sl_dc_in_flight(fl, *now) || !sl_dc_recent(dc, c, *now)) {
+                fl = NULL;
+            }
+        }
+        if (!fl || *now >= end) {
+            break;
+        }
+        token = fl->token;
+        deadline = fl->flight_end < end ? fl->flight_end : end;
+        /* Until the asker settles, or anyone (in any child) puts an entry
+         * for the key, or the slot goes to another key in this child (which
+         * clears the marker), or time is up. */
+        while (fl->token == token && !sl_dc_hit(dc, c, *now, NULL) &&
+               *now < deadline) {
+            apr_thread_cond_timedwait(dc->cond[s % SL_DC_CONDS], dc->mutex,
+                                      deadline - *now);
+            *now = apr_time_now();
+        }
+        hits = sl_dc_hits(dc, budgets, n, *now, retry_at, NULL);
+        if (hits) {
+            return hits;
+        }
+    }
+
+    return 0;
+}
+
+/* Under dc->mutex: this request asks the store: for each recently refused key
+ * nobody else in this child is asking about, it asks on behalf of the threads
+ * that come next. An asker that never settles is ignored after
+ * flight_end. */
+static void sl_dc_claim(sl_denycache_t *dc, const sl_budget_t *budgets, int n,
+                        apr_time_t now, apr_interval_time_t wait,
+                        apr_uint32_t *flights)
+{
+    int i;
+
+    for (i = 0; i < n; i++) {
+        sl_dc_flight_t *fl = &dc->flights[sl_dc_slot(dc, &budgets[i])];
+        if (!sl_dc_in_flight(fl, now) && sl_dc_recent(dc, &budgets[i], now)) {
+            fl->token = flights[i] = sl_dc_token(dc);
+            fl->flight_end = now + wait;
+        }
+    }
+}
+
 int sl_denycache_find(sl_denycache_t *dc, const sl_budget_t *budgets, int n,
                       apr_interval_time_t wait, apr_time_t *now,
                       apr_time_t *retry_at, apr_uint32_t *flights)
@@ -439,61 +509,13 @@ int sl_denycache_find(sl_denycache_t *dc, const sl_budget_t *budgets, int n,
         return hits;
     }
 
-    /* A key refused until a moment ago that another thread is asking about
-     * right now: its answer most likely refuses or exhausts the key again,
-     * so wait for it (bounded) rather than ask too. An answer that came a
-     * little early (refused, but only until a time already past) leaves the
-     * key recent: the next asker is then waited for in turn, so that the
-     * other threads still make no call. An answer with room, or none at
-     * all, makes the key not recent: everybody asks. */
     end = *now + wait;
-    for (;;) {
-        const sl_dc_flight_t *fl = NULL;
-        const sl_budget_t *c = NULL;
-        unsigned int s = 0;
-        apr_uint32_t token;
-        apr_time_t deadline;
-
-        for (i = 0; i < n && !fl; i++) {
-            c = &budgets[i];
-            s = sl_dc_slot(dc, c);
-            fl = &dc->flights[s];
-            if (!sl_dc_in_flight(fl, *now) || !sl_dc_recent(dc, c, *now)) {
-                fl = NULL;
-            }
-        }
-        if (!fl || *now >= end) {
-            break;
-        }
-        token = fl->token;
-        deadline = fl->flight_end < end ? fl->flight_end : end;
-        /* Until the asker settles, or anyone (in any child) puts an entry
-         * for the key, or the slot goes to another key in this child (which
-         * clears the marker), or time is up. */
-        while (fl->token == token && !sl_dc_hit(dc, c, *now, NULL) &&
-               *now < deadline) {
-            apr_thread_cond_timedwait(dc->cond[s % SL_DC_CONDS], dc->mutex,
-                                      deadline - *now);
-            *now = apr_time_now();
-        }
-        hits = sl_dc_hits(dc, budgets, n, *now, retry_at, NULL);
-        if (hits) {
-            apr_thread_mutex_unlock(dc->mutex);
-            return hits;
-        }
+    hits = sl_dc_wait_askers(dc, budgets, n, end, now, retry_at);
+    if (hits) {
+        apr_thread_mutex_unlock(dc->mutex);
+        return hits;
     }
-
-    /* This request asks the store: for each recently refused key nobody
-     * else in this child is asking about, it asks on behalf of the threads
-     * that come next. An asker that never settles is ignored after
-     * flight_end. */
-    for (i = 0; i < n; i++) {
-        sl_dc_flight_t *fl = &dc->flights[sl_dc_slot(dc, &budgets[i])];
-        if (!sl_dc_in_flight(fl, *now) && sl_dc_recent(dc, &budgets[i], *now)) {
-            fl->token = flights[i] = sl_dc_token(dc);
-            fl->flight_end = *now + wait;
-        }
-    }
+    sl_dc_claim(dc, budgets, n, *now, wait, flights);
     apr_thread_mutex_unlock(dc->mutex);
     return sl_dc_follow(dc, budgets, n, end, wait, now, retry_at, flights);
 }
