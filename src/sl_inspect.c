@@ -57,83 +57,73 @@ static int sl_source_param(const char *k)
            (!strncmp(k, "env:", 4) && k[4]);
 }
 
-/* The query, form-encoded (path=/login&ip=203.0.113.7): NULL, or what is
- * wrong with it. */
-static const char *sl_ask_parse(request_rec *r, sl_ask_t *a)
+/* One parameter k=v of the query into a: NULL, or what is wrong with it. */
+static const char *sl_ask_param(apr_pool_t *p, sl_ask_t *a, const char *k,
+                                const char *v)
 {
-    apr_pool_t *p = r->pool;
-    char *args = apr_pstrdup(p, r->args ? r->args : ""), *tok, *last;
+    const char **slot;
 
-    memset(a, 0, sizeof(*a));
-    for (tok = apr_strtok(args, "&", &last); tok;
-         tok = apr_strtok(NULL, "&", &last)) {
-        char *k = tok, *v = strchr(tok, '=');
-        const char **slot;
-
-        if (!v) {
-            return "every parameter needs a value (name=value)";
+    if (!strcmp(k, "path")) {
+        slot = &a->path;
+    }
+    else if (!strcmp(k, "from")) {
+        slot = &a->from;
+    }
+    else if (!strncmp(k, "with:", 5)) {
+        if (!sl_is_token(k + 5)) {
+            return apr_psprintf(p,
+                                "'%s': with: names a header (an RFC "
+                                "9110 token), as with:X-Plan=gold",
+                                k);
         }
-        *v++ = '\0';
-        if (ap_unescape_urlencoded(k) != OK ||
-            ap_unescape_urlencoded(v) != OK) {
-            return "malformed percent-encoding";
+        if (!a->with) {
+            a->with = apr_table_make(p, 2);
         }
-        if (!strcmp(k, "path")) {
-            slot = &a->path;
-        }
-        else if (!strcmp(k, "from")) {
-            slot = &a->from;
-        }
-        else if (!strncmp(k, "with:", 5)) {
-            if (!sl_is_token(k + 5)) {
-                return apr_psprintf(p,
-                                    "'%s': with: names a header (an RFC "
-                                    "9110 token), as with:X-Plan=gold",
-                                    k);
-            }
-            if (!a->with) {
-                a->with = apr_table_make(p, 2);
-            }
-            if (apr_table_get(a->with, k + 5)) {
-                return apr_psprintf(p, "'%s' is given twice", k);
-            }
-            apr_table_setn(a->with, k + 5, v);
-            continue;
-        }
-        else if (!strcmp(k, "name")) {
-            slot = &a->name;
-        }
-        else if (sl_source_param(k)) {
-            if (!a->source) {
-                a->source = k;
-                slot = &a->value;
-            }
-            /* user= with ip=: the pair a section with count= keys a name
-             * attempted by (sl_key.c). */
-            else if (!a->address && !strcmp(k, "ip") &&
-                     !strcmp(a->source, "user")) {
-                slot = &a->address;
-            }
-            else if (!a->address && !strcmp(k, "user") &&
-                     !strcmp(a->source, "ip")) {
-                a->address = a->value;
-                a->source = k;
-                a->value = NULL;
-                slot = &a->value;
-            }
-            else {
-                return "one identity only: a request's budget is that of "
-                       "its first key source with a value";
-            }
-        }
-        else {
-            return apr_psprintf(p, "unknown parameter '%s'", k);
-        }
-        if (*slot) {
+        if (apr_table_get(a->with, k + 5)) {
             return apr_psprintf(p, "'%s' is given twice", k);
         }
-        *slot = v;
+        apr_table_setn(a->with, k + 5, v);
+        return NULL;
     }
+    else if (!strcmp(k, "name")) {
+        slot = &a->name;
+    }
+    else if (sl_source_param(k)) {
+        if (!a->source) {
+            a->source = k;
+            slot = &a->value;
+        }
+        /* user= with ip=: the pair a section with count= keys a name
+         * attempted by (sl_key.c). */
+        else if (!a->address && !strcmp(k, "ip") &&
+                 !strcmp(a->source, "user")) {
+            slot = &a->address;
+        }
+        else if (!a->address && !strcmp(k, "user") &&
+                 !strcmp(a->source, "ip")) {
+            a->address = a->value;
+            a->source = k;
+            a->value = NULL;
+            slot = &a->value;
+        }
+        else {
+            return "one identity only: a request's budget is that of "
+                   "its first key source with a value";
+        }
+    }
+    else {
+        return apr_psprintf(p, "unknown parameter '%s'", k);
+    }
+    if (*slot) {
+        return apr_psprintf(p, "'%s' is given twice", k);
+    }
+    *slot = v;
+    return NULL;
+}
+
+/* What the parameters together must hold: NULL, or what they miss. */
+static const char *sl_ask_complete(apr_pool_t *p, const sl_ask_t *a)
+{
     if (!a->path && a->name) {
         return "name= picks one of the limits at path=, which is missing: "
                "a named budget's key depends on the key sources of the "
@@ -157,6 +147,34 @@ static const char *sl_ask_parse(request_rec *r, sl_ask_t *a)
                             a->source);
     }
     return NULL;
+}
+
+/* The query, form-encoded (path=/login&ip=203.0.113.7): NULL, or what is
+ * wrong with it. */
+static const char *sl_ask_parse(request_rec *r, sl_ask_t *a)
+{
+    apr_pool_t *p = r->pool;
+    char *args = apr_pstrdup(p, r->args ? r->args : ""), *tok, *last;
+
+    memset(a, 0, sizeof(*a));
+    for (tok = apr_strtok(args, "&", &last); tok;
+         tok = apr_strtok(NULL, "&", &last)) {
+        char *k = tok, *v = strchr(tok, '=');
+        const char *err;
+
+        if (!v) {
+            return "every parameter needs a value (name=value)";
+        }
+        *v++ = '\0';
+        if (ap_unescape_urlencoded(k) != OK ||
+            ap_unescape_urlencoded(v) != OK) {
+            return "malformed percent-encoding";
+        }
+        if ((err = sl_ask_param(p, a, k, v)) != NULL) {
+            return err;
+        }
+    }
+    return sl_ask_complete(p, a);
 }
 
 /* The client's address as the query names it: ip= (the identity, or the
