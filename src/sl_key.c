@@ -214,6 +214,65 @@ static const sl_key_source_t *sl_key_user_source(const sl_key_source_t *src,
     return NULL;
 }
 
+/* The identity value gives under the source one, which the query named:
+ * NULL with *err when the value cannot be one. */
+static const char *sl_key_of_source(apr_pool_t *p, const sl_server_conf_t *sc,
+                                    const sl_dir_conf_t *dc,
+                                    const sl_key_source_t *one, int paired,
+                                    int before_auth, const char *source,
+                                    const char *value, const char *address,
+                                    const char **err)
+{
+    if (!*value) {
+        *err = apr_psprintf(p,
+                            "%s: an empty value is no identity (the "
+                            "next source, or none, would be used)",
+                            source);
+        return NULL;
+    }
+    if (one->type == SL_KEY_USER) {
+        if (paired && !address) {
+            *err = "user: this section decides before authentication "
+                   "(count=) and keys the name attempted with the "
+                   "client address: give ip=ADDR too";
+            return NULL;
+        }
+        if (paired &&
+            !sl_ip_key(p, address,
+                       SL_OR(dc->ipv6_prefix, SL_DEFAULT_IPV6_PREFIX))) {
+            *err = apr_psprintf(p, "ip: '%s' is not an IP address", address);
+            return NULL;
+        }
+        return sl_key_user(p, sc, dc, one, value, before_auth, address);
+    }
+    if (one->type == SL_KEY_IP &&
+        !sl_ip_key(p, value, SL_OR(dc->ipv6_prefix, SL_DEFAULT_IPV6_PREFIX))) {
+        *err = apr_psprintf(p, "ip: '%s' is not an IP address", value);
+        return NULL;
+    }
+    return sl_key_hash(p, sc, dc, one, value);
+}
+
+/* The section's key sources as the query names them, for an error. */
+static const char *sl_key_source_names(apr_pool_t *p,
+                                       const sl_key_source_t *src, int n)
+{
+    const char *names = NULL;
+    int i;
+
+    for (i = 0; i < n; i++) {
+        const char *one = src[i].type == SL_KEY_IP     ? "ip"
+                          : src[i].type == SL_KEY_USER ? "user"
+                          : src[i].type == SL_KEY_HEADER
+                              ? apr_pstrcat(p, "header:", src[i].name, NULL)
+                          : src[i].type == SL_KEY_ENV
+                              ? apr_pstrcat(p, "env:", src[i].name, NULL)
+                              : "expr";
+        names = names ? apr_pstrcat(p, names, ", ", one, NULL) : one;
+    }
+    return names;
+}
+
 const char *sl_key_identity_of(apr_pool_t *p, const sl_server_conf_t *sc,
                                const sl_dir_conf_t *dc, int before_auth,
                                const char *source, const char *value,
@@ -223,7 +282,6 @@ const char *sl_key_identity_of(apr_pool_t *p, const sl_server_conf_t *sc,
     const sl_key_source_t *src = sl_key_sources(dc, &n);
     const sl_key_source_t *user = sl_key_user_source(src, n);
     int paired = user && before_auth && !(user->flags & SL_USER_ANY_ADDRESS);
-    const char *names = NULL;
 
     *err = NULL;
     if (address && !paired) {
@@ -242,39 +300,10 @@ const char *sl_key_identity_of(apr_pool_t *p, const sl_server_conf_t *sc,
         return sl_identity(p, sc->secret, sc->secret_len, "none", "-", 1);
     }
     for (i = 0; i < n; i++) {
-        if (!sl_key_names(&src[i], source)) {
-            continue;
+        if (sl_key_names(&src[i], source)) {
+            return sl_key_of_source(p, sc, dc, &src[i], paired, before_auth,
+                                    source, value, address, err);
         }
-        if (!*value) {
-            *err = apr_psprintf(p,
-                                "%s: an empty value is no identity (the "
-                                "next source, or none, would be used)",
-                                source);
-            return NULL;
-        }
-        if (src[i].type == SL_KEY_USER) {
-            if (paired && !address) {
-                *err = "user: this section decides before authentication "
-                       "(count=) and keys the name attempted with the "
-                       "client address: give ip=ADDR too";
-                return NULL;
-            }
-            if (paired &&
-                !sl_ip_key(p, address,
-                           SL_OR(dc->ipv6_prefix, SL_DEFAULT_IPV6_PREFIX))) {
-                *err =
-                    apr_psprintf(p, "ip: '%s' is not an IP address", address);
-                return NULL;
-            }
-            return sl_key_user(p, sc, dc, &src[i], value, before_auth, address);
-        }
-        if (src[i].type == SL_KEY_IP &&
-            !sl_ip_key(p, value,
-                       SL_OR(dc->ipv6_prefix, SL_DEFAULT_IPV6_PREFIX))) {
-            *err = apr_psprintf(p, "ip: '%s' is not an IP address", value);
-            return NULL;
-        }
-        return sl_key_hash(p, sc, dc, &src[i], value);
     }
     /* A request without a user: keyed by its address (sl_key_identity). */
     if (user && !strcmp(source, "ip")) {
@@ -285,20 +314,10 @@ const char *sl_key_identity_of(apr_pool_t *p, const sl_server_conf_t *sc,
         }
         return sl_key_hash(p, sc, dc, &sl_key_ip, value);
     }
-    for (i = 0; i < n; i++) {
-        const char *one = src[i].type == SL_KEY_IP     ? "ip"
-                          : src[i].type == SL_KEY_USER ? "user"
-                          : src[i].type == SL_KEY_HEADER
-                              ? apr_pstrcat(p, "header:", src[i].name, NULL)
-                          : src[i].type == SL_KEY_ENV
-                              ? apr_pstrcat(p, "env:", src[i].name, NULL)
-                              : "expr";
-        names = names ? apr_pstrcat(p, names, ", ", one, NULL) : one;
-    }
     *err = apr_psprintf(p,
                         "%s is not a key source here; the section's are: "
                         "%s (%s)",
-                        source, names,
+                        source, sl_key_source_names(p, src, n),
                         user ? "or ip, the address of a request without a "
                                "user"
                              : "or none, the shared bucket");
