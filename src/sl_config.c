@@ -473,13 +473,95 @@ static const char *sl_algorithms_agree(cmd_parms *cmd)
     return NULL;
 }
 
+/* A limit's expression compiled, and what its line alone must hold. */
+static const char *sl_limit_compile(cmd_parms *cmd, sl_limit_t *l)
+{
+    const char *err = NULL;
+
+    if (l->cost_expr) {
+        /* The response does not vary with what it costs: never a
+         * "Vary: Content-Length", which would defeat caches. */
+        l->cost_prog = ap_expr_parse_cmd(
+            cmd, l->cost_expr,
+            AP_EXPR_FLAG_STRING_RESULT | AP_EXPR_FLAG_DONT_VARY, &err, NULL);
+        if (err) {
+            return sl_err(cmd, apr_psprintf(cmd->pool,
+                                            "'cost=expr:%s': cannot parse "
+                                            "the expression: %s",
+                                            l->cost_expr, err));
+        }
+    }
+    /* The section's SlidingLimitAlgorithm may come later or be inherited,
+     * so a burst= that would silently do nothing is refused here. */
+    if (l->burst && l->algorithm != SL_ALG_GCRA) {
+        return sl_err(cmd, apr_psprintf(cmd->pool,
+                                        "'burst=%" APR_INT64_T_FMT
+                                        "' needs algorithm=gcra on the "
+                                        "same line",
+                                        l->burst));
+    }
+    return NULL;
+}
+
+/* One policy per id and per name in a section; a named one is the same
+ * policy wherever its name is used, or its directory's own in .htaccess. */
+static const char *sl_limit_unique(cmd_parms *cmd, sl_dir_conf_t *dc,
+                                   sl_limit_t *l)
+{
+    const char *err;
+    int i;
+
+    if (!dc->limits) {
+        dc->limits = apr_array_make(cmd->pool, 2, sizeof(sl_limit_t *));
+    }
+    for (i = 0; i < dc->limits->nelts; i++) {
+        const sl_limit_t *o = APR_ARRAY_IDX(dc->limits, i, sl_limit_t *);
+        if (!strcmp(o->id, l->id) || !strcmp(o->name, l->name)) {
+            return sl_err(cmd, apr_psprintf(cmd->pool,
+                                            "policy '%s' is set twice in "
+                                            "this section",
+                                            l->name));
+        }
+    }
+    /* A name in an .htaccess file is that directory's own: a file that
+     * its owner may edit never reaches the budgets of the server's (or
+     * another directory's) policy of the same name. */
+    if (l->named && sl_in_htaccess(cmd)) {
+        sl_limit_scope(cmd->pool, l, sl_section(cmd));
+    }
+    else if (l->named && ((err = sl_named_agree(cmd, l)) ||
+                          (err = sl_algorithms_agree(cmd)))) {
+        return sl_err(cmd, err);
+    }
+    return NULL;
+}
+
+/* The limit joins its section, and an unnamed one its virtual host. */
+static void sl_limit_keep(cmd_parms *cmd, sl_dir_conf_t *dc, sl_limit_t *l)
+{
+    /* Made here, not per decision: it scans the section's text. */
+    l->label = sl_stats_policy(cmd->pool, l);
+    APR_ARRAY_PUSH(dc->limits, sl_limit_t *) = l;
+    if (!l->named && cmd->server->is_virtual && sl_in_htaccess(cmd)) {
+        /* The whole configuration is read by now: the host's names are
+         * known, and this line is the host's own at once. */
+        sl_limit_set_host(cmd->pool, l, sl_host_label(cmd->pool, cmd->server));
+    }
+    else if (!l->named && cmd->server->is_virtual) {
+        sl_server_conf_t *sc = sl_server_conf(cmd);
+        if (!sc->unnamed) {
+            sc->unnamed = apr_array_make(cmd->pool, 4, sizeof(sl_limit_t *));
+        }
+        APR_ARRAY_PUSH(sc->unnamed, sl_limit_t *) = l;
+    }
+}
+
 static const char *sl_cmd_limit(cmd_parms *cmd, void *dconf, int argc,
                                 char *const argv[])
 {
     sl_dir_conf_t *dc = dconf;
     sl_limit_t *l;
     const char *err;
-    int i;
 
     if ((err = sl_htaccess_check(cmd, argc == 1 && !strcasecmp(argv[0], "off"),
                                  "off"))) {
@@ -513,65 +595,11 @@ static const char *sl_cmd_limit(cmd_parms *cmd, void *dconf, int argc,
     if ((err = sl_parse_limit(cmd->pool, argc, argv, sl_section(cmd), &l))) {
         return sl_err(cmd, err);
     }
-    if (l->cost_expr) {
-        /* The response does not vary with what it costs: never a
-         * "Vary: Content-Length", which would defeat caches. */
-        l->cost_prog = ap_expr_parse_cmd(
-            cmd, l->cost_expr,
-            AP_EXPR_FLAG_STRING_RESULT | AP_EXPR_FLAG_DONT_VARY, &err, NULL);
-        if (err) {
-            return sl_err(cmd, apr_psprintf(cmd->pool,
-                                            "'cost=expr:%s': cannot parse "
-                                            "the expression: %s",
-                                            l->cost_expr, err));
-        }
+    if ((err = sl_limit_compile(cmd, l)) ||
+        (err = sl_limit_unique(cmd, dc, l))) {
+        return err;
     }
-    /* The section's SlidingLimitAlgorithm may come later or be inherited,
-     * so a burst= that would silently do nothing is refused here. */
-    if (l->burst && l->algorithm != SL_ALG_GCRA) {
-        return sl_err(cmd, apr_psprintf(cmd->pool,
-                                        "'burst=%" APR_INT64_T_FMT
-                                        "' needs algorithm=gcra on the "
-                                        "same line",
-                                        l->burst));
-    }
-    if (!dc->limits) {
-        dc->limits = apr_array_make(cmd->pool, 2, sizeof(sl_limit_t *));
-    }
-    for (i = 0; i < dc->limits->nelts; i++) {
-        const sl_limit_t *o = APR_ARRAY_IDX(dc->limits, i, sl_limit_t *);
-        if (!strcmp(o->id, l->id) || !strcmp(o->name, l->name)) {
-            return sl_err(cmd, apr_psprintf(cmd->pool,
-                                            "policy '%s' is set twice in "
-                                            "this section",
-                                            l->name));
-        }
-    }
-    /* A name in an .htaccess file is that directory's own: a file that
-     * its owner may edit never reaches the budgets of the server's (or
-     * another directory's) policy of the same name. */
-    if (l->named && sl_in_htaccess(cmd)) {
-        sl_limit_scope(cmd->pool, l, sl_section(cmd));
-    }
-    else if (l->named && ((err = sl_named_agree(cmd, l)) ||
-                          (err = sl_algorithms_agree(cmd)))) {
-        return sl_err(cmd, err);
-    }
-    /* Made here, not per decision: it scans the section's text. */
-    l->label = sl_stats_policy(cmd->pool, l);
-    APR_ARRAY_PUSH(dc->limits, sl_limit_t *) = l;
-    if (!l->named && cmd->server->is_virtual && sl_in_htaccess(cmd)) {
-        /* The whole configuration is read by now: the host's names are
-         * known, and this line is the host's own at once. */
-        sl_limit_set_host(cmd->pool, l, sl_host_label(cmd->pool, cmd->server));
-    }
-    else if (!l->named && cmd->server->is_virtual) {
-        sl_server_conf_t *sc = sl_server_conf(cmd);
-        if (!sc->unnamed) {
-            sc->unnamed = apr_array_make(cmd->pool, 4, sizeof(sl_limit_t *));
-        }
-        APR_ARRAY_PUSH(sc->unnamed, sl_limit_t *) = l;
-    }
+    sl_limit_keep(cmd, dc, l);
     return NULL;
 }
 
