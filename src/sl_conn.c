@@ -183,6 +183,30 @@ static void sl_conn_ask_info(sl_redis_t *rs, sl_conn_t *conn, const char *host,
     }
 }
 
+/* AUTH and SELECT on a new connection, or a PING over TLS where neither
+ * is sent: APR_EACCES for a refused password, APR_EINVAL for a refused
+ * database. */
+static apr_status_t sl_conn_setup(sl_redis_t *rs, sl_transport_t *t)
+{
+    apr_status_t rv = APR_SUCCESS;
+
+    if (rs->url->password) {
+        rv = rs->url->user
+                 ? sl_setup_command(t, APR_EACCES, "AUTH", "AUTH %s %s",
+                                    rs->url->user, rs->url->password)
+                 : sl_setup_command(t, APR_EACCES, "AUTH", "AUTH %s",
+                                    rs->url->password);
+    }
+    if (rv == APR_SUCCESS && rs->url->db) {
+        rv =
+            sl_setup_command(t, APR_EINVAL, "SELECT", "SELECT %d", rs->url->db);
+    }
+    else if (rv == APR_SUCCESS && rs->tls && !rs->url->password) {
+        rv = sl_setup_command(t, APR_EGENERAL, "PING", "PING");
+    }
+    return rv;
+}
+
 /* A connection is set up once (connect, TLS, AUTH, SELECT) so that the
  * request path sends nothing but the script. */
 static apr_status_t sl_conn_construct(sl_node_t *node, sl_conn_t **out)
@@ -239,21 +263,7 @@ static apr_status_t sl_conn_construct(sl_node_t *node, sl_conn_t **out)
      * out here under the command timeout, which must not read as a refused
      * password. Over TLS there is one round trip in any case: a server that
      * refuses the client's certificate says so after the handshake. */
-    rv = APR_SUCCESS;
-    if (rs->url->password) {
-        rv = rs->url->user
-                 ? sl_setup_command(t, APR_EACCES, "AUTH", "AUTH %s %s",
-                                    rs->url->user, rs->url->password)
-                 : sl_setup_command(t, APR_EACCES, "AUTH", "AUTH %s",
-                                    rs->url->password);
-    }
-    if (rv == APR_SUCCESS && rs->url->db) {
-        rv =
-            sl_setup_command(t, APR_EINVAL, "SELECT", "SELECT %d", rs->url->db);
-    }
-    else if (rv == APR_SUCCESS && rs->tls && !rs->url->password) {
-        rv = sl_setup_command(t, APR_EGENERAL, "PING", "PING");
-    }
+    rv = sl_conn_setup(rs, t);
     if (rv == APR_SUCCESS && !(conn = calloc(1, sizeof(*conn)))) {
         rv = APR_ENOMEM;
     }
