@@ -116,22 +116,11 @@ static void sl_pcmd_post(sl_pcmd_t *c, apr_uint32_t state)
     sem_post(&w->sem);
 }
 
-/* The leader's round trip, entered with node->qlock held and one of the
- * node's in-flight batches counted for it, left with it released: its own
- * command, then as many queued ones as fit, all written at once (hiredis
- * flushes its output buffer in one write), then every reply in order on
- * the same connection. The pipeline then passes to the thread of the next
- * queued command, so no request waits for batches after its own, and each
- * command gets its reply or the batch's failure, as a direct call would
- * have seen it. */
-static void sl_pipe_run(sl_node_t *node, sl_pcmd_t *own, int *trips)
+/* The leader's batch, taken under node->qlock (released here): its own
+ * command first, then as many queued ones as fit. */
+static int sl_pipe_take(sl_node_t *node, sl_pcmd_t **batch, sl_pcmd_t *own)
 {
-    sl_pcmd_t *batch[SL_PIPE_BATCH], *next = NULL;
-    sl_conn_t *conn = NULL;
-    char errbuf[128];
-    const char *err = NULL;
-    apr_status_t rv;
-    int n = 0, got = 0, keep = 1, stale = 0, i;
+    int n = 0;
 
     batch[n++] = own;
     while (n < SL_PIPE_BATCH && node->qhead) {
@@ -145,6 +134,82 @@ static void sl_pipe_run(sl_node_t *node, sl_pcmd_t *own, int *trips)
         node->qtail = NULL;
     }
     apr_thread_mutex_unlock(node->qlock);
+    return n;
+}
+
+/* After a round trip: the pipeline to the thread of the next queued
+ * command, or one batch fewer in flight, then the batch's other threads
+ * told that their replies (or failure) are in. */
+static void sl_pipe_pass(sl_node_t *node, sl_pcmd_t **batch, int n)
+{
+    sl_pcmd_t *next = NULL;
+    int i;
+
+    /* The next batch first: its commands have waited longest. */
+    apr_thread_mutex_lock(node->qlock);
+    if (node->qhead) {
+        next = node->qhead;
+        node->qhead = next->next;
+        if (!node->qhead) {
+            node->qtail = NULL;
+        }
+        next->next = NULL;
+        apr_atomic_set32(&next->state, SL_PCMD_TAKEN);
+    }
+    else {
+        node->inflight--;
+    }
+    apr_thread_mutex_unlock(node->qlock);
+    if (next) {
+        sl_pcmd_post(next, SL_PCMD_LEAD);
+    }
+    for (i = 1; i < n; i++) {
+        sl_pcmd_post(batch[i], SL_PCMD_DONE);
+    }
+}
+
+/* At a queued command's deadline: takes it out of the queue and says so,
+ * unless a leader has taken it already (then its thread waits for the
+ * leader's word). */
+static int sl_pipe_leave(sl_node_t *node, sl_pcmd_t *cmd)
+{
+    int left = 0;
+
+    apr_thread_mutex_lock(node->qlock);
+    if (apr_atomic_read32(&cmd->state) == SL_PCMD_QUEUED) {
+        sl_pcmd_t **pp = &node->qhead, *prev = NULL;
+        while (*pp != cmd) {
+            prev = *pp;
+            pp = &(*pp)->next;
+        }
+        *pp = cmd->next;
+        if (node->qtail == cmd) {
+            node->qtail = prev;
+        }
+        left = 1;
+    }
+    apr_thread_mutex_unlock(node->qlock);
+    return left;
+}
+
+/* The leader's round trip, entered with node->qlock held and one of the
+ * node's in-flight batches counted for it, left with it released: its own
+ * command, then as many queued ones as fit, all written at once (hiredis
+ * flushes its output buffer in one write), then every reply in order on
+ * the same connection. The pipeline then passes to the thread of the next
+ * queued command, so no request waits for batches after its own, and each
+ * command gets its reply or the batch's failure, as a direct call would
+ * have seen it. */
+static void sl_pipe_run(sl_node_t *node, sl_pcmd_t *own, int *trips)
+{
+    sl_pcmd_t *batch[SL_PIPE_BATCH];
+    sl_conn_t *conn = NULL;
+    char errbuf[128];
+    const char *err = NULL;
+    apr_status_t rv;
+    int n, got = 0, keep = 1, stale = 0, i;
+
+    n = sl_pipe_take(node, batch, own);
 
     rv = sl_conn_acquire(node, &conn);
     if (rv != APR_SUCCESS) {
@@ -198,27 +263,7 @@ static void sl_pipe_run(sl_node_t *node, sl_pcmd_t *own, int *trips)
         }
     }
 
-    /* The next batch first: its commands have waited longest. */
-    apr_thread_mutex_lock(node->qlock);
-    if (node->qhead) {
-        next = node->qhead;
-        node->qhead = next->next;
-        if (!node->qhead) {
-            node->qtail = NULL;
-        }
-        next->next = NULL;
-        apr_atomic_set32(&next->state, SL_PCMD_TAKEN);
-    }
-    else {
-        node->inflight--;
-    }
-    apr_thread_mutex_unlock(node->qlock);
-    if (next) {
-        sl_pcmd_post(next, SL_PCMD_LEAD);
-    }
-    for (i = 1; i < n; i++) {
-        sl_pcmd_post(batch[i], SL_PCMD_DONE);
-    }
+    sl_pipe_pass(node, batch, n);
 }
 
 /* One request's command through the node's pipeline: the thread that finds
@@ -281,22 +326,10 @@ apr_status_t sl_pipe_exec(sl_redis_t *rs, sl_node_t *node, apr_pool_t *p,
             /* Deadline: leave the queue unsent, unless a leader has taken
              * the command already (then wait for its word, unbounded: the
              * leader is bounded by the command timeout). */
-            apr_thread_mutex_lock(node->qlock);
-            if (apr_atomic_read32(&cmd.state) == SL_PCMD_QUEUED) {
-                sl_pcmd_t **pp = &node->qhead, *prev = NULL;
-                while (*pp != &cmd) {
-                    prev = *pp;
-                    pp = &(*pp)->next;
-                }
-                *pp = cmd.next;
-                if (node->qtail == &cmd) {
-                    node->qtail = prev;
-                }
-                apr_thread_mutex_unlock(node->qlock);
+            if (sl_pipe_leave(node, &cmd)) {
                 *err = "timed out waiting for a batch";
                 return APR_TIMEUP;
             }
-            apr_thread_mutex_unlock(node->qlock);
             while (sem_wait(&w->sem) != 0) {
                 /* EINTR; anything else cannot happen to a valid
                  * semaphore, and leaving before the leader's word would
