@@ -1,0 +1,287 @@
+/* The shm store's table: one decision over a request's budgets
+ * (lua/sl_check.lua's answer, the math in sl_algo.c), with the blocks of
+ * block= and the room an admission takes. */
+
+/* What apr-1-config --cppflags gives the real build: apr.h needs it for
+ * PATH_MAX under a strict -std=c99. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "sl_table_private.h"
+
+#include <string.h>
+
+/* The limit's block entry, if one is stored and not expired. */
+static apr_uint32_t sl_block_find(sl_txn_t *t, const sl_shm_op_t *q)
+{
+    sl_shm_op_t b = *q;
+    apr_uint32_t i;
+    sl_entry_t *e;
+
+    b.alg = SL_TABLE_BLOCK;
+    i = sl_entry_find(t, &b);
+    if (i != SL_NIL && (e = sl_entry(t, i)) && e->expires <= t->now) {
+        sl_entry_drop(t, i);
+        i = SL_NIL;
+    }
+    return i;
+}
+
+/* A refusal starts the limit's block (the script's SET KEY.b ... PX). */
+static void sl_block_store(sl_txn_t *t, const sl_shm_op_t *q, int n,
+                           sl_shm_op_t *r, int *evicted)
+{
+    sl_shm_op_t b = *r;
+    apr_uint32_t i;
+    sl_entry_t *e;
+
+    b.alg = SL_TABLE_BLOCK;
+    if ((i = sl_block_find(t, r)) == SL_NIL &&
+        sl_reserve(t, q, n, 1, evicted)) {
+        i = sl_entry_new(t, &b);
+    }
+    if (i == SL_NIL || !(e = sl_entry(t, i))) {
+        return;
+    }
+    e->st.until = sl_block_begin(t->now, r->block, &r->ev);
+    e->expires = sl_block_expires(t->now, r->block);
+}
+
+/* The stored state e (NULL: none) of q at t->now; a log's first skip
+ * requests, of skip_units units, are out of its window. */
+void sl_evaluate_entry(sl_txn_t *t, sl_shm_op_t *q, sl_entry_t *e,
+                       apr_int64_t skip, apr_int64_t skip_units)
+{
+    switch (q->alg) {
+    case SL_ALG_LOG: {
+        sl_log_ctx_t x = {t, e, skip};
+        sl_log_evaluate(t->now, q->limit, q->win, q->cost,
+                        e ? (apr_int64_t) e->st.log.units - skip_units : 0,
+                        sl_table_log_at, &x, &q->ev);
+        break;
+    }
+    case SL_ALG_COUNTER:
+        sl_counter_evaluate(t->now, q->limit, q->win, q->cost,
+                            e ? &e->st.counter : NULL, &q->ev);
+        break;
+    default:
+        sl_gcra_evaluate(t->now, q->limit, q->win, q->burst, q->cost,
+                         e ? &e->st.gcra : NULL, &q->ev);
+        break;
+    }
+}
+
+static void sl_evaluate(sl_txn_t *t, sl_shm_op_t *q)
+{
+    sl_entry_t *e = NULL;
+
+    if (q->block) {
+        apr_uint32_t b = sl_block_find(t, q);
+        if (b != SL_NIL && (e = sl_entry(t, b)) &&
+            sl_block_active(t->now, q->block, e->st.until, &q->ev)) {
+            q->blocked = 1;
+            return;
+        }
+        e = NULL;
+    }
+
+    q->entry = sl_entry_find(t, q);
+    if (q->entry != SL_NIL && (e = sl_entry(t, q->entry))) {
+        if (e->expires <= t->now) {
+            /* The script's key would be gone: same as no state. */
+            sl_entry_drop(t, q->entry);
+            q->entry = SL_NIL;
+            e = NULL;
+        }
+        else {
+            sl_lru_touch(t, q->entry, e);
+        }
+    }
+    if (e && q->alg == SL_ALG_LOG) {
+        sl_log_drop(t, e, sl_log_horizon(t->now, q->win));
+    }
+    sl_evaluate_entry(t, q, e, 0, 0);
+}
+
+static void sl_apply(sl_txn_t *t, sl_shm_op_t *q)
+{
+    sl_entry_t *e;
+    apr_int64_t expires;
+
+    if (q->entry == SL_NIL) {
+        q->entry = sl_entry_new(t, q);
+    }
+    if (q->entry == SL_NIL || !(e = sl_entry(t, q->entry))) {
+        return;
+    }
+    switch (q->alg) {
+    case SL_ALG_LOG:
+        sl_log_insert(t, e, t->now, q->cost);
+        expires = sl_log_expires(t->now, q->win);
+        break;
+    case SL_ALG_COUNTER:
+        expires = sl_counter_apply(t->now, q->win, q->cost, &e->st.counter);
+        break;
+    default:
+        expires = sl_gcra_apply(t->now, q->limit, q->win, q->burst, q->cost,
+                                &e->st.gcra);
+        break;
+    }
+    /* Never earlier than before: times handed in slightly out of order
+     * must not drop a key that a later time still needs. */
+    if (expires > e->expires) {
+        e->expires = expires;
+    }
+}
+
+/* A budget that needs room the table cannot give is refused, as if it had
+ * no quota left: never admitted for want of space (that would let one
+ * client past every limit once its state fills its stripe). The wait told
+ * is a hint: for a log, until its oldest chunk empties and frees a slot;
+ * otherwise a window. */
+static void sl_no_room(sl_txn_t *t, sl_shm_op_t *q)
+{
+    sl_entry_t *e = NULL;
+    apr_int64_t reset = q->win;
+
+    if (!q->last) {
+        return;
+    }
+    if (q->entry != SL_NIL && !(e = sl_entry(t, q->entry))) {
+        return;
+    }
+    if (q->alg == SL_ALG_LOG) {
+        if (sl_log_room(e) > 0) {
+            return;
+        }
+        if (e && e->st.log.count > 0) {
+            /* The head chunk's last request. */
+            sl_chunk_t *c = sl_chunk(t, e->st.log.head);
+            apr_uint32_t last = e->st.log.off + e->st.log.count - 1;
+            if (last > SL_CHUNK_TS - 1) {
+                last = SL_CHUNK_TS - 1;
+            }
+            if (!c) {
+                return;
+            }
+            reset = c->ts[last] + q->win - t->now;
+        }
+    }
+    else if (e) {
+        return; /* a counter or gcra entry that exists needs no room */
+    }
+    q->ev.ok = 0;
+    q->ev.remaining0 = 0;
+    q->ev.reset0 = reset > 0 ? reset : 1;
+}
+
+/* After the decision: a budget left without room for one more request
+ * (refused, or admitted with nothing remaining) is not evicted until more
+ * quota can come, the script's reset: the same exact time the deny cache
+ * trusts. */
+static void sl_mark_refusing(sl_txn_t *t, const sl_shm_op_t *q, int admitted)
+{
+    sl_entry_t *e;
+    apr_int64_t until;
+
+    if (q->entry == SL_NIL || !(e = sl_entry(t, q->entry))) {
+        return;
+    }
+    if (admitted ? q->ev.remaining > 0 : q->ev.ok) {
+        return;
+    }
+    until = t->now + (admitted ? q->ev.reset : q->ev.reset0);
+    until = (until + APR_USEC_PER_SEC - 1) / APR_USEC_PER_SEC;
+    if (until > (apr_int64_t) e->refusing_until) {
+        e->refusing_until = until > (apr_int64_t) 0xffffffffU
+                                ? 0xffffffffU
+                                : (apr_uint32_t) until;
+    }
+}
+
+/* The space an admission takes: an entry per new key, for a log a chunk
+ * when its last one is full (one request is one entry, whatever its
+ * cost). */
+static apr_uint32_t sl_need(sl_txn_t *t, const sl_shm_op_t *q, int n)
+{
+    apr_uint32_t need = 0;
+    int i;
+
+    for (i = 0; i < n; i++) {
+        const sl_entry_t *e = NULL;
+        if (!q[i].last) {
+            continue;
+        }
+        if (q[i].entry == SL_NIL) {
+            need++;
+        }
+        else {
+            e = &t->tab->slots[q[i].entry].e;
+        }
+        if (q[i].alg == SL_ALG_LOG && sl_log_room(e) == 0) {
+            need++;
+        }
+    }
+    return need;
+}
+
+apr_status_t sl_table_decide(sl_table_t *tab, sl_shm_op_t *q, int n,
+                             apr_time_t now, sl_decision_t *d,
+                             sl_table_news_t *news)
+{
+    sl_txn_t t = {tab, now, 0};
+    int i, admitted = 1, full = 0;
+
+    memset(news, 0, sizeof(*news));
+    if (n < 1 || now <= 0) {
+        return APR_EINVAL;
+    }
+    for (i = 0; i < n; i++) {
+        q[i].entry = SL_NIL;
+        q[i].blocked = 0;
+    }
+    for (i = 0; i < n && !t.corrupt; i++) {
+        sl_evaluate(&t, &q[i]);
+        admitted = admitted && q[i].ev.ok;
+    }
+    if (admitted && !t.corrupt) {
+        if (sl_reserve(&t, q, n, sl_need(&t, q, n), &news->evicted)) {
+            for (i = 0; i < n && !t.corrupt; i++) {
+                if (q[i].last) {
+                    sl_apply(&t, &q[i]);
+                }
+            }
+        }
+        else if (!t.corrupt) {
+            full = 1;
+            admitted = 0;
+            for (i = 0; i < n; i++) {
+                sl_no_room(&t, &q[i]);
+            }
+        }
+        news->was_full = (int) tab->hdr->full;
+        news->full = full;
+        tab->hdr->full = (apr_uint32_t) full;
+    }
+    for (i = 0; i < n && !admitted && !t.corrupt; i++) {
+        if (q[i].block && !q[i].ev.ok && !q[i].blocked) {
+            sl_block_store(&t, q, n, &q[i], &news->evicted);
+        }
+    }
+    for (i = 0; i < n && !t.corrupt; i++) {
+        sl_mark_refusing(&t, &q[i], admitted);
+    }
+    if (t.corrupt) {
+        sl_format(tab);
+        news->emptied = 1;
+        news->full = news->was_full = 0;
+        return APR_EGENERAL;
+    }
+    d->now = now;
+    d->admitted = admitted;
+    d->n = n;
+    for (i = 0; i < n; i++) {
+        sl_eval_quota(&q[i].ev, admitted, &d->quota[i]);
+    }
+    return APR_SUCCESS;
+}

@@ -1,0 +1,121 @@
+/* The shm store's table: what is done to budgets besides deciding: the
+ * give-back of count= (lua/sl_refund.lua), the operator's peek, which
+ * changes nothing, and the operator's reset. */
+
+/* What apr-1-config --cppflags gives the real build: apr.h needs it for
+ * PATH_MAX under a strict -std=c99. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "sl_table_private.h"
+
+void sl_table_refund(sl_table_t *tab, sl_shm_op_t *q, int n, apr_time_t at,
+                     apr_time_t now)
+{
+    sl_txn_t t = {tab, now, 0};
+    int i;
+
+    for (i = 0; i < n && !t.corrupt; i++) {
+        apr_uint32_t k = sl_entry_find(&t, &q[i]);
+        sl_entry_t *e;
+
+        if (k == SL_NIL || !(e = sl_entry(&t, k)) || e->expires <= now) {
+            continue;
+        }
+        switch (q[i].alg) {
+        case SL_ALG_LOG:
+            sl_log_remove(&t, e, at, q[i].cost);
+            break;
+        case SL_ALG_COUNTER:
+            sl_counter_refund(now, q[i].win, at, q[i].cost, &e->st.counter);
+            break;
+        default:
+            sl_gcra_refund(now, q[i].limit, q[i].win, at, q[i].cost,
+                           &e->st.gcra);
+            break;
+        }
+    }
+    if (t.corrupt) {
+        sl_format(tab);
+    }
+}
+
+/* What sl_evaluate decides for q, without a write: no expired entry or
+ * log time dropped, nothing moved in the LRU list. *blocked is the time
+ * left in the limit's block (0: none). */
+static void sl_peek_one(sl_txn_t *t, sl_shm_op_t *q, apr_int64_t *blocked)
+{
+    sl_shm_op_t b = *q;
+    sl_entry_t *e = NULL;
+    apr_uint32_t i;
+
+    *blocked = 0;
+    b.alg = SL_TABLE_BLOCK;
+    if (q->block && (i = sl_entry_find(t, &b)) != SL_NIL &&
+        (e = sl_entry(t, i)) && e->expires > t->now &&
+        sl_block_active(t->now, q->block, e->st.until, &q->ev)) {
+        *blocked = q->ev.reset0;
+        return;
+    }
+    e = NULL;
+    if ((i = sl_entry_find(t, q)) != SL_NIL && (e = sl_entry(t, i)) &&
+        e->expires <= t->now) {
+        e = NULL;
+    }
+    if (e && q->alg == SL_ALG_LOG) {
+        apr_int64_t units,
+            dead = sl_log_dead(t, e, sl_log_horizon(t->now, q->win), &units);
+        sl_evaluate_entry(t, q, e, dead, units);
+        return;
+    }
+    sl_evaluate_entry(t, q, e, 0, 0);
+}
+
+apr_status_t sl_table_peek(sl_table_t *tab, sl_shm_op_t *q, int n,
+                           apr_time_t now, sl_decision_t *d,
+                           apr_int64_t *blocked)
+{
+    sl_txn_t t = {tab, now, 0};
+    int i, admitted = 1;
+
+    if (n < 1 || now <= 0) {
+        return APR_EINVAL;
+    }
+    for (i = 0; i < n && !t.corrupt; i++) {
+        sl_peek_one(&t, &q[i], &blocked[i]);
+        admitted = admitted && q[i].ev.ok;
+    }
+    if (t.corrupt) {
+        /* Emptied at the next decision, which finds the same link. */
+        return APR_EGENERAL;
+    }
+    d->now = now;
+    d->admitted = admitted;
+    d->n = n;
+    for (i = 0; i < n; i++) {
+        sl_eval_quota(&q[i].ev, 0, &d->quota[i]);
+    }
+    return APR_SUCCESS;
+}
+
+void sl_table_reset(sl_table_t *tab, sl_shm_op_t *q, int n, apr_time_t now)
+{
+    sl_txn_t t = {tab, now, 0};
+    int i;
+
+    for (i = 0; i < n && !t.corrupt; i++) {
+        sl_shm_op_t b = q[i];
+        apr_uint32_t k;
+
+        if ((k = sl_entry_find(&t, &q[i])) != SL_NIL) {
+            sl_entry_drop(&t, k);
+        }
+        b.alg = SL_TABLE_BLOCK;
+        if (!t.corrupt && (k = sl_entry_find(&t, &b)) != SL_NIL) {
+            sl_entry_drop(&t, k);
+        }
+    }
+    if (t.corrupt) {
+        sl_format(tab);
+    }
+}
