@@ -213,10 +213,9 @@ static int sl_in_htaccess(const cmd_parms *cmd)
            !(cmd->override & (ACCESS_CONF | RSRC_CONF));
 }
 
-static sl_server_conf_t *sl_server_conf(cmd_parms *cmd)
+sl_server_conf_t *sl_config_server(const server_rec *s)
 {
-    return ap_get_module_config(cmd->server->module_config,
-                                &slidinglimit_module);
+    return ap_get_module_config(s->module_config, &slidinglimit_module);
 }
 
 static const char *const sl_override_names[] = {"none", "add", "all"};
@@ -236,7 +235,7 @@ static const char *sl_htaccess_check(cmd_parms *cmd, int loosens,
     if (!sl_in_htaccess(cmd)) {
         return NULL;
     }
-    mode = SL_OR(sl_server_conf(cmd)->override, SL_OVERRIDE_ADD);
+    mode = SL_OR(sl_config_server(cmd->server)->override, SL_OVERRIDE_ADD);
     if (mode == SL_OVERRIDE_ALL || (mode == SL_OVERRIDE_ADD && !loosens)) {
         return NULL;
     }
@@ -548,7 +547,7 @@ static void sl_limit_keep(cmd_parms *cmd, sl_dir_conf_t *dc, sl_limit_t *l)
         sl_limit_set_host(cmd->pool, l, sl_host_label(cmd->pool, cmd->server));
     }
     else if (!l->named && cmd->server->is_virtual) {
-        sl_server_conf_t *sc = sl_server_conf(cmd);
+        sl_server_conf_t *sc = sl_config_server(cmd->server);
         if (!sc->unnamed) {
             sc->unnamed = apr_array_make(cmd->pool, 4, sizeof(sl_limit_t *));
         }
@@ -568,7 +567,7 @@ static const char *sl_cmd_limit(cmd_parms *cmd, void *dconf, int argc,
         return err;
     }
     if (sl_in_htaccess(cmd)) {
-        dc->htaccess_add = SL_OR(sl_server_conf(cmd)->override,
+        dc->htaccess_add = SL_OR(sl_config_server(cmd->server)->override,
                                  SL_OVERRIDE_ADD) == SL_OVERRIDE_ADD;
     }
     if (argc == 1 && !strcasecmp(argv[0], "off")) {
@@ -996,8 +995,7 @@ static const char *sl_store_give_password(cmd_parms *cmd, sl_store_url_t *u,
 
 static const char *sl_cmd_store(cmd_parms *cmd, void *dconf, const char *arg)
 {
-    sl_server_conf_t *sc =
-        ap_get_module_config(cmd->server->module_config, &slidinglimit_module);
+    sl_server_conf_t *sc = sl_config_server(cmd->server);
     sl_store_url_t *u = apr_pcalloc(cmd->pool, sizeof(*u));
     const char *err = sl_parse_store_url(cmd->pool, arg, u);
     (void) dconf;
@@ -1022,7 +1020,7 @@ static const char *sl_cmd_store(cmd_parms *cmd, void *dconf, const char *arg)
 static const char *sl_cmd_store_password(cmd_parms *cmd, void *dconf,
                                          const char *arg)
 {
-    sl_server_conf_t *sc = sl_server_conf(cmd);
+    sl_server_conf_t *sc = sl_config_server(cmd->server);
     const char *pw, *err;
     (void) dconf;
 
@@ -1041,7 +1039,7 @@ static const char *sl_cmd_store_password(cmd_parms *cmd, void *dconf,
 static const char *sl_cmd_sentinel_auth(cmd_parms *cmd, void *dconf,
                                         const char *a1, const char *a2)
 {
-    sl_server_conf_t *sc = sl_server_conf(cmd);
+    sl_server_conf_t *sc = sl_config_server(cmd->server);
     (void) dconf;
 
     const char *pw = a2 ? a2 : a1, *err;
@@ -1074,14 +1072,14 @@ static const char *sl_cmd_tls_ca(cmd_parms *cmd, void *dconf, const char *arg)
     if ((err = sl_tls_check_ca(cmd->pool, path))) {
         return sl_err(cmd, err);
     }
-    sl_server_conf(cmd)->tls_ca = path;
+    sl_config_server(cmd->server)->tls_ca = path;
     return NULL;
 }
 
 static const char *sl_cmd_tls_cert(cmd_parms *cmd, void *dconf, const char *a1,
                                    const char *a2)
 {
-    sl_server_conf_t *sc = sl_server_conf(cmd);
+    sl_server_conf_t *sc = sl_config_server(cmd->server);
     const char *cert = ap_server_root_relative(cmd->pool, a1);
     const char *key = a2 ? ap_server_root_relative(cmd->pool, a2) : cert;
     const char *err;
@@ -1103,7 +1101,7 @@ static const char *sl_cmd_tls_verify(cmd_parms *cmd, void *dconf,
                                      const char *arg)
 {
     (void) dconf;
-    return sl_onoff(cmd, arg, &sl_server_conf(cmd)->tls_verify);
+    return sl_onoff(cmd, arg, &sl_config_server(cmd->server)->tls_verify);
 }
 
 const char *sl_config_tls_setup(apr_pool_t *p, sl_server_conf_t *sc)
@@ -1161,7 +1159,7 @@ static const char *sl_cmd_override(cmd_parms *cmd, void *dconf, const char *arg)
 
     for (i = 0; i < 3; i++) {
         if (!strcasecmp(arg, sl_override_names[i])) {
-            sl_server_conf(cmd)->override = i;
+            sl_config_server(cmd->server)->override = i;
             return NULL;
         }
     }
@@ -1172,8 +1170,7 @@ static const char *sl_cmd_override(cmd_parms *cmd, void *dconf, const char *arg)
 static const char *sl_cmd_timeout(cmd_parms *cmd, void *dconf, const char *a1,
                                   const char *a2)
 {
-    sl_server_conf_t *sc =
-        ap_get_module_config(cmd->server->module_config, &slidinglimit_module);
+    sl_server_conf_t *sc = sl_config_server(cmd->server);
     apr_int64_t c, k;
     const char *err;
     (void) dconf;
@@ -1199,8 +1196,7 @@ static const char *sl_cmd_timeout(cmd_parms *cmd, void *dconf, const char *a1,
 
 static const char *sl_cmd_prefix(cmd_parms *cmd, void *dconf, const char *arg)
 {
-    sl_server_conf_t *sc =
-        ap_get_module_config(cmd->server->module_config, &slidinglimit_module);
+    sl_server_conf_t *sc = sl_config_server(cmd->server);
     const char *s;
     (void) dconf;
 
@@ -1223,8 +1219,7 @@ static const char *sl_cmd_prefix(cmd_parms *cmd, void *dconf, const char *arg)
 
 static const char *sl_cmd_shm_size(cmd_parms *cmd, void *dconf, const char *arg)
 {
-    sl_server_conf_t *sc =
-        ap_get_module_config(cmd->server->module_config, &slidinglimit_module);
+    sl_server_conf_t *sc = sl_config_server(cmd->server);
     const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
     apr_int64_t v;
     char *num = apr_pstrdup(cmd->pool, arg);
@@ -1260,7 +1255,7 @@ static const char *sl_cmd_shm_size(cmd_parms *cmd, void *dconf, const char *arg)
  * same bytes, or each counts its own budgets. */
 static const char *sl_cmd_secret(cmd_parms *cmd, void *dconf, const char *arg)
 {
-    sl_server_conf_t *sc = sl_server_conf(cmd);
+    sl_server_conf_t *sc = sl_config_server(cmd->server);
     unsigned char *buf;
     apr_size_t len;
     const char *err = sl_read_secret_file(cmd, arg, &buf, &len);

@@ -111,6 +111,9 @@ typedef struct sl_dir_conf {
 
 extern const command_rec sl_cmds[];
 
+/* A server's record of this module. */
+sl_server_conf_t *sl_config_server(const server_rec *s);
+
 void *sl_create_server_conf(apr_pool_t *p, server_rec *s);
 void *sl_merge_server_conf(apr_pool_t *p, void *basev, void *addv);
 void *sl_create_dir_conf(apr_pool_t *p, char *dir);
