@@ -131,7 +131,8 @@ void sl_slot_give(sl_txn_t *t, apr_uint32_t i);
 
 /* Entry i becomes the most recently used. */
 void sl_lru_touch(sl_txn_t *t, apr_uint32_t i, sl_entry_t *e);
-/* Entry i leaves its chain and the LRU list with its chunks. */
+/* Entry i and its chunks go back to the free slots, out of its chain and
+ * the LRU list. */
 void sl_entry_drop(sl_txn_t *t, apr_uint32_t i);
 /* q's entry, or SL_NIL. */
 apr_uint32_t sl_entry_find(sl_txn_t *t, const sl_shm_op_t *q);
