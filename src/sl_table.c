@@ -53,6 +53,7 @@
 #endif
 #include "sl_table.h"
 
+#include "sl_ident.h"
 #include "sl_siphash.h"
 
 #include <apr_general.h>

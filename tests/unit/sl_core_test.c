@@ -1,6 +1,10 @@
 /* Unit tests of the pure core (src/sl_core.c): parsers, keys, the script
  * reply reader and the wire formats. No server needed. */
-#include "sl_core.h"
+#include "sl_ident.h"
+#include "sl_limit.h"
+#include "sl_reply.h"
+#include "sl_url.h"
+#include "sl_wire.h"
 
 #include <apr_general.h>
 #include <apr_strings.h>
