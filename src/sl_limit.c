@@ -343,11 +343,14 @@ static const char *sl_limit_check(apr_pool_t *p, sl_limit_t *l)
                 ? l->burst
                 : l->requests);
     }
-    if (l->burst && l->algorithm != SL_ALG_GCRA &&
-        l->algorithm != SL_ALG_UNSET) {
-        return apr_psprintf(
-            p, "'burst=%" APR_INT64_T_FMT "' only applies to algorithm=gcra",
-            l->burst);
+    /* The section's SlidingLimitAlgorithm may come later or be inherited,
+     * so a burst= that would silently do nothing is refused here: on the
+     * line, whatever the section says. */
+    if (l->burst && l->algorithm != SL_ALG_GCRA) {
+        return apr_psprintf(p,
+                            "'burst=%" APR_INT64_T_FMT
+                            "' needs algorithm=gcra on the same line",
+                            l->burst);
     }
     /* GCRA keeps a TAT up to tau = burst * WINDOW / REQUESTS ahead of now,
      * and its key lives that long: bounded like a window, so the TAT stays

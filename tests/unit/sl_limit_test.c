@@ -78,6 +78,9 @@ static void test_limits(apr_pool_t *p)
         "0 1m", "abc 1m", "10", "10 1w", "10 1m foo=bar",
         "10 1m name=", "10 1m name=a b", "10 1m algorithm=x", "10 1m burst=0",
         "10 1m algorithm=log burst=5", "10 1m name=a\"b",
+        /* burst= without algorithm=gcra on its line, whatever the section's
+         * SlidingLimitAlgorithm says */
+        "10 1m burst=5",
         /* GCRA tolerance beyond 366d */
         "1 366d algorithm=gcra burst=100000000",
         "1 1d algorithm=gcra burst=367"};
