@@ -90,7 +90,7 @@ const char *sl_json_string(apr_pool_t *p, const char *s)
     return out;
 }
 
-static apr_int64_t sl_reset_seconds(apr_int64_t us)
+apr_int64_t sl_reset_seconds(apr_int64_t us)
 {
     return us <= 0 ? 0 : sl_ceil_seconds(us);
 }

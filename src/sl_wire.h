@@ -23,9 +23,15 @@ int sl_is_token(const char *s);
  * the longest wait, otherwise the fewest remaining, ties to the longer t. */
 int sl_decision_pick(const sl_decision_t *d);
 
-/* Whole seconds, rounded up, at least 1: never earlier than the true time. */
+/* Whole seconds, rounded up, at least 1: never earlier than the true time.
+ * Retry-After and a window are never 0 seconds. */
 apr_int64_t sl_ceil_seconds(apr_int64_t us);
 apr_int64_t sl_retry_after(const sl_decision_t *d);
+
+/* The same rounded up, except that 0 (or less) stays 0: a reset, where 0
+ * says that the whole quota is there now (RateLimit's t=,
+ * RateLimit-Reset). */
+apr_int64_t sl_reset_seconds(apr_int64_t us);
 
 /* Header sets; add(ctx, name, value) is called once per header. */
 typedef void sl_header_fn(void *ctx, const char *name, const char *value);

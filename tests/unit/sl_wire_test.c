@@ -35,6 +35,9 @@ static void test_pick(apr_pool_t *p)
     EXPECT(sl_ceil_seconds(1) == 1 && sl_ceil_seconds(1000000) == 1 &&
                sl_ceil_seconds(1000001) == 2 && sl_ceil_seconds(0) == 1,
            "ceil seconds");
+    EXPECT(sl_reset_seconds(0) == 0 && sl_reset_seconds(-1) == 0 &&
+               sl_reset_seconds(1) == 1 && sl_reset_seconds(1000001) == 2,
+           "a reset rounds up the same, and 0 stays 0");
 }
 
 struct hdrs {
