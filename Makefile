@@ -159,12 +159,12 @@ SEED      ?= 1
 IDS       ?= 10000
 APR_CFLAGS = $(shell apr-1-config --includes 2>/dev/null || echo -I/usr/include/apr-1.0)
 
-bench/results/accuracy: bench/accuracy.c src/sl_algo.c src/sl_algo.h src/sl_core.h
+bench/results/accuracy: bench/accuracy.c src/sl_algo.c src/sl_algo.h src/sl_reply.h
 	@mkdir -p bench/results
 	$(CC) -std=gnu99 -O2 -Wall -Wextra $(APR_CFLAGS) -Isrc -o $@ \
 	    bench/accuracy.c src/sl_algo.c -lm
 
-bench/results/accuracy-replay: bench/accuracy_replay.c src/sl_algo.c src/sl_algo.h src/sl_core.h
+bench/results/accuracy-replay: bench/accuracy_replay.c src/sl_algo.c src/sl_algo.h src/sl_reply.h
 	@mkdir -p bench/results
 	$(CC) -std=gnu99 -O2 -Wall -Wextra $(APR_CFLAGS) -Isrc -o $@ \
 	    bench/accuracy_replay.c src/sl_algo.c -lm

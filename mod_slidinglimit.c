@@ -17,7 +17,11 @@
  *   src/sl_stats.c      counters and the status page's text
  *   src/sl_inspect.c    the status handler's look at one client, its reset
  *   src/sl_forgery.c    a reset a page of another site asked for (pure)
- *   src/sl_core.c       limits, keys, script replies, wire formats (pure)
+ *   src/sl_limit.c      a SlidingLimit line, its parsers, a budget (pure)
+ *   src/sl_ident.c      identities, store keys, hash tags, slots (pure)
+ *   src/sl_url.c        SlidingLimitStore's URL, redacted (pure)
+ *   src/sl_reply.c      the store's reply: a decision (pure)
+ *   src/sl_wire.c       quota headers, Retry-After, JSON bodies (pure)
  *   src/sl_algo.c       the algorithms in C (pure)
  *   src/sl_proc.h       per-process state */
 

@@ -39,7 +39,7 @@
 --
 -- Numbers are Lua 5.1 doubles. Times are microseconds since the epoch
 -- (about 1.8e15, below 2^53, so whole microseconds are exact), and the
--- bounds below (those of sl_core.c) keep every stored value exact.
+-- bounds below (those of sl_limit.c) keep every stored value exact.
 -- src/sl_algo.c repeats this math for the shm store, operation for
 -- operation; change both together.
 --

@@ -10,7 +10,7 @@
 
 #include <apr.h>
 
-#include "sl_core.h"
+#include "sl_reply.h"
 
 /* One limit's answer, as the script's (ok, r, r0, rs, rs0). */
 typedef struct sl_eval {

@@ -4,7 +4,7 @@
  * never finishes, and never back while the segment lives, so a READY
  * slot's name can be read without a lock. */
 #include "sl_claim.h"
-#include "sl_core.h"
+#include "sl_ident.h"
 
 #include <apr_atomic.h>
 #include <apr_time.h>

@@ -7,7 +7,9 @@
 #include "http_config.h"
 #include "ap_expr.h"
 
-#include "sl_core.h"
+#include "sl_limit.h"
+#include "sl_url.h"
+#include "sl_wire.h"
 
 struct sl_proc;
 struct sl_store;

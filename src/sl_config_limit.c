@@ -252,15 +252,8 @@ static const char *sl_limit_compile(cmd_parms *cmd, sl_limit_t *l)
                                             l->cost_expr, err));
         }
     }
-    /* The section's SlidingLimitAlgorithm may come later or be inherited,
-     * so a burst= that would silently do nothing is refused here. */
-    if (l->burst && l->algorithm != SL_ALG_GCRA) {
-        return sl_err(cmd, apr_psprintf(cmd->pool,
-                                        "'burst=%" APR_INT64_T_FMT
-                                        "' needs algorithm=gcra on the "
-                                        "same line",
-                                        l->burst));
-    }
+    /* burst= without algorithm=gcra on its line is sl_parse_limit's to
+     * refuse (sl_limit.c): the section's algorithm may come later. */
     return NULL;
 }
 

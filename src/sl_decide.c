@@ -11,9 +11,12 @@
 
 #include "apr_strings.h"
 
+#include "sl_ident.h"
 #include "sl_key.h"
 #include "sl_outcome.h"
+#include "sl_reply.h"
 #include "sl_store.h"
+#include "sl_wire.h"
 
 #include <string.h>
 

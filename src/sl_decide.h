@@ -8,6 +8,7 @@
 #include "httpd.h"
 
 #include "sl_config.h"
+#include "sl_limit.h"
 
 /* The fixups of a request under dc's limits: DECLINED when it passes, else
  * what the hook returns (the refusal's status, or DONE once answered). Only

@@ -27,7 +27,8 @@
 #ifndef SL_DENYCACHE_H
 #define SL_DENYCACHE_H
 
-#include "sl_core.h"
+#include "sl_limit.h"
+#include "sl_reply.h"
 
 typedef struct sl_denycache_shm sl_denycache_shm_t;
 typedef struct sl_denycache sl_denycache_t;

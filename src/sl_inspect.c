@@ -15,7 +15,10 @@
 #include "sl_decide.h"
 #include "sl_forgery.h"
 #include "sl_key.h"
+#include "sl_limit.h"
+#include "sl_reply.h"
 #include "sl_store.h"
+#include "sl_wire.h"
 
 #include <string.h>
 

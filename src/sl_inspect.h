@@ -5,7 +5,7 @@
  * with:NAME= for those that only choose the section) and the client as a
  * key source would see it (ip=, user=, header:NAME=, env:NAME=, expr=,
  * none=); the keys are made by the request's own functions (sl_key.c,
- * sl_core.c).
+ * sl_ident.c).
  * GET shows each limit's state, read without a write; POST deletes the
  * budgets on the store (and in the local fallback's table) and forgets
  * their refusals in the deny cache every child reads, then shows the state.

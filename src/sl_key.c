@@ -1,4 +1,5 @@
 #include "sl_key.h"
+#include "sl_ident.h"
 
 #include "http_log.h"
 #include "apr_base64.h"

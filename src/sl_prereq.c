@@ -3,6 +3,7 @@
  * sl_prereq.h). */
 #include "sl_prereq.h"
 #include "sl_claim.h"
+#include "sl_wire.h"
 
 #include <apr_atomic.h>
 #include <apr_sha1.h>

@@ -5,7 +5,7 @@
 #ifndef SL_PREREQ_H
 #define SL_PREREQ_H
 
-#include "sl_core.h"
+#include "sl_url.h"
 
 /* What INFO said; fields it did not say stay unknown. */
 typedef struct sl_info {

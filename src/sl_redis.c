@@ -2,6 +2,7 @@
  * (through the pipeline or direct), and what its reply means. Connections
  * are sl_conn.c's, the pipeline sl_pipe.c's, routing sl_topology.c's. */
 #include "sl_redis_private.h"
+#include "sl_ident.h"
 #include "sl_scripts.h"
 
 #include <apr_sha1.h>

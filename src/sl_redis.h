@@ -5,7 +5,9 @@
 #define SL_REDIS_H
 
 #include "sl_breaker.h"
-#include "sl_core.h"
+#include "sl_limit.h"
+#include "sl_reply.h"
+#include "sl_url.h"
 
 typedef struct sl_redis sl_redis_t;
 

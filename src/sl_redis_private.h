@@ -9,6 +9,7 @@
 #include "sl_redis.h"
 #include "sl_sentinel.h"
 #include "sl_transport.h"
+#include "sl_url.h"
 
 #include <apr_atomic.h>
 #include <apr_thread_mutex.h>

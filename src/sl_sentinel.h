@@ -6,7 +6,7 @@
 #ifndef SL_SENTINEL_H
 #define SL_SENTINEL_H
 
-#include "sl_core.h"
+#include "sl_url.h"
 #include "sl_transport.h"
 
 typedef struct sl_sentinel {

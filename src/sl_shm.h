@@ -7,7 +7,8 @@
 #define SL_SHM_H
 
 #include "httpd.h"
-#include "sl_core.h"
+#include "sl_limit.h"
+#include "sl_reply.h"
 
 typedef struct sl_shm sl_shm_t;
 

@@ -3,7 +3,7 @@
  * at (the shm store's stripes and hash chains). Our own code (APR's
  * apr_siphash24 needs APR-util 1.6), pinned by the reference vectors in
  * tests/unit/sl_siphash_test.c. For spreading names
- * that only the configuration chooses, sl_fnv1a (sl_core.h) is enough. */
+ * that only the configuration chooses, sl_fnv1a (sl_ident.h) is enough. */
 #ifndef SL_SIPHASH_H
 #define SL_SIPHASH_H
 

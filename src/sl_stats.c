@@ -4,6 +4,7 @@
 #include "sl_stats.h"
 #include "sl_atomic.h"
 #include "sl_claim.h"
+#include "sl_ident.h"
 #include "sl_shm.h"
 
 #include "http_config.h"

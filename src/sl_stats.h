@@ -6,7 +6,7 @@
 
 #include "httpd.h"
 #include "sl_breaker.h"
-#include "sl_core.h"
+#include "sl_limit.h"
 #include "sl_outcome.h"
 
 typedef struct sl_stats sl_stats_t;

@@ -6,8 +6,11 @@
 
 #include "httpd.h"
 
+#include "sl_limit.h"
 #include "sl_proc.h"
 #include "sl_redis.h"
+#include "sl_reply.h"
+#include "sl_url.h"
 
 typedef struct sl_store {
     const sl_store_url_t *url; /* NULL: the shm store */

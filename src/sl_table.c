@@ -58,6 +58,8 @@
 #endif
 #include "sl_table_private.h"
 
+#include "sl_ident.h"
+
 #include <stddef.h>
 #include <string.h>
 

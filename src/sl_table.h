@@ -8,7 +8,8 @@
 #include <apr_pools.h>
 
 #include "sl_algo.h"
-#include "sl_core.h"
+#include "sl_limit.h"
+#include "sl_reply.h"
 #include "sl_siphash.h"
 
 /* Sizing, for the documentation and the size directive: every store key

@@ -2,6 +2,7 @@
  * agree on: what each algorithm admits, and the remaining/reset values the
  * script lua/sl_check.lua defines. No server, no store. */
 #include "sl_algo.h"
+#include "sl_limit.h"
 
 #include <apr_general.h>
 

@@ -1,0 +1,440 @@
+#include "sl_limit.h"
+
+#include <apr_base64.h>
+#include <apr_lib.h>
+#include <apr_sha1.h>
+#include <apr_strings.h>
+
+#include <errno.h>
+#include <string.h>
+
+/* Longest window and largest quota. Times stay below 2^53 us, where doubles
+ * stop being exact; the few products beyond it (prev * window in the
+ * counter) are divided back down before they are compared or rounded. */
+#define SL_MAX_WINDOW   (apr_int64_t)(366 * 86400) * APR_USEC_PER_SEC
+#define SL_MAX_REQUESTS 100000000
+#define SL_MAX_COUNT    16
+/* cost-unit=: up to 1 TiB, e.g. bytes to GiB. */
+#define SL_MAX_COST_UNIT ((apr_int64_t) 1 << 40)
+
+const char *sl_parse_int(apr_pool_t *p, const char *s, apr_int64_t min,
+                         apr_int64_t max, apr_int64_t *out)
+{
+    char *end;
+    apr_int64_t v;
+
+    if (!s || !*s || !apr_isdigit(*s)) {
+        return apr_psprintf(p, "'%s' is not a whole number", s ? s : "");
+    }
+    errno = 0;
+    v = apr_strtoi64(s, &end, 10);
+    if (errno || *end) {
+        return apr_psprintf(p, "'%s' is not a whole number", s);
+    }
+    if (v < min || v > max) {
+        return apr_psprintf(p,
+                            "'%s' is out of range (%" APR_INT64_T_FMT
+                            "..%" APR_INT64_T_FMT ")",
+                            s, min, max);
+    }
+    *out = v;
+    return NULL;
+}
+
+const char *sl_parse_duration(apr_pool_t *p, const char *s, apr_int64_t *us)
+{
+    static const struct {
+        const char *unit;
+        apr_int64_t us;
+    } units[] = {{"", APR_USEC_PER_SEC},         {"ms", 1000},
+                 {"s", APR_USEC_PER_SEC},        {"m", 60 * APR_USEC_PER_SEC},
+                 {"min", 60 * APR_USEC_PER_SEC}, {"h", 3600 * APR_USEC_PER_SEC},
+                 {"d", 86400 * APR_USEC_PER_SEC}};
+    char *end;
+    apr_int64_t v;
+    size_t i;
+
+    if (!s || !apr_isdigit(*s)) {
+        return apr_psprintf(p, "'%s' is not a duration (e.g. 500ms, 30s, 1m)",
+                            s ? s : "");
+    }
+    errno = 0;
+    v = apr_strtoi64(s, &end, 10);
+    if (errno || v <= 0) {
+        return apr_psprintf(p, "'%s' is not a positive duration", s);
+    }
+    for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+        if (!strcasecmp(end, units[i].unit)) {
+            if (v > SL_MAX_WINDOW / units[i].us) {
+                return apr_psprintf(p, "'%s' is too long (at most 366d)", s);
+            }
+            *us = v * units[i].us;
+            return NULL;
+        }
+    }
+    return apr_psprintf(
+        p, "'%s' has an unknown unit (use ms, s, m or min, h or d)", s);
+}
+
+const char *sl_format_duration(apr_pool_t *p, apr_int64_t us)
+{
+    static const struct {
+        const char *unit;
+        apr_int64_t us;
+    } units[] = {{"d", 86400 * APR_USEC_PER_SEC},
+                 {"h", 3600 * APR_USEC_PER_SEC},
+                 {"m", 60 * APR_USEC_PER_SEC},
+                 {"s", APR_USEC_PER_SEC},
+                 {"ms", 1000}};
+    size_t i;
+
+    for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+        if (us % units[i].us == 0) {
+            return apr_psprintf(p, "%" APR_INT64_T_FMT "%s", us / units[i].us,
+                                units[i].unit);
+        }
+    }
+    return apr_psprintf(p, "%" APR_INT64_T_FMT "us", us);
+}
+
+const char *sl_parse_algorithm(apr_pool_t *p, const char *s, int *alg)
+{
+    if (!strcasecmp(s, "log")) {
+        *alg = SL_ALG_LOG;
+    }
+    else if (!strcasecmp(s, "counter")) {
+        *alg = SL_ALG_COUNTER;
+    }
+    else if (!strcasecmp(s, "gcra")) {
+        *alg = SL_ALG_GCRA;
+    }
+    else {
+        return apr_psprintf(p, "'%s' is not an algorithm (log, counter, gcra)",
+                            s);
+    }
+    return NULL;
+}
+
+char sl_algorithm_code(int alg)
+{
+    return alg == SL_ALG_COUNTER ? 'c' : alg == SL_ALG_GCRA ? 'g' : 'l';
+}
+
+const char *sl_algorithm_name(int alg)
+{
+    return alg == SL_ALG_COUNTER ? "counter"
+           : alg == SL_ALG_GCRA  ? "gcra"
+                                 : "log";
+}
+
+/* base64 of the first n bytes of SHA-1(data), without padding: 12 bytes give
+ * 16 characters. '+' and '/' are harmless in keys; braces never appear.
+ * Policy ids keep 96 bits: a tenant who names a policy in .htaccess would
+ * need about 2^96 tries to land on the id of another (48 bits, as they
+ * once were, are within reach of a search offline). */
+static const char *sl_hash(apr_pool_t *p, const char *data, apr_size_t len,
+                           int n)
+{
+    unsigned char digest[APR_SHA1_DIGESTSIZE];
+    apr_sha1_ctx_t ctx;
+    char *out = apr_palloc(p, apr_base64_encode_len(n));
+
+    apr_sha1_init(&ctx);
+    apr_sha1_update_binary(&ctx, (const unsigned char *) data, len);
+    apr_sha1_final(digest, &ctx);
+    /* n is a multiple of 3 here, so there is no padding to strip. */
+    apr_base64_encode_binary(out, digest, n);
+    return out;
+}
+
+/* count=STATUS[,STATUS...]: final statuses 100-599, each listed once. */
+static const char *sl_parse_count(apr_pool_t *p, const char *arg,
+                                  const char *val, sl_limit_t *l)
+{
+    int *st = apr_pcalloc(p, sizeof(*st) * SL_MAX_COUNT);
+    char *list = apr_pstrdup(p, val), *tok, *last;
+    int n = 0, i;
+
+    for (tok = apr_strtok(list, ",", &last); tok;
+         tok = apr_strtok(NULL, ",", &last)) {
+        apr_int64_t v;
+        if (sl_parse_int(p, tok, 100, 599, &v)) {
+            return apr_psprintf(p, "'%s': '%s' is not an HTTP status (100-599)",
+                                arg, tok);
+        }
+        for (i = 0; i < n; i++) {
+            if (st[i] == (int) v) {
+                return apr_psprintf(p, "'%s': %s is listed twice", arg, tok);
+            }
+        }
+        if (n == SL_MAX_COUNT) {
+            return apr_psprintf(p, "'%s': at most %d statuses", arg,
+                                SL_MAX_COUNT);
+        }
+        st[n++] = (int) v;
+    }
+    /* apr_strtok skips empty fields: "count=,401" or "401,,403" is a
+     * typo, not a list. */
+    if (!n || *val == ',' || val[strlen(val) - 1] == ',' || strstr(val, ",,")) {
+        return apr_psprintf(p, "'%s': expected count=STATUS[,STATUS...]", arg);
+    }
+    l->count = st;
+    l->ncount = n;
+    return NULL;
+}
+
+void sl_limit_scope(apr_pool_t *p, sl_limit_t *l, const char *scope)
+{
+    const char *basis = apr_pstrcat(p, "n\n", scope, "\n", l->name, NULL);
+
+    l->id = sl_hash(p, basis, strlen(basis), SL_POLICY_ID_BYTES);
+}
+
+int sl_limit_counts(const sl_limit_t *l, int status)
+{
+    int i;
+
+    if (!l->count) {
+        return 1;
+    }
+    for (i = 0; i < l->ncount; i++) {
+        if (l->count[i] == status) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int sl_valid_name(const char *s)
+{
+    if (!*s || strlen(s) > 64) {
+        return 0;
+    }
+    for (; *s; s++) {
+        if (!apr_isalnum(*s) && !strchr("-_.:/@", *s)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* A named policy is one budget wherever it is used; an unnamed one is its
+ * sections, its own values and, inside a virtual host, the host's name: so
+ * it is stable across restarts and across servers whose configuration
+ * agrees, and name-based hosts on one address keep their own. */
+static const char *sl_limit_id(apr_pool_t *p, const sl_limit_t *l,
+                               const char *host)
+{
+    const char *basis;
+
+    if (l->named) {
+        basis = apr_pstrcat(p, "n\n", l->name, NULL);
+    }
+    else {
+        basis = apr_psprintf(p,
+                             "s\n%s\n%" APR_INT64_T_FMT "\n%" APR_INT64_T_FMT
+                             "\n%" APR_INT64_T_FMT "%s%s",
+                             l->section, l->requests, l->window, l->burst,
+                             host ? "\nh\n" : "", host ? host : "");
+    }
+    return sl_hash(p, basis, strlen(basis), SL_POLICY_ID_BYTES);
+}
+
+void sl_limit_set_host(apr_pool_t *p, sl_limit_t *l, const char *host)
+{
+    if (!l->named) {
+        l->id = sl_limit_id(p, l, host);
+    }
+}
+
+/* One NAME=VALUE option of a SlidingLimit line, into l. */
+static const char *sl_parse_option(apr_pool_t *p, const char *arg,
+                                   sl_limit_t *l)
+{
+    const char *err;
+    const char *eq = strchr(arg, '=');
+    const char *val = eq ? eq + 1 : "";
+    apr_size_t klen = eq ? (apr_size_t) (eq - arg) : 0;
+
+    if (klen == 4 && !strncasecmp(arg, "name", 4)) {
+        if (!sl_valid_name(val)) {
+            return apr_psprintf(p,
+                                "'%s': a name is 1-64 characters of "
+                                "letters, digits and -_.:/@",
+                                arg);
+        }
+        l->name = val;
+        l->named = 1;
+    }
+    else if (klen == 9 && !strncasecmp(arg, "algorithm", 9)) {
+        if ((err = sl_parse_algorithm(p, val, &l->algorithm))) {
+            return err;
+        }
+    }
+    else if (klen == 5 && !strncasecmp(arg, "burst", 5)) {
+        if ((err = sl_parse_int(p, val, 1, SL_MAX_REQUESTS, &l->burst))) {
+            return apr_pstrcat(p, "burst ", err, NULL);
+        }
+    }
+    else if (klen == 4 && !strncasecmp(arg, "cost", 4) &&
+             (l->cost_expr || l->cost != 1)) {
+        return apr_psprintf(p, "'%s': cost= is given twice", arg);
+    }
+    else if (klen == 4 && !strncasecmp(arg, "cost", 4) &&
+             !strncasecmp(val, "expr:", 5)) {
+        if (!val[5]) {
+            return apr_psprintf(p, "'%s': needs an expression", arg);
+        }
+        l->cost_expr = val + 5;
+    }
+    else if (klen == 4 && !strncasecmp(arg, "cost", 4)) {
+        if ((err = sl_parse_int(p, val, 1, SL_MAX_REQUESTS, &l->cost))) {
+            return apr_pstrcat(p, "cost ", err, NULL);
+        }
+    }
+    else if (klen == 9 && !strncasecmp(arg, "cost-unit", 9)) {
+        if ((err = sl_parse_int(p, val, 1, SL_MAX_COST_UNIT, &l->cost_unit))) {
+            return apr_pstrcat(p, "cost-unit ", err, NULL);
+        }
+    }
+    else if (klen == 5 && !strncasecmp(arg, "block", 5)) {
+        if ((err = sl_parse_duration(p, val, &l->block))) {
+            return apr_pstrcat(p, "block ", err, NULL);
+        }
+    }
+    else if (klen == 5 && !strncasecmp(arg, "count", 5)) {
+        if ((err = sl_parse_count(p, arg, val, l))) {
+            return err;
+        }
+    }
+    else {
+        return apr_psprintf(p,
+                            "unknown option '%s' (expected name=, "
+                            "algorithm=, burst=, cost=, cost-unit=, "
+                            "block= or count=)",
+                            arg);
+    }
+    return NULL;
+}
+
+/* What the options of one line must agree on, once all are read. */
+static const char *sl_limit_check(apr_pool_t *p, sl_limit_t *l)
+{
+    double tau;
+
+    if (l->cost_unit && !l->cost_expr) {
+        return apr_psprintf(p,
+                            "'cost-unit=%" APR_INT64_T_FMT
+                            "' needs cost=expr: on the same line",
+                            l->cost_unit);
+    }
+    if (!l->cost_unit) {
+        l->cost_unit = 1;
+    }
+    /* A request that costs more than the limit holds could never pass. */
+    if (l->cost > l->requests ||
+        (l->algorithm == SL_ALG_GCRA && l->burst && l->cost > l->burst)) {
+        return apr_psprintf(
+            p,
+            "'cost=%" APR_INT64_T_FMT
+            "' is more than the limit holds (%" APR_INT64_T_FMT ")",
+            l->cost,
+            l->algorithm == SL_ALG_GCRA && l->burst && l->burst < l->requests
+                ? l->burst
+                : l->requests);
+    }
+    /* The section's SlidingLimitAlgorithm may come later or be inherited,
+     * so a burst= that would silently do nothing is refused here: on the
+     * line, whatever the section says. */
+    if (l->burst && l->algorithm != SL_ALG_GCRA) {
+        return apr_psprintf(p,
+                            "'burst=%" APR_INT64_T_FMT
+                            "' needs algorithm=gcra on the same line",
+                            l->burst);
+    }
+    /* GCRA keeps a TAT up to tau = burst * WINDOW / REQUESTS ahead of now,
+     * and its key lives that long: bounded like a window, so the TAT stays
+     * an exact double and the TTL one that SET PX takes. In doubles: the
+     * product can pass 2^63, and only the boundary rounds. */
+    tau = (double) l->burst * (double) l->window / (double) l->requests;
+    if (l->burst && tau > (double) SL_MAX_WINDOW) {
+        return apr_psprintf(p,
+                            "'burst=%" APR_INT64_T_FMT
+                            "': the tolerance burst x WINDOW / REQUESTS is "
+                            "%.1f days, more than 366d",
+                            l->burst, tau / (86400.0 * APR_USEC_PER_SEC));
+    }
+    return NULL;
+}
+
+const char *sl_parse_limit(apr_pool_t *p, int argc, char *const argv[],
+                           const char *section, sl_limit_t **out)
+{
+    sl_limit_t *l = apr_pcalloc(p, sizeof(*l));
+    const char *err;
+    int i;
+
+    if (argc < 2) {
+        return "needs REQUESTS WINDOW (or 'off')";
+    }
+    if ((err = sl_parse_int(p, argv[0], 1, SL_MAX_REQUESTS, &l->requests))) {
+        return apr_pstrcat(p, "REQUESTS ", err, NULL);
+    }
+    if ((err = sl_parse_duration(p, argv[1], &l->window))) {
+        return apr_pstrcat(p, "WINDOW ", err, NULL);
+    }
+    l->algorithm = SL_ALG_UNSET;
+    l->cost = 1;
+    for (i = 2; i < argc; i++) {
+        if ((err = sl_parse_option(p, argv[i], l))) {
+            return err;
+        }
+    }
+    if ((err = sl_limit_check(p, l))) {
+        return err;
+    }
+    if (!l->name) {
+        l->name = apr_psprintf(p, "%" APR_INT64_T_FMT "-per-%s", l->requests,
+                               sl_format_duration(p, l->window));
+    }
+    l->section = section ? section : "";
+    l->id = sl_limit_id(p, l, NULL);
+    *out = l;
+    return NULL;
+}
+
+int sl_cost_of(const char *v, apr_int64_t unit, apr_int64_t max,
+               apr_int64_t *cost)
+{
+    apr_int64_t n = 0, c;
+    int over = 0;
+    const char *s;
+
+    /* Every character is a digit before any is counted: "99...9x" is not
+     * a number however large its digits are. */
+    for (s = v ? v : ""; *s; s++) {
+        if (!apr_isdigit(*s)) {
+            return SL_COST_BAD;
+        }
+    }
+    for (s = v ? v : ""; *s && !over; s++) {
+        if (!(over = n > (APR_INT64_MAX - 9) / 10)) {
+            n = n * 10 + (*s - '0');
+        }
+    }
+    if (over || unit < 1) {
+        return SL_COST_OVER;
+    }
+    c = n / unit + (n % unit != 0);
+    c = c < 1 ? 1 : c;
+    if (c > max) {
+        return SL_COST_OVER;
+    }
+    *cost = c;
+    return SL_COST_OK;
+}
+
+apr_int64_t sl_budget_capacity(const sl_budget_t *b)
+{
+    return b->algorithm == SL_ALG_GCRA && b->burst ? b->burst : b->requests;
+}

@@ -1,0 +1,109 @@
+/* A SlidingLimit line: its values, their parsers, the policy id, and the
+ * budget it becomes for one request (sl_budget_t, what a store decides).
+ * Pure: APR only, no httpd.h (tests/unit/sl_limit_test.c). */
+#ifndef SL_LIMIT_H
+#define SL_LIMIT_H
+
+#include <apr_pools.h>
+#include <apr_time.h>
+
+#define SL_ALG_UNSET   -1
+#define SL_ALG_LOG     0
+#define SL_ALG_COUNTER 1
+#define SL_ALG_GCRA    2
+
+#define SL_POLICY_ID_BYTES 12
+
+typedef struct sl_limit {
+    const char *name;     /* policy name in headers, logs and metrics */
+    const char *id;       /* stable policy id (part of store keys): 16
+                             characters, 96 bits of SHA-1 */
+    apr_int64_t requests; /* quota */
+    apr_int64_t window;   /* rolling window, microseconds */
+    apr_int64_t burst;    /* gcra tolerance in requests; 0: requests */
+    int algorithm;        /* SL_ALG_*; SL_ALG_UNSET: the section default */
+    int named;            /* name= was given: shared across sections */
+    const char *section;  /* the enclosing sections (see sl_parse_limit) */
+    /* the metrics' policy label (sl_stats_policy), made once when the line
+     * is read; NULL: name */
+    const char *label;
+    apr_int64_t cost; /* units per request (cost=); 1 by default */
+    /* cost=expr:STRING: the expression's text (NULL: cost= is fixed), its
+     * compiled form (an ap_expr_info_t *, made by sl_config.c: the core
+     * has no httpd.h), and cost-unit= (1 by default). */
+    const char *cost_expr;
+    const void *cost_prog;
+    apr_int64_t cost_unit;
+    apr_int64_t block; /* block=, microseconds; 0: none */
+    /* count=: the final statuses that count, NULL: every status. The
+     * request is reserved at the decision and given back afterwards when
+     * its status is not listed. */
+    const int *count;
+    int ncount;
+} sl_limit_t;
+
+/* One limit as it is sent to a store. */
+typedef struct sl_budget {
+    const char *key;
+    apr_size_t key_len;
+    /* The store that decides it (sl_store_url_t.tag): two virtual hosts
+     * with their own stores and one key prefix make the same keys, which
+     * are still two budgets. */
+    apr_uint32_t store;
+    int algorithm;
+    apr_int64_t requests;
+    apr_int64_t window;
+    apr_int64_t burst;
+    apr_int64_t cost;  /* units this request consumes; 0 or 1: one */
+    apr_int64_t block; /* microseconds; 0: none */
+    /* count=: an admission is a reservation that may be given back, so
+     * neither its exhaustion nor a refusal is answered from the deny cache
+     * (a give-back can free room before the reset). */
+    int reserve;
+} sl_budget_t;
+
+/* Every parser returns NULL on success or an error message naming the bad
+ * token, allocated from p. */
+const char *sl_parse_duration(apr_pool_t *p, const char *s, apr_int64_t *us);
+const char *sl_parse_int(apr_pool_t *p, const char *s, apr_int64_t min,
+                         apr_int64_t max, apr_int64_t *out);
+const char *sl_parse_algorithm(apr_pool_t *p, const char *s, int *alg);
+const char *sl_format_duration(apr_pool_t *p, apr_int64_t us);
+char sl_algorithm_code(int alg);
+const char *sl_algorithm_name(int alg);
+
+/* SlidingLimit REQUESTS WINDOW [name=] [algorithm=] [burst=] [cost=]
+ * [block=] [count=]; section names the enclosing configuration section and
+ * identifies unnamed limits. */
+const char *sl_parse_limit(apr_pool_t *p, int argc, char *const argv[],
+                           const char *section, sl_limit_t **out);
+
+/* An unnamed limit written inside a virtual host belongs to that host:
+ * host (its "ServerName:port") becomes part of the id. Named limits keep
+ * theirs. */
+void sl_limit_set_host(apr_pool_t *p, sl_limit_t *l, const char *host);
+
+/* Makes a named limit's budget the one of its name within scope only (the
+ * section text of an .htaccess file). */
+void sl_limit_scope(apr_pool_t *p, sl_limit_t *l, const char *scope);
+
+/* Whether a final status counts on a limit with count= (always without). */
+int sl_limit_counts(const sl_limit_t *l, int status);
+
+/* cost=expr:: what an expression's value v costs under a limit that holds
+ * max units: a whole decimal number (digits only: no sign, space, exponent
+ * or fraction) divided by unit and rounded up. Every request consumes at
+ * least one unit: an empty value and 0 cost 1, so that no client makes its
+ * requests free. SL_COST_OK with *cost set, SL_COST_BAD (not a whole
+ * number) or SL_COST_OVER (more than max, however many digits). */
+#define SL_COST_OK   0
+#define SL_COST_BAD  1
+#define SL_COST_OVER 2
+int sl_cost_of(const char *v, apr_int64_t unit, apr_int64_t max,
+               apr_int64_t *cost);
+
+/* The most units one request may cost under a budget: its burst under
+ * gcra, else its requests. */
+apr_int64_t sl_budget_capacity(const sl_budget_t *b);
+
+#endif

@@ -1,0 +1,271 @@
+/* Unit tests of a SlidingLimit line (src/sl_limit.c): durations, the
+ * line and its options, policy ids, what a cost= expression's value costs.
+ * No server needed. */
+#include "sl_limit.h"
+
+#include <apr_general.h>
+#include <apr_strings.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "sl_expect.h"
+
+static void test_durations(apr_pool_t *p)
+{
+    static const struct {
+        const char *in;
+        apr_int64_t us;
+    } good[] = {{"500ms", 500000},    {"30s", 30000000},
+                {"1m", 60000000},     {"2min", 120000000},
+                {"1h", 3600000000LL}, {"1d", 86400000000LL},
+                {"45", 45000000},     {"1MS", 1000}};
+    static const char *const bad[] = {"",
+                                      "0",
+                                      "-5s",
+                                      "1w",
+                                      "1.5s",
+                                      "s",
+                                      "10x",
+                                      " 1s",
+                                      "1s ",
+                                      "366000d",
+                                      "99999999999999999999"};
+    size_t i;
+
+    for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        apr_int64_t us = 0;
+        const char *err = sl_parse_duration(p, good[i].in, &us);
+        EXPECT(!err && us == good[i].us, "duration %s: %s", good[i].in,
+               err ? err : "wrong value");
+    }
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        apr_int64_t us = 0;
+        const char *err = sl_parse_duration(p, bad[i], &us);
+        EXPECT(err && strstr(err, bad[i]), "duration '%s' must be refused",
+               bad[i]);
+    }
+    {
+        /* The message names every unit that is accepted. */
+        apr_int64_t us = 0;
+        const char *err = sl_parse_duration(p, "15mins", &us);
+        EXPECT(err && strstr(err, "m or min,"), "units listed: %s",
+               err ? err : "");
+    }
+    EXPECT(!strcmp(sl_format_duration(p, 60000000), "1m"), "format 1m");
+    EXPECT(!strcmp(sl_format_duration(p, 1500000), "1500ms"), "format 1500ms");
+}
+
+static sl_limit_t *limit(apr_pool_t *p, const char *line, const char *section,
+                         const char **err)
+{
+    char **argv;
+    sl_limit_t *l = NULL;
+    int argc;
+
+    apr_tokenize_to_argv(line, &argv, p);
+    for (argc = 0; argv[argc]; argc++) {
+    }
+    *err = sl_parse_limit(p, argc, argv, section, &l);
+    return l;
+}
+
+static void test_limits(apr_pool_t *p)
+{
+    const char *err;
+    sl_limit_t *a, *b, *c, *d;
+    static const char *const bad[] = {
+        "0 1m", "abc 1m", "10", "10 1w", "10 1m foo=bar",
+        "10 1m name=", "10 1m name=a b", "10 1m algorithm=x", "10 1m burst=0",
+        "10 1m algorithm=log burst=5", "10 1m name=a\"b",
+        /* burst= without algorithm=gcra on its line, whatever the section's
+         * SlidingLimitAlgorithm says */
+        "10 1m burst=5",
+        /* GCRA tolerance beyond 366d */
+        "1 366d algorithm=gcra burst=100000000",
+        "1 1d algorithm=gcra burst=367"};
+    size_t i;
+
+    a = limit(p, "100 1m name=api", "<Location /a>\n", &err);
+    EXPECT(a && !err && a->requests == 100 && a->window == 60000000 &&
+               a->named && !strcmp(a->name, "api") &&
+               a->algorithm == SL_ALG_UNSET,
+           "named limit: %s", err ? err : "");
+    b = limit(p, "5 10s name=api", "<Location /b>\n", &err);
+    EXPECT(b && !strcmp(a->id, b->id), "same name, same budget everywhere");
+    c = limit(p, "100 1m", "<Location /a>\n", &err);
+    d = limit(p, "100 1m", "<Location /b>\n", &err);
+    EXPECT(c && d && strcmp(c->id, d->id), "unnamed: one budget per section");
+    EXPECT(!strcmp(c->name, "100-per-1m"), "unnamed name %s", c->name);
+    d = limit(p, "100 1m", "<Location /a>\n", &err);
+    EXPECT(!strcmp(c->id, d->id), "unnamed ids are stable");
+    {
+        const char *section = "<VirtualHost *:80>\n<Location /api>\n";
+        sl_limit_t *x = limit(p, "2 1m", section, &err);
+        sl_limit_t *y = limit(p, "2 1m", section, &err);
+        sl_limit_t *z = limit(p, "2 1m", section, &err);
+        sl_limit_t *n = limit(p, "2 1m name=shared", section, &err);
+        const char *named = n->id;
+        sl_limit_set_host(p, x, "a.example:0");
+        sl_limit_set_host(p, y, "b.example:0");
+        sl_limit_set_host(p, z, "a.example:0");
+        sl_limit_set_host(p, n, "a.example:0");
+        EXPECT(strcmp(x->id, y->id), "unnamed: one budget per virtual host");
+        EXPECT(!strcmp(x->id, z->id), "... the same for the same host");
+        EXPECT(!strcmp(n->id, named), "named: one budget across hosts");
+        EXPECT(strlen(x->id) == 16 && strlen(n->id) == 16,
+               "ids hold 96 bits (16 characters)");
+    }
+    d = limit(p, "100 60s algorithm=gcra burst=10", "<Location /a>\n", &err);
+    EXPECT(d && d->algorithm == SL_ALG_GCRA && d->burst == 10, "gcra burst");
+    d = limit(p, "1 1d algorithm=gcra burst=366", "", &err);
+    EXPECT(d && !err, "gcra tolerance of 366d: %s", err ? err : "");
+    d = limit(p, "1 1d algorithm=gcra burst=367", "", &err);
+    EXPECT(err && strstr(err, "burst=367") && strstr(err, "366d"),
+           "gcra tolerance above 366d: %s", err ? err : "accepted");
+    d = limit(p, "7 366d algorithm=gcra burst=7", "", &err);
+    EXPECT(d && !err, "gcra burst = requests at the longest window");
+    /* 96 bits of SHA-1("n\napi"), as t/lib/SL/Test.pm computes it. */
+    d = limit(p, "10 1m name=api", "", &err);
+    EXPECT(!strcmp(d->id, "f1T9dVjwyKc/0JjT"), "policy id vector: %s", d->id);
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        a = limit(p, bad[i], "", &err);
+        EXPECT(err != NULL, "'%s' must be refused", bad[i]);
+    }
+}
+
+/* cost=, block=, count=: bounded, and refused with the token named. */
+static void test_limit_options(apr_pool_t *p)
+{
+    static const struct {
+        const char *line, *named;
+    } bad[] = {{"10 1m cost=0", "'0'"},
+               {"10 1m cost=11", "cost=11"},
+               {"10 1m cost=x", "'x'"},
+               {"10 1m algorithm=gcra burst=2 cost=3", "cost=3"},
+               {"10 1m block=0", "'0'"},
+               {"10 1m block=1w", "'1w'"},
+               {"10 1m block=400d", "'400d'"},
+               {"10 1m count=", "count="},
+               {"10 1m count=401,", "count=401,"},
+               {"10 1m count=401,,403", "count=401,,403"},
+               {"10 1m count=99", "'99'"},
+               {"10 1m count=600", "'600'"},
+               {"10 1m count=abc", "'abc'"},
+               {"10 1m count=401,401", "401 is listed twice"},
+               {"10 1m count=400,401,402,403,404,405,406,407,408,409,410,411,"
+                "412,413,414,415,416",
+                "at most 16"}};
+    const char *err;
+    sl_limit_t *l;
+    size_t i;
+
+    l = limit(p, "10 1m cost=3 block=2s count=401,403", "", &err);
+    EXPECT(l && !err && l->cost == 3 && l->block == 2 * APR_USEC_PER_SEC &&
+               l->ncount == 2 && sl_limit_counts(l, 401) &&
+               sl_limit_counts(l, 403) && !sl_limit_counts(l, 200),
+           "cost, block, count: %s", err ? err : "");
+    l = limit(p, "10 1m", "", &err);
+    EXPECT(l && l->cost == 1 && !l->block && !l->count &&
+               sl_limit_counts(l, 200) && sl_limit_counts(l, 500),
+           "defaults: cost 1, no block, every status counts");
+    l = limit(p, "10 1m cost=10", "", &err);
+    EXPECT(l && l->cost == 10, "cost up to the limit");
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        l = limit(p, bad[i].line, "", &err);
+        EXPECT(err && strstr(err, bad[i].named), "'%s' refused naming %s: %s",
+               bad[i].line, bad[i].named, err ? err : "accepted");
+    }
+}
+
+/* cost=expr: and cost-unit=: the line, then what a value costs. */
+static void test_cost_expr(apr_pool_t *p)
+{
+    static const struct {
+        const char *v;
+        apr_int64_t unit, max;
+        int why;
+        apr_int64_t cost;
+    } cases[] = {
+        {"3", 1, 10, SL_COST_OK, 3},
+        {"10", 1, 10, SL_COST_OK, 10},
+        {"0005", 1, 10, SL_COST_OK, 5},
+        {"", 1, 10, SL_COST_OK, 1},
+        {"0", 1, 10, SL_COST_OK, 1},
+        {"0", 1024, 10, SL_COST_OK, 1},
+        {"1", 1024, 10, SL_COST_OK, 1},
+        {"1024", 1024, 10, SL_COST_OK, 1},
+        {"1025", 1024, 10, SL_COST_OK, 2},
+        {"3000", 1024, 10, SL_COST_OK, 3},
+        {"10240", 1024, 10, SL_COST_OK, 10},
+        {"10241", 1024, 10, SL_COST_OVER, 0},
+        {"11", 1, 10, SL_COST_OVER, 0},
+        {"9223372036854775807", 1, 10, SL_COST_OVER, 0},
+        {"9223372036854775808", 1, 10, SL_COST_OVER, 0},
+        {"99999999999999999999", 1024, 100000000, SL_COST_OVER, 0},
+        {"-1", 1, 10, SL_COST_BAD, 0},
+        {"+1", 1, 10, SL_COST_BAD, 0},
+        {" 5", 1, 10, SL_COST_BAD, 0},
+        {"5 ", 1, 10, SL_COST_BAD, 0},
+        {"5abc", 1, 10, SL_COST_BAD, 0},
+        {"1e9", 1, 10, SL_COST_BAD, 0},
+        {"1.5", 1, 10, SL_COST_BAD, 0},
+        {"0x10", 1, 10, SL_COST_BAD, 0},
+        {"99999999999999999999x", 1, 10, SL_COST_BAD, 0},
+    };
+    const char *err;
+    sl_limit_t *l;
+    size_t i;
+
+    l = limit(p, "10 1m cost=expr:%{HTTP:X-Batch}", "", &err);
+    EXPECT(l && !err && !strcmp(l->cost_expr, "%{HTTP:X-Batch}") &&
+               l->cost == 1 && l->cost_unit == 1,
+           "cost=expr: keeps the expression's text: %s", err ? err : "");
+    l = limit(p, "10 1m cost=EXPR:x cost-unit=1024", "", &err);
+    EXPECT(l && !err && !strcmp(l->cost_expr, "x") && l->cost_unit == 1024,
+           "cost-unit=: %s", err ? err : "");
+    l = limit(p, "10 1m cost=expr:", "", &err);
+    EXPECT(err && strstr(err, "cost=expr:"),
+           "cost=expr: without an "
+           "expression refused: %s",
+           err ? err : "accepted");
+    l = limit(p, "10 1m cost=3 cost=expr:x", "", &err);
+    EXPECT(err && strstr(err, "cost=expr:x"),
+           "cost= and cost=expr: refused: %s", err ? err : "accepted");
+    l = limit(p, "10 1m cost=2 cost-unit=1024", "", &err);
+    EXPECT(err && strstr(err, "cost-unit=1024"),
+           "cost-unit= without cost=expr: refused: %s", err ? err : "accepted");
+    l = limit(p, "10 1m cost=expr:x cost-unit=0", "", &err);
+    EXPECT(err && strstr(err, "'0'"), "cost-unit=0 refused: %s",
+           err ? err : "accepted");
+    l = limit(p, "10 1m cost=expr:x cost-unit=2TB", "", &err);
+    EXPECT(err && strstr(err, "'2TB'"), "cost-unit=2TB refused: %s",
+           err ? err : "accepted");
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        apr_int64_t cost = 0;
+        int why = sl_cost_of(cases[i].v, cases[i].unit, cases[i].max, &cost);
+        EXPECT(why == cases[i].why &&
+                   (why != SL_COST_OK || cost == cases[i].cost),
+               "'%s' / %" APR_INT64_T_FMT " under %" APR_INT64_T_FMT
+               ": %d, cost %" APR_INT64_T_FMT,
+               cases[i].v, cases[i].unit, cases[i].max, why, cost);
+    }
+    EXPECT(sl_cost_of(NULL, 1, 10, &(apr_int64_t){0}) == SL_COST_OK,
+           "no value costs 1");
+}
+
+int main(void)
+{
+    apr_pool_t *p;
+
+    apr_initialize();
+    apr_pool_create(&p, NULL);
+    test_durations(p);
+    test_limits(p);
+    test_limit_options(p);
+    test_cost_expr(p);
+    printf("sl_limit: %d passed, %d failed\n", passed, failed);
+    apr_terminate();
+    return failed ? 1 : 0;
+}
