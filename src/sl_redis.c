@@ -1,6 +1,7 @@
 /* The Redis store's decision: the script's arguments, one round trip
  * (through the pipeline or direct), and what its reply means. Connections
- * are sl_conn.c's, the pipeline sl_pipe.c's, routing sl_topology.c's. */
+ * are sl_conn.c's, the pipeline sl_pipe.c's, the protocol sl_resp.c's,
+ * routing sl_topology.c's. */
 #include "sl_redis_private.h"
 #include "sl_scripts.h"
 
@@ -140,104 +141,6 @@ void sl_redis_sentinel_auth(sl_redis_t *rs, const char *user,
 {
     rs->master.sentinel.user = user;
     rs->master.sentinel.password = password;
-}
-
-/* The script's integers, checked one by one. */
-static const char *sl_reply_integers(apr_pool_t *p, const redisReply *r,
-                                     long long **v)
-{
-    size_t i;
-
-    if (r->type != REDIS_REPLY_ARRAY) {
-        return apr_psprintf(p, "unexpected reply type %d", r->type);
-    }
-    *v = apr_palloc(p, sizeof(**v) * (r->elements + 1));
-    for (i = 0; i < r->elements; i++) {
-        if (r->element[i]->type != REDIS_REPLY_INTEGER) {
-            return apr_psprintf(p, "reply element %lu is not an integer",
-                                (unsigned long) i);
-        }
-        (*v)[i] = r->element[i]->integer;
-    }
-    return NULL;
-}
-
-static const char *sl_reply_decision(apr_pool_t *p, const redisReply *r, int n,
-                                     sl_decision_t *d)
-{
-    long long *v;
-    const char *err = sl_reply_integers(p, r, &v);
-
-    return err ? err : sl_decision_parse(p, v, r->elements, n, d);
-}
-
-/* Errors that leave the connection fine: the request's second trip
- * reloads the script or follows the redirection. Any other error may be
- * the connection's own state (NOAUTH after a restart with a password,
- * READONLY after a failover, LOADING): a new connection starts over, a
- * pooled one would fail every request it serves. */
-int sl_error_usable(const char *msg)
-{
-    return !strncmp(msg, "NOSCRIPT", 8) || !strncmp(msg, "MOVED ", 6) ||
-           !strncmp(msg, "ASK ", 4);
-}
-
-/* A store's error as the log shows it. Redis 6 and later close a
- * connection that sends a long command before AUTH with "Protocol error:
- * unauthenticated multibulk length", which says nothing of a password. */
-static const char *sl_error_text(apr_pool_t *p, const char *msg)
-{
-    if (!strncmp(msg, "NOAUTH", 6) || strstr(msg, "unauthenticated")) {
-        return apr_pstrcat(p, msg,
-                           " (the store requires authentication: give "
-                           "the password, or user:password, in "
-                           "SlidingLimitStore)",
-                           NULL);
-    }
-    return apr_pstrdup(p, msg);
-}
-
-static char *sl_resp_header(char *o, char type, apr_size_t n)
-{
-    char digits[24];
-    int k = 0;
-
-    *o++ = type;
-    do {
-        digits[k++] = (char) ('0' + n % 10);
-        n /= 10;
-    } while (n);
-    while (k) {
-        *o++ = digits[--k];
-    }
-    *o++ = '\r';
-    *o++ = '\n';
-    return o;
-}
-
-/* The command in RESP, as redisFormatCommandArgv makes it, but in the
- * request pool rather than malloc'd: it lives as long as its request. */
-const char *sl_resp_format(apr_pool_t *p, int argc, const char **argv,
-                           const size_t *argvlen, apr_size_t *len)
-{
-    apr_size_t total = 24 + 2;
-    char *buf, *o;
-    int i;
-
-    for (i = 0; i < argc; i++) {
-        total += 24 + 2 + argvlen[i] + 2;
-    }
-    buf = o = apr_palloc(p, total);
-    o = sl_resp_header(o, '*', (apr_size_t) argc);
-    for (i = 0; i < argc; i++) {
-        o = sl_resp_header(o, '$', argvlen[i]);
-        memcpy(o, argv[i], argvlen[i]);
-        o += argvlen[i];
-        *o++ = '\r';
-        *o++ = '\n';
-    }
-    *len = (apr_size_t) (o - buf);
-    return buf;
 }
 
 #define SL_RESP_ASKING "*1\r\n$6\r\nASKING\r\n"

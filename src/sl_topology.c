@@ -1,9 +1,8 @@
 /* Redis Cluster routing, without I/O: the node table, the slot map read
- * from CLUSTER SLOTS, MOVED and ASK, when to load the map again, and what
- * a reply asks of the request. Every function but sl_reply_classify is
- * called with the client's mutex held; nodes are made and freed through
- * the table's callbacks, so that tests/unit/sl_topology_test.c drives all
- * of it without a server. */
+ * from CLUSTER SLOTS, MOVED and ASK, and when to load the map again.
+ * Every function is called with the client's mutex held; nodes are made
+ * and freed through the table's callbacks, so that
+ * tests/unit/sl_topology_test.c drives all of it without a server. */
 #include "sl_redis_private.h"
 
 #include <stdlib.h>
@@ -267,63 +266,4 @@ void sl_topo_refresh_done(sl_topology_t *t, apr_time_t now, int loaded)
         t->loaded_at = now;
         t->stale = 0;
     }
-}
-
-static int sl_prefix(const char *msg, const char *word)
-{
-    size_t n = strlen(word);
-
-    return !strncmp(msg, word, n) && (msg[n] == ' ' || !msg[n]);
-}
-
-int sl_reply_classify(apr_status_t rv, int stale, const redisReply *r)
-{
-    const char *msg;
-
-    if (rv != APR_SUCCESS) {
-        return stale ? SL_REPLY_RETRY : SL_REPLY_FAILED;
-    }
-    if (r->type != REDIS_REPLY_ERROR) {
-        return SL_REPLY_OK;
-    }
-    msg = r->str ? r->str : "";
-    if (sl_prefix(msg, "NOSCRIPT")) {
-        return SL_REPLY_NOSCRIPT;
-    }
-    if (sl_prefix(msg, "MOVED")) {
-        return SL_REPLY_MOVED;
-    }
-    if (sl_prefix(msg, "ASK")) {
-        return SL_REPLY_ASK;
-    }
-    if (sl_prefix(msg, "TRYAGAIN")) {
-        return SL_REPLY_TRYAGAIN;
-    }
-    /* Not run: the map is out of date (a demoted master says READONLY) or
-     * the cluster is between states. */
-    if (sl_error_demoted(msg) || sl_prefix(msg, "CLUSTERDOWN") ||
-        sl_prefix(msg, "LOADING")) {
-        return SL_REPLY_REROUTE;
-    }
-    return SL_REPLY_FATAL;
-}
-
-int sl_error_demoted(const char *msg)
-{
-    static const char script[] = "ERR Error running script ";
-
-    if (!msg) {
-        return 0;
-    }
-    if (sl_prefix(msg, "READONLY") || sl_prefix(msg, "MASTERDOWN")) {
-        return 1;
-    }
-    /* Before Redis 7 a replica runs the script, and its first write fails
-     * inside it: the reply is the script's error, which quotes the write's
-     * "-READONLY ..." after the script's place. Nothing was written. */
-    if (strncmp(msg, script, sizeof(script) - 1) != 0) {
-        return 0;
-    }
-    return strstr(msg, ": -READONLY You can't write against a read only ") !=
-           NULL;
 }
