@@ -1,7 +1,8 @@
 /* What the Redis store's files share: sl_conn.c (connections and the
  * per-node idle pool), sl_pipe.c (the auto-pipeline), sl_topology.c (nodes,
- * the slot map, redirections) and sl_redis.c (the decision); the protocol
- * is sl_resp.h's. Nothing here is seen outside the store. */
+ * the slot map, redirections), sl_slots.c (the map's I/O), sl_way.c (a
+ * call's routing) and sl_redis.c (the decision); the protocol is
+ * sl_resp.h's. Nothing here is seen outside the store. */
 #ifndef SL_REDIS_PRIVATE_H
 #define SL_REDIS_PRIVATE_H
 
@@ -19,10 +20,6 @@
 
 #include <semaphore.h>
 #include <sys/time.h>
-
-/* Trips one decision may take: redirections, a script load, a retry on a
- * fresh connection, a TRYAGAIN while a slot migrates. */
-#define SL_MAX_TRIPS 6
 
 /* The slot map is loaded again at most this often after an error (MOVED,
  * a node that failed, READONLY, CLUSTERDOWN), and at least this often
@@ -233,5 +230,15 @@ const char *sl_topo_load(sl_topology_t *t, const redisReply *r,
 /* 1 when the caller is to load the map now (and is the only one to). */
 int sl_topo_refresh_claim(sl_topology_t *t, apr_time_t now);
 void sl_topo_refresh_done(sl_topology_t *t, apr_time_t now, int loaded);
+
+/* sl_slots.c: the slot map's I/O, the real client's part of a call's
+ * way (sl_way_ops_t, whose comments say what each does). ctx: the
+ * client. */
+sl_node_t *sl_slots_route(void *ctx, apr_pool_t *p, unsigned int slot,
+                          int stale);
+sl_node_t *sl_slots_redirect(void *ctx, const char *msg, sl_node_t *asked);
+void sl_slots_unref(void *ctx, sl_node_t *node);
+void sl_slots_migrating(void *ctx, apr_interval_time_t wait);
+apr_status_t sl_slots_down(void *ctx, apr_status_t rv, const char **err);
 
 #endif

@@ -1,7 +1,7 @@
 /* The Redis protocol as the store's files share it, without I/O: commands
  * written in RESP, what a reply (hiredis' redisReply) means for the
  * request, the script's integers, and the error replies' meaning and
- * text. sl_conn.c, sl_pipe.c and sl_redis.c all call down into
+ * text. sl_conn.c, sl_pipe.c, sl_way.c and sl_redis.c all call down into
  * it; it calls none of them. */
 #ifndef SL_RESP_H
 #define SL_RESP_H

@@ -129,7 +129,8 @@ int sl_topo_any_up(sl_topology_t *t)
 
 /* "MOVED 3999 127.0.0.1:6381" or "ASK 3999 :6381" (Redis leaves the host
  * out when it is the one asked). A known node costs nothing; MOVED also
- * moves the slot in the map. NULL for a message that names no node. */
+ * moves the slot in the map, and says the map is out of date (even when
+ * it names no node). NULL for a message that names no node. */
 sl_node_t *sl_topo_redirect(sl_topology_t *t, const char *msg,
                             const sl_node_t *asked)
 {
@@ -138,6 +139,9 @@ sl_node_t *sl_topo_redirect(sl_topology_t *t, const char *msg,
     long slot, port;
     sl_node_t *node;
 
+    if (msg[0] == 'M') {
+        t->stale = 1;
+    }
     if (!sp || !(addr = strchr(sp + 1, ' '))) {
         return NULL;
     }
