@@ -181,8 +181,8 @@ apr_status_t sl_slots_down(void *ctx, apr_status_t rv, const char **err)
     return SL_REDIS_SLOT_DOWN;
 }
 
-/* A multi-key call while its slot migrates: the keys are split between
- * the two nodes for a moment. */
+/* TRYAGAIN: the map is loaded again at the next route that is due, and
+ * the call waits before its next trip. */
 void sl_slots_migrating(void *ctx, apr_interval_time_t wait)
 {
     sl_redis_t *rs = ctx;
