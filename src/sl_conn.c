@@ -6,6 +6,7 @@
  * is used here only; a Sentinel store's node is the master the Sentinels
  * name (sl_sentinel.c). */
 #include "sl_redis_private.h"
+#include "sl_resp.h"
 #include "sl_sentinel.h"
 
 #include <apr_strings.h>

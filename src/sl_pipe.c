@@ -2,6 +2,7 @@
  * node at the same time share round trips, one leader writing many
  * EVALSHA at once and reading their replies in order. */
 #include "sl_redis_private.h"
+#include "sl_resp.h"
 
 #include <apr_strings.h>
 

@@ -1,9 +1,12 @@
 /* The Redis store's decision: the script's arguments, one round trip
  * (through the pipeline or direct), and what its reply means. Connections
- * are sl_conn.c's, the pipeline sl_pipe.c's, routing sl_topology.c's. */
+ * are sl_conn.c's, the pipeline sl_pipe.c's, the protocol sl_resp.c's, a
+ * call's routing sl_way.c's, the slot map sl_topology.c's and
+ * sl_slots.c's. */
 #include "sl_redis_private.h"
 #include "sl_ident.h"
 #include "sl_scripts.h"
+#include "sl_way.h"
 
 #include <apr_sha1.h>
 #include <apr_strings.h>
@@ -143,104 +146,6 @@ void sl_redis_sentinel_auth(sl_redis_t *rs, const char *user,
     rs->master.sentinel.password = password;
 }
 
-/* The script's integers, checked one by one. */
-static const char *sl_reply_integers(apr_pool_t *p, const redisReply *r,
-                                     long long **v)
-{
-    size_t i;
-
-    if (r->type != REDIS_REPLY_ARRAY) {
-        return apr_psprintf(p, "unexpected reply type %d", r->type);
-    }
-    *v = apr_palloc(p, sizeof(**v) * (r->elements + 1));
-    for (i = 0; i < r->elements; i++) {
-        if (r->element[i]->type != REDIS_REPLY_INTEGER) {
-            return apr_psprintf(p, "reply element %lu is not an integer",
-                                (unsigned long) i);
-        }
-        (*v)[i] = r->element[i]->integer;
-    }
-    return NULL;
-}
-
-static const char *sl_reply_decision(apr_pool_t *p, const redisReply *r, int n,
-                                     sl_decision_t *d)
-{
-    long long *v;
-    const char *err = sl_reply_integers(p, r, &v);
-
-    return err ? err : sl_decision_parse(p, v, r->elements, n, d);
-}
-
-/* Errors that leave the connection fine: the request's second trip
- * reloads the script or follows the redirection. Any other error may be
- * the connection's own state (NOAUTH after a restart with a password,
- * READONLY after a failover, LOADING): a new connection starts over, a
- * pooled one would fail every request it serves. */
-int sl_error_usable(const char *msg)
-{
-    return !strncmp(msg, "NOSCRIPT", 8) || !strncmp(msg, "MOVED ", 6) ||
-           !strncmp(msg, "ASK ", 4);
-}
-
-/* A store's error as the log shows it. Redis 6 and later close a
- * connection that sends a long command before AUTH with "Protocol error:
- * unauthenticated multibulk length", which says nothing of a password. */
-static const char *sl_error_text(apr_pool_t *p, const char *msg)
-{
-    if (!strncmp(msg, "NOAUTH", 6) || strstr(msg, "unauthenticated")) {
-        return apr_pstrcat(p, msg,
-                           " (the store requires authentication: give "
-                           "the password, or user:password, in "
-                           "SlidingLimitStore)",
-                           NULL);
-    }
-    return apr_pstrdup(p, msg);
-}
-
-static char *sl_resp_header(char *o, char type, apr_size_t n)
-{
-    char digits[24];
-    int k = 0;
-
-    *o++ = type;
-    do {
-        digits[k++] = (char) ('0' + n % 10);
-        n /= 10;
-    } while (n);
-    while (k) {
-        *o++ = digits[--k];
-    }
-    *o++ = '\r';
-    *o++ = '\n';
-    return o;
-}
-
-/* The command in RESP, as redisFormatCommandArgv makes it, but in the
- * request pool rather than malloc'd: it lives as long as its request. */
-const char *sl_resp_format(apr_pool_t *p, int argc, const char **argv,
-                           const size_t *argvlen, apr_size_t *len)
-{
-    apr_size_t total = 24 + 2;
-    char *buf, *o;
-    int i;
-
-    for (i = 0; i < argc; i++) {
-        total += 24 + 2 + argvlen[i] + 2;
-    }
-    buf = o = apr_palloc(p, total);
-    o = sl_resp_header(o, '*', (apr_size_t) argc);
-    for (i = 0; i < argc; i++) {
-        o = sl_resp_header(o, '$', argvlen[i]);
-        memcpy(o, argv[i], argvlen[i]);
-        o += argvlen[i];
-        *o++ = '\r';
-        *o++ = '\n';
-    }
-    *len = (apr_size_t) (o - buf);
-    return buf;
-}
-
 #define SL_RESP_ASKING "*1\r\n$6\r\nASKING\r\n"
 
 /* One round trip on a connection of its own: SCRIPT LOAD and ASKING first
@@ -299,6 +204,57 @@ static apr_status_t sl_direct(sl_redis_t *rs, sl_node_t *node, apr_pool_t *p,
     }
     *reply = last;
     return APR_SUCCESS;
+}
+
+/* The real client's trip (sl_way_ops_t): the first shares a batch when
+ * the pipeline is on; any other, or one this thread cannot queue, goes
+ * the direct way. */
+static apr_status_t sl_redis_trip(const sl_way_t *w, int shared,
+                                  redisReply **reply, int *stale,
+                                  const char **err, int *trips)
+{
+    sl_redis_t *rs = w->ctx;
+    apr_status_t rv = APR_ENOTIMPL;
+
+    if (shared && rs->pipeline) {
+        rv = sl_pipe_exec(rs, w->node, w->p, w->buf, w->len, reply, stale, err,
+                          trips);
+    }
+    if (rv == APR_ENOTIMPL) {
+        rv = sl_direct(rs, w->node, w->p, w->buf, w->len, w->asking,
+                       w->reload ? w->script : NULL, reply, stale, err, trips);
+    }
+    return rv;
+}
+
+static const sl_way_ops_t sl_redis_way = {
+    .trip = sl_redis_trip,
+    .route = sl_slots_route,
+    .redirect = sl_slots_redirect,
+    .unref = sl_slots_unref,
+    .migrating = sl_slots_migrating,
+    .down = sl_slots_down,
+};
+
+/* One call (buf, which runs script, NULL for a plain command) on the
+ * master of the budgets' slot, as sl_way_run routes it. */
+static apr_status_t sl_redis_call(sl_redis_t *rs, apr_pool_t *p,
+                                  const sl_budget_t *budgets,
+                                  const sl_script_t *script, const char *buf,
+                                  apr_size_t len, redisReply **reply,
+                                  const char **err, int *trips)
+{
+    sl_way_t way = {.ops = &sl_redis_way,
+                    .ctx = rs,
+                    .p = p,
+                    .slot = sl_key_slot(budgets[0].key, budgets[0].key_len),
+                    .cluster = rs->topo.slots != NULL,
+                    .sentinel = rs->url->kind == SL_STORE_SENTINEL,
+                    .buf = buf,
+                    .len = len,
+                    .script = script};
+
+    return sl_way_run(&way, reply, err, trips);
 }
 
 /* A script call's head: command, script, the keys and the member, as
@@ -402,392 +358,6 @@ static const char *sl_refund_command(sl_redis_t *rs, apr_pool_t *p,
     return sl_script_call(p, argc, argv, argvlen, n, len);
 }
 
-static void sl_unref(sl_redis_t *rs, sl_node_t *node)
-{
-    if (node) {
-        apr_thread_mutex_lock(rs->mutex);
-        sl_topo_unref(&rs->topo, node);
-        apr_thread_mutex_unlock(rs->mutex);
-    }
-}
-
-#define SL_RESP_CLUSTER_SLOTS "*2\r\n$7\r\nCLUSTER\r\n$5\r\nSLOTS\r\n"
-
-/* The map from one node's CLUSTER SLOTS: 1 when loaded. */
-static int sl_load_from(sl_redis_t *rs, sl_node_t *node)
-{
-    apr_time_t start = apr_time_now();
-    sl_conn_t *conn;
-    redisReply *r = NULL;
-    char errbuf[128];
-    const char *why = "";
-    apr_status_t rv = sl_conn_acquire(node, &conn);
-
-    if (rv == APR_SUCCESS) {
-        rv = sl_conn_send(conn, SL_RESP_CLUSTER_SLOTS,
-                          sizeof(SL_RESP_CLUSTER_SLOTS) - 1);
-        if (rv == APR_SUCCESS) {
-            rv = sl_conn_read(conn, &r, errbuf, sizeof(errbuf));
-        }
-        if (rv != APR_SUCCESS) {
-            if (sl_conn_discard(node, conn, rv)) {
-                return 0; /* a pooled connection the server closed */
-            }
-        }
-    }
-    if (rv != APR_SUCCESS) {
-        sl_breaker_failure(&node->health, start, apr_time_now());
-        return 0;
-    }
-    sl_breaker_success(&node->health, start, apr_time_now());
-    if (r->type == REDIS_REPLY_ERROR) {
-        sl_conn_destroy(conn);
-        why = "error";
-    }
-    else {
-        sl_conn_release(node, conn);
-        apr_thread_mutex_lock(rs->mutex);
-        why = sl_topo_load(&rs->topo, r, node);
-        apr_thread_mutex_unlock(rs->mutex);
-    }
-    freeReplyObject(r);
-    return !why;
-}
-
-/* One pass of a load: the table's nodes, or the seeds (made when not in
- * the table), each that is up or due for a probe, asked in turn until one
- * answers or connect + command timeouts since start have passed. */
-static int sl_refresh_pass(sl_redis_t *rs, apr_pool_t *p, int seeds,
-                           apr_time_t start)
-{
-    const sl_store_url_t *url = rs->url;
-    sl_node_t **ask;
-    int n, loaded = 0, i;
-
-    apr_thread_mutex_lock(rs->mutex);
-    n = seeds ? url->nodes->nelts : rs->topo.nnodes;
-    ask = apr_pcalloc(p, sizeof(*ask) * (n ? n : 1));
-    for (i = 0; i < n; i++) {
-        sl_node_t *node;
-        if (seeds) {
-            const sl_hostport_t *hp =
-                &APR_ARRAY_IDX(url->nodes, i, sl_hostport_t);
-            node =
-                sl_topo_node(&rs->topo, hp->host, strlen(hp->host), hp->port);
-        }
-        else {
-            node = rs->topo.nodes[i];
-        }
-        if (node && sl_breaker_allow(&node->health, start)) {
-            sl_topo_ref(node);
-            ask[i] = node;
-        }
-    }
-    apr_thread_mutex_unlock(rs->mutex);
-    for (i = 0; i < n && !loaded; i++) {
-        if (ask[i] && apr_time_now() - start < rs->queue_timeout) {
-            loaded = sl_load_from(rs, ask[i]);
-        }
-    }
-    apr_thread_mutex_lock(rs->mutex);
-    for (i = 0; i < n; i++) {
-        if (ask[i]) {
-            sl_topo_unref(&rs->topo, ask[i]);
-        }
-    }
-    apr_thread_mutex_unlock(rs->mutex);
-    return loaded;
-}
-
-/* Loads the cluster's slot map from the nodes it knows, else from the
- * seeds. Run by the one thread that claimed it; the others route with the
- * map they have meanwhile. */
-static void sl_refresh(sl_redis_t *rs, apr_pool_t *p)
-{
-    apr_time_t start = apr_time_now();
-    int loaded =
-        sl_refresh_pass(rs, p, 0, start) || sl_refresh_pass(rs, p, 1, start);
-
-    apr_thread_mutex_lock(rs->mutex);
-    sl_topo_refresh_done(&rs->topo, apr_time_now(), loaded);
-    apr_thread_mutex_unlock(rs->mutex);
-}
-
-/* The node for slot, held for this request (sl_unref lets go). A cluster
- * whose map is due (first use, an error, or the period) is loaded first
- * by this thread if no other is loading it. stale: an error says the map
- * is out of date. */
-static sl_node_t *sl_route(sl_redis_t *rs, apr_pool_t *p, unsigned int slot,
-                           int stale)
-{
-    sl_node_t *node;
-
-    apr_thread_mutex_lock(rs->mutex);
-    if (stale) {
-        rs->topo.stale = 1;
-    }
-    if (sl_topo_refresh_claim(&rs->topo, apr_time_now())) {
-        apr_thread_mutex_unlock(rs->mutex);
-        sl_refresh(rs, p);
-        apr_thread_mutex_lock(rs->mutex);
-    }
-    node = sl_topo_route(&rs->topo, slot);
-    if (node) {
-        sl_topo_ref(node);
-    }
-    apr_thread_mutex_unlock(rs->mutex);
-    return node;
-}
-
-/* Follows MOVED or ASK from asked (let go of) to the node it names (held). */
-static sl_node_t *sl_redirect(sl_redis_t *rs, const char *msg, sl_node_t *asked)
-{
-    sl_node_t *node;
-
-    apr_thread_mutex_lock(rs->mutex);
-    node = sl_topo_redirect(&rs->topo, msg, asked);
-    if (node) {
-        sl_topo_ref(node);
-    }
-    if (msg[0] == 'M') {
-        rs->topo.stale = 1;
-    }
-    sl_topo_unref(&rs->topo, asked);
-    apr_thread_mutex_unlock(rs->mutex);
-    return node;
-}
-
-/* A cluster's node did not answer: only its slots take the fail mode,
- * unless no node of the cluster answers (then the store's breaker opens,
- * as for a single server). */
-static apr_status_t sl_node_down(sl_redis_t *rs, apr_status_t rv,
-                                 const char **err)
-{
-    int up;
-
-    if (!rs->topo.slots) {
-        return rv;
-    }
-    apr_thread_mutex_lock(rs->mutex);
-    up = sl_topo_any_up(&rs->topo);
-    apr_thread_mutex_unlock(rs->mutex);
-    if (!up) {
-        *err = "no node of the cluster answers";
-        return rv;
-    }
-    return SL_REDIS_SLOT_DOWN;
-}
-
-/* One decision's way through the store: the node it asks, what its next
- * trip sends before the script, and how often it reloaded, retried and
- * waited. */
-typedef struct sl_way {
-    sl_redis_t *rs;
-    apr_pool_t *p;
-    unsigned int slot;
-    int cluster;
-    const char *buf; /* the script's call, in RESP */
-    apr_size_t len;
-    const sl_script_t *script; /* what buf runs (loaded after NOSCRIPT) */
-    sl_node_t *node;           /* held */
-    int asking, reload, reloads, retried, waits, asked_again;
-} sl_way_t;
-
-/* The slot's master in a map loaded now (if due: the caller's error says
- * the map is out of date); 1 when that is another node that is up, which
- * the way asks from now on. */
-static int sl_way_reroute(sl_way_t *w)
-{
-    sl_node_t *other = sl_route(w->rs, w->p, w->slot, 1);
-
-    if (other && other != w->node && !sl_breaker_is_open(&other->health)) {
-        sl_unref(w->rs, w->node);
-        w->node = other;
-        w->asking = 0;
-        return 1;
-    }
-    sl_unref(w->rs, other);
-    return 0;
-}
-
-/* One trip to the way's node (the first shares a batch; a second one,
- * after a reload, a redirection or a stale connection, goes the direct
- * way) and what its outcome is (SL_REPLY_*), with *reply, or *rv and
- * *err. A cluster node's health follows. */
-static int sl_way_trip(sl_way_t *w, int attempt, redisReply **reply,
-                       apr_status_t *rv, const char **err, int *trips)
-{
-    apr_time_t start = apr_time_now();
-    int stale = 0, cls;
-
-    *rv = APR_ENOTIMPL;
-    if (attempt == 0 && w->rs->pipeline) {
-        *rv = sl_pipe_exec(w->rs, w->node, w->p, w->buf, w->len, reply, &stale,
-                           err, trips);
-    }
-    if (*rv == APR_ENOTIMPL) {
-        *rv =
-            sl_direct(w->rs, w->node, w->p, w->buf, w->len, w->asking,
-                      w->reload ? w->script : NULL, reply, &stale, err, trips);
-    }
-    cls = sl_reply_classify(*rv, stale, *reply);
-    if (cls == SL_REPLY_NOSCRIPT && (!w->script || w->reloads++ >= 2)) {
-        cls = SL_REPLY_FATAL;
-    }
-    if (w->cluster && cls == SL_REPLY_FAILED) {
-        sl_breaker_failure(&w->node->health, start, apr_time_now());
-    }
-    else if (w->cluster && cls != SL_REPLY_RETRY) {
-        sl_breaker_success(&w->node->health, start, apr_time_now());
-    }
-    /* Redis restarted or SCRIPT FLUSH: load and run again in one round
-     * trip, after ASK with ASKING again. */
-    w->asking = w->asking && cls == SL_REPLY_NOSCRIPT;
-    w->reload = cls == SL_REPLY_NOSCRIPT;
-    return cls;
-}
-
-/* What a trip's outcome other than the script's answer asks: 1 for
- * another trip, 0 when *rv (and *err) is the decision's failure. */
-static int sl_way_next(sl_way_t *w, int cls, const redisReply *reply,
-                       apr_status_t *rv, const char **err)
-{
-    switch (cls) {
-    case SL_REPLY_NOSCRIPT:
-        return 1;
-    case SL_REPLY_MOVED:
-    case SL_REPLY_ASK:
-        w->asking = cls == SL_REPLY_ASK;
-        w->node = sl_redirect(w->rs, reply->str, w->node);
-        return 1;
-    case SL_REPLY_RETRY:
-        /* A stale pooled connection fails on first use: one retry on a
-         * fresh one. */
-        if (!w->retried) {
-            w->retried = 1;
-            return 1;
-        }
-        *rv = *rv == APR_TIMEUP ? APR_TIMEUP : APR_EGENERAL;
-        return 0;
-    case SL_REPLY_TRYAGAIN:
-        if (!w->cluster) {
-            break;
-        }
-        /* A multi-key call while its slot migrates: the keys are split
-         * between the two nodes for a moment. */
-        apr_thread_mutex_lock(w->rs->mutex);
-        w->rs->topo.stale = 1;
-        apr_thread_mutex_unlock(w->rs->mutex);
-        apr_sleep(apr_time_from_msec(5 << w->waits++));
-        return 1;
-    case SL_REPLY_REROUTE:
-        /* Not run (READONLY from a demoted master, CLUSTERDOWN): the
-         * master of a map loaded now, if that is another node. A Sentinel
-         * store's master that is one no more (a child idle through a
-         * failover finds the old master back as a replica): once more, on
-         * the master the Sentinels name now (sl_conn_error_reply made the
-         * address this child knew stale). */
-        if (!w->cluster) {
-            if (w->rs->url->kind == SL_STORE_SENTINEL && !w->asked_again &&
-                sl_error_demoted(reply->str)) {
-                w->asked_again = 1;
-                return 1;
-            }
-            break;
-        }
-        if (sl_way_reroute(w)) {
-            return 1;
-        }
-        *err = apr_pstrdup(w->p, reply->str ? reply->str : "");
-        *rv = SL_REDIS_SLOT_DOWN;
-        return 0;
-    case SL_REPLY_FAILED:
-        if (!w->cluster) {
-            return 0;
-        }
-        /* A refused connection ran nothing: another master if the map
-         * names one now. After a timeout or a broken reply the script may
-         * have run: never sent again. */
-        if (sl_way_reroute(w) && *rv == APR_ECONNREFUSED) {
-            return 1;
-        }
-        *rv = sl_node_down(
-            w->rs,
-            *rv == APR_ECONNREFUSED || *rv == APR_TIMEUP ? *rv : APR_EGENERAL,
-            err);
-        return 0;
-    }
-    if (reply) {
-        *err = sl_error_text(w->p, reply->str ? reply->str : "");
-        *rv = APR_EGENERAL;
-    }
-    return 0;
-}
-
-/* The way's call through the store, rerouted, redirected and retried as
- * its replies ask: APR_SUCCESS with the script's *reply, else the failure
- * with *err. */
-static apr_status_t sl_way_run(sl_redis_t *rs, apr_pool_t *p,
-                               const sl_budget_t *budgets,
-                               const sl_script_t *script, const char *buf,
-                               apr_size_t len, redisReply **reply,
-                               const char **err, int *trips)
-{
-    sl_way_t way = {.rs = rs,
-                    .p = p,
-                    .slot = sl_key_slot(budgets[0].key, budgets[0].key_len),
-                    .cluster = rs->topo.slots != NULL,
-                    .buf = buf,
-                    .len = len,
-                    .script = script};
-    sl_way_t *w = &way;
-    apr_status_t rv = APR_EGENERAL;
-    int attempt;
-
-    w->node = sl_route(w->rs, w->p, w->slot, 0);
-    *trips = 0;
-    for (attempt = 0; attempt < SL_MAX_TRIPS; attempt++) {
-        int cls, more;
-
-        *reply = NULL;
-        if (!w->node) {
-            *err = w->cluster ? "no node of the cluster answers"
-                              : "cluster redirection to an unusable node";
-            rv = APR_EGENERAL;
-            break;
-        }
-        if (w->cluster && !sl_breaker_allow(&w->node->health, apr_time_now())) {
-            /* Down, and another request probes it: a map loaded since
-             * may name another master for the slot. */
-            if (sl_way_reroute(w)) {
-                continue;
-            }
-            *err = "the slot's master does not answer";
-            rv = sl_node_down(w->rs, APR_ECONNREFUSED, err);
-            break;
-        }
-        cls = sl_way_trip(w, attempt, reply, &rv, err, trips);
-        if (cls == SL_REPLY_OK) {
-            rv = APR_SUCCESS;
-            break;
-        }
-        more = sl_way_next(w, cls, *reply, &rv, err);
-        if (*reply) {
-            freeReplyObject(*reply);
-            *reply = NULL;
-        }
-        if (!more) {
-            break;
-        }
-    }
-    if (attempt == SL_MAX_TRIPS) {
-        *err = "too many redirections";
-        rv = APR_EGENERAL;
-    }
-    sl_unref(w->rs, w->node);
-    return rv;
-}
-
 apr_status_t sl_redis_decide(sl_redis_t *rs, apr_pool_t *p,
                              const sl_budget_t *budgets, int n,
                              const char *member, apr_size_t member_len,
@@ -798,7 +368,7 @@ apr_status_t sl_redis_decide(sl_redis_t *rs, apr_pool_t *p,
     const char *buf =
         sl_decide_command(rs, p, budgets, n, member, member_len, 0, &len);
     apr_status_t rv =
-        sl_way_run(rs, p, budgets, &rs->check, buf, len, &reply, err, trips);
+        sl_redis_call(rs, p, budgets, &rs->check, buf, len, &reply, err, trips);
 
     if (rv == APR_SUCCESS) {
         *err = sl_reply_decision(p, reply, n, d);
@@ -818,8 +388,8 @@ apr_status_t sl_redis_refund(sl_redis_t *rs, apr_pool_t *p,
     const char *buf =
         sl_refund_command(rs, p, budgets, n, member, member_len, at, &len);
     int trips;
-    apr_status_t rv =
-        sl_way_run(rs, p, budgets, &rs->refund, buf, len, &reply, err, &trips);
+    apr_status_t rv = sl_redis_call(rs, p, budgets, &rs->refund, buf, len,
+                                    &reply, err, &trips);
 
     if (reply) {
         freeReplyObject(reply);
@@ -836,8 +406,8 @@ apr_status_t sl_redis_peek(sl_redis_t *rs, apr_pool_t *p,
     long long *v;
     int trips;
     const char *buf = sl_decide_command(rs, p, budgets, n, "-", 1, 1, &len);
-    apr_status_t rv =
-        sl_way_run(rs, p, budgets, &rs->check, buf, len, &reply, err, &trips);
+    apr_status_t rv = sl_redis_call(rs, p, budgets, &rs->check, buf, len,
+                                    &reply, err, &trips);
 
     if (rv == APR_SUCCESS) {
         if (!(*err = sl_reply_integers(p, reply, &v))) {
@@ -871,7 +441,7 @@ apr_status_t sl_redis_reset(sl_redis_t *rs, apr_pool_t *p,
         argvlen[2 + 2 * i] = budgets[i].key_len + 2;
     }
     buf = sl_resp_format(p, argc, argv, argvlen, &len);
-    rv = sl_way_run(rs, p, budgets, NULL, buf, len, &reply, err, &trips);
+    rv = sl_redis_call(rs, p, budgets, NULL, buf, len, &reply, err, &trips);
     if (rv == APR_SUCCESS) {
         if (reply->type != REDIS_REPLY_INTEGER) {
             *err = apr_psprintf(p, "unexpected reply type %d", reply->type);

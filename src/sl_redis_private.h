@@ -1,12 +1,14 @@
 /* What the Redis store's files share: sl_conn.c (connections and the
  * per-node idle pool), sl_pipe.c (the auto-pipeline), sl_topology.c (nodes,
- * the slot map, redirections) and sl_redis.c (the decision). Nothing here
- * is seen outside the store. */
+ * the slot map, redirections), sl_slots.c (the map's I/O), sl_way.c (a
+ * call's routing) and sl_redis.c (the decision); the protocol is
+ * sl_resp.h's. Nothing here is seen outside the store. */
 #ifndef SL_REDIS_PRIVATE_H
 #define SL_REDIS_PRIVATE_H
 
 #include "sl_breaker.h"
 #include "sl_redis.h"
+#include "sl_resp.h"
 #include "sl_sentinel.h"
 #include "sl_transport.h"
 #include "sl_url.h"
@@ -19,10 +21,6 @@
 
 #include <semaphore.h>
 #include <sys/time.h>
-
-/* Trips one decision may take: redirections, a script load, a retry on a
- * fresh connection, a TRYAGAIN while a slot migrates. */
-#define SL_MAX_TRIPS 6
 
 /* The slot map is loaded again at most this often after an error (MOVED,
  * a node that failed, READONLY, CLUSTERDOWN), and at least this often
@@ -234,27 +232,14 @@ const char *sl_topo_load(sl_topology_t *t, const redisReply *r,
 int sl_topo_refresh_claim(sl_topology_t *t, apr_time_t now);
 void sl_topo_refresh_done(sl_topology_t *t, apr_time_t now, int loaded);
 
-/* What a round trip's outcome asks of the request. One reading for the
- * pipelined and the direct trip. rv: the trip's status; stale: it failed
- * on a pooled connection the server had closed. */
-#define SL_REPLY_OK       0 /* the script's answer */
-#define SL_REPLY_NOSCRIPT 1 /* load the script, run again */
-#define SL_REPLY_MOVED    2 /* the slot lives elsewhere now */
-#define SL_REPLY_ASK      3 /* this once elsewhere, with ASKING */
-#define SL_REPLY_RETRY    4 /* again on a fresh connection */
-#define SL_REPLY_TRYAGAIN 5 /* the slot is migrating: again shortly */
-#define SL_REPLY_REROUTE  6 /* not run: load the map, try its master */
-#define SL_REPLY_FAILED   7 /* the node did not answer */
-#define SL_REPLY_FATAL    8 /* an error reply */
-int sl_reply_classify(apr_status_t rv, int stale, const redisReply *r);
-
-/* READONLY or MASTERDOWN (or, before Redis 7, the script's error that
- * quotes READONLY): the server is no master (now), the call did not run. */
-int sl_error_demoted(const char *msg);
-
-/* sl_redis.c */
-int sl_error_usable(const char *msg);
-const char *sl_resp_format(apr_pool_t *p, int argc, const char **argv,
-                           const size_t *argvlen, apr_size_t *len);
+/* sl_slots.c: the slot map's I/O, the real client's part of a call's
+ * way (sl_way_ops_t, whose comments say what each does). ctx: the
+ * client. */
+sl_node_t *sl_slots_route(void *ctx, apr_pool_t *p, unsigned int slot,
+                          int stale);
+sl_node_t *sl_slots_redirect(void *ctx, const char *msg, sl_node_t *asked);
+void sl_slots_unref(void *ctx, sl_node_t *node);
+void sl_slots_migrating(void *ctx, apr_interval_time_t wait);
+apr_status_t sl_slots_down(void *ctx, apr_status_t rv, const char **err);
 
 #endif

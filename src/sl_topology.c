@@ -1,9 +1,8 @@
 /* Redis Cluster routing, without I/O: the node table, the slot map read
- * from CLUSTER SLOTS, MOVED and ASK, when to load the map again, and what
- * a reply asks of the request. Every function but sl_reply_classify is
- * called with the client's mutex held; nodes are made and freed through
- * the table's callbacks, so that tests/unit/sl_topology_test.c drives all
- * of it without a server. */
+ * from CLUSTER SLOTS, MOVED and ASK, and when to load the map again.
+ * Every function is called with the client's mutex held; nodes are made
+ * and freed through the table's callbacks, so that
+ * tests/unit/sl_topology_test.c drives all of it without a server. */
 #include "sl_redis_private.h"
 
 #include <stdlib.h>
@@ -130,7 +129,8 @@ int sl_topo_any_up(sl_topology_t *t)
 
 /* "MOVED 3999 127.0.0.1:6381" or "ASK 3999 :6381" (Redis leaves the host
  * out when it is the one asked). A known node costs nothing; MOVED also
- * moves the slot in the map. NULL for a message that names no node. */
+ * moves the slot in the map, and says the map is out of date (even when
+ * it names no node). NULL for a message that names no node. */
 sl_node_t *sl_topo_redirect(sl_topology_t *t, const char *msg,
                             const sl_node_t *asked)
 {
@@ -139,6 +139,9 @@ sl_node_t *sl_topo_redirect(sl_topology_t *t, const char *msg,
     long slot, port;
     sl_node_t *node;
 
+    if (msg[0] == 'M') {
+        t->stale = 1;
+    }
     if (!sp || !(addr = strchr(sp + 1, ' '))) {
         return NULL;
     }
@@ -267,63 +270,4 @@ void sl_topo_refresh_done(sl_topology_t *t, apr_time_t now, int loaded)
         t->loaded_at = now;
         t->stale = 0;
     }
-}
-
-static int sl_prefix(const char *msg, const char *word)
-{
-    size_t n = strlen(word);
-
-    return !strncmp(msg, word, n) && (msg[n] == ' ' || !msg[n]);
-}
-
-int sl_reply_classify(apr_status_t rv, int stale, const redisReply *r)
-{
-    const char *msg;
-
-    if (rv != APR_SUCCESS) {
-        return stale ? SL_REPLY_RETRY : SL_REPLY_FAILED;
-    }
-    if (r->type != REDIS_REPLY_ERROR) {
-        return SL_REPLY_OK;
-    }
-    msg = r->str ? r->str : "";
-    if (sl_prefix(msg, "NOSCRIPT")) {
-        return SL_REPLY_NOSCRIPT;
-    }
-    if (sl_prefix(msg, "MOVED")) {
-        return SL_REPLY_MOVED;
-    }
-    if (sl_prefix(msg, "ASK")) {
-        return SL_REPLY_ASK;
-    }
-    if (sl_prefix(msg, "TRYAGAIN")) {
-        return SL_REPLY_TRYAGAIN;
-    }
-    /* Not run: the map is out of date (a demoted master says READONLY) or
-     * the cluster is between states. */
-    if (sl_error_demoted(msg) || sl_prefix(msg, "CLUSTERDOWN") ||
-        sl_prefix(msg, "LOADING")) {
-        return SL_REPLY_REROUTE;
-    }
-    return SL_REPLY_FATAL;
-}
-
-int sl_error_demoted(const char *msg)
-{
-    static const char script[] = "ERR Error running script ";
-
-    if (!msg) {
-        return 0;
-    }
-    if (sl_prefix(msg, "READONLY") || sl_prefix(msg, "MASTERDOWN")) {
-        return 1;
-    }
-    /* Before Redis 7 a replica runs the script, and its first write fails
-     * inside it: the reply is the script's error, which quotes the write's
-     * "-READONLY ..." after the script's place. Nothing was written. */
-    if (strncmp(msg, script, sizeof(script) - 1) != 0) {
-        return 0;
-    }
-    return strstr(msg, ": -READONLY You can't write against a read only ") !=
-           NULL;
 }

@@ -251,9 +251,12 @@ static void test_redirect(void)
     EXPECT(n && n->port == 7003 && made == before,
            "MOVED to a known node allocates nothing");
     EXPECT(port_of(&t, 42) == 7003, "MOVED moves the slot");
+    EXPECT(t.stale, "MOVED: the map is out of date");
+    t.stale = 0;
     n = sl_topo_redirect(&t, "ASK 43 127.0.0.1:7002", a);
     EXPECT(n && n->port == 7002 && port_of(&t, 43) == 7001,
            "ASK does not move the slot");
+    EXPECT(!t.stale, "ASK: the map is not out of date");
     n = sl_topo_redirect(&t, "MOVED 44 :7002", sl_topo_route(&t, 5000));
     EXPECT(n && n->port == 7002 && made == before,
            "an empty host is the asked node's");
@@ -274,6 +277,9 @@ static void test_redirect(void)
     EXPECT(!sl_topo_redirect(&t, "MOVED x 127.0.0.1:7001", a), "bad slot");
     EXPECT(!sl_topo_redirect(&t, "MOVED 12", a), "no address");
     EXPECT(!sl_topo_redirect(&t, "MOVED 12 127.0.0.1", a), "no port");
+    t.stale = 0;
+    EXPECT(!sl_topo_redirect(&t, "MOVED 12", a) && t.stale,
+           "MOVED that names no node: the map is out of date all the same");
     /* The next map drops the node that serves nothing. */
     sl_topo_load(&t, r, NULL);
     EXPECT(port_of(&t, 46) == 7001 && freed == 1,
@@ -342,66 +348,6 @@ static void test_refresh(void)
     topo_fini(&t);
 }
 
-static void test_classify(void)
-{
-    static const struct {
-        const char *msg;
-        int cls;
-    } cases[] = {
-        {"NOSCRIPT No matching script.", SL_REPLY_NOSCRIPT},
-        {"MOVED 3999 127.0.0.1:6381", SL_REPLY_MOVED},
-        {"ASK 3999 127.0.0.1:6381", SL_REPLY_ASK},
-        {"TRYAGAIN Multiple keys request during rehashing of slot",
-         SL_REPLY_TRYAGAIN},
-        {"READONLY You can't write against a read only replica.",
-         SL_REPLY_REROUTE},
-        /* Before Redis 7 a replica runs the script, which fails at its
-         * first write: nothing written, so not run either. */
-        {"ERR Error running script (call to f_1185e7ae48cf34f42bb62f9e2af6d3939"
-         "0054e78): @user_script:1: @user_script: 1: -READONLY You can't "
-         "write against a read only replica.",
-         SL_REPLY_REROUTE},
-        {"ERR Error running script (call to f_42f4): @user_script:1: "
-         "@user_script: 1: -READONLY You can't write against a read only "
-         "slave.",
-         SL_REPLY_REROUTE},
-        {"ERR Error running script (call to f_42f4): @user_script:9: "
-         "user_script:9: Script attempted to access nonexistent global "
-         "variable 'READONLY'",
-         SL_REPLY_FATAL},
-        {"CLUSTERDOWN The cluster is down", SL_REPLY_REROUTE},
-        {"LOADING Redis is loading the dataset in memory", SL_REPLY_REROUTE},
-        {"NOAUTH Authentication required.", SL_REPLY_FATAL},
-        {"ERR wrong number of arguments", SL_REPLY_FATAL},
-        {"MOVEDX 1 a:1", SL_REPLY_FATAL},
-        {"", SL_REPLY_FATAL},
-    };
-    redisReply *r;
-    size_t i;
-
-    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        r = r_str(REDIS_REPLY_ERROR, cases[i].msg);
-        EXPECT(sl_reply_classify(APR_SUCCESS, 0, r) == cases[i].cls,
-               "'%s' -> %d", cases[i].msg, cases[i].cls);
-        r_free(r);
-    }
-    /* What makes a Sentinel store ask the Sentinels again. */
-    EXPECT(sl_error_demoted("MASTERDOWN Link with MASTER is down") &&
-               sl_error_demoted(cases[5].msg) &&
-               !sl_error_demoted("ERR wrong number of arguments") &&
-               !sl_error_demoted(NULL),
-           "demoted: READONLY, MASTERDOWN, a script's READONLY");
-    r = r_arr(1, r_int(1));
-    EXPECT(sl_reply_classify(APR_SUCCESS, 0, r) == SL_REPLY_OK, "an answer");
-    r_free(r);
-    EXPECT(sl_reply_classify(APR_EGENERAL, 1, NULL) == SL_REPLY_RETRY,
-           "a stale pooled connection: again on a fresh one");
-    EXPECT(sl_reply_classify(APR_TIMEUP, 0, NULL) == SL_REPLY_FAILED,
-           "a timeout: the node failed");
-    EXPECT(sl_reply_classify(APR_ECONNREFUSED, 0, NULL) == SL_REPLY_FAILED,
-           "refused: the node failed");
-}
-
 int main(void)
 {
     apr_initialize();
@@ -411,7 +357,6 @@ int main(void)
     test_redirect();
     test_health();
     test_refresh();
-    test_classify();
     printf("sl_topology_test: %d passed, %d failed\n", passed, failed);
     apr_terminate();
     return failed ? 1 : 0;

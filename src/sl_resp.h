@@ -1,0 +1,49 @@
+/* The Redis protocol as the store's files share it, without I/O: commands
+ * written in RESP, what a reply (hiredis' redisReply) means for the
+ * request, the script's integers, and the error replies' meaning and
+ * text. sl_conn.c, sl_pipe.c, sl_way.c and sl_redis.c all call down into
+ * it; it calls none of them. */
+#ifndef SL_RESP_H
+#define SL_RESP_H
+
+#include "sl_core.h"
+
+#include <apr_pools.h>
+
+#include <hiredis/hiredis.h>
+
+/* The command in RESP, in p (it lives as long as its request). */
+const char *sl_resp_format(apr_pool_t *p, int argc, const char **argv,
+                           const size_t *argvlen, apr_size_t *len);
+
+/* What a round trip's outcome asks of the request. One reading for the
+ * pipelined and the direct trip. rv: the trip's status; stale: it failed
+ * on a pooled connection the server had closed. */
+#define SL_REPLY_OK       0 /* the script's answer */
+#define SL_REPLY_NOSCRIPT 1 /* load the script, run again */
+#define SL_REPLY_MOVED    2 /* the slot lives elsewhere now */
+#define SL_REPLY_ASK      3 /* this once elsewhere, with ASKING */
+#define SL_REPLY_RETRY    4 /* again on a fresh connection */
+#define SL_REPLY_TRYAGAIN 5 /* the slot is migrating: again shortly */
+#define SL_REPLY_REROUTE  6 /* not run: load the map, try its master */
+#define SL_REPLY_FAILED   7 /* the node did not answer */
+#define SL_REPLY_FATAL    8 /* an error reply */
+int sl_reply_classify(apr_status_t rv, int stale, const redisReply *r);
+
+/* The script's integers (*v, in p), checked one by one; NULL, or why
+ * not. */
+const char *sl_reply_integers(apr_pool_t *p, const redisReply *r,
+                              long long **v);
+/* The check script's answer for n budgets as *d; NULL, or why not. */
+const char *sl_reply_decision(apr_pool_t *p, const redisReply *r, int n,
+                              sl_decision_t *d);
+
+/* READONLY or MASTERDOWN (or, before Redis 7, the script's error that
+ * quotes READONLY): the server is no master (now), the call did not run. */
+int sl_error_demoted(const char *msg);
+/* 1 for an error after which the connection may serve the next request. */
+int sl_error_usable(const char *msg);
+/* An error reply's text as the log shows it, in p. */
+const char *sl_error_text(apr_pool_t *p, const char *msg);
+
+#endif

@@ -1,0 +1,152 @@
+/* Unit tests of the Redis protocol's pure parts (src/sl_resp.c): commands
+ * in RESP, what a reply asks of the request, the script's integers and
+ * the error replies' meaning. Replies are read by hiredis from RESP text.
+ * No server needed (make unit). */
+#include "sl_resp.h"
+
+#include <apr_general.h>
+#include <apr_strings.h>
+
+#include "sl_expect.h"
+#include "sl_reply_read.h"
+
+static apr_pool_t *pool;
+
+static void test_format(void)
+{
+    const char *argv[3] = {"EVALSHA", "a\r\nb", ""};
+    size_t argvlen[3] = {7, 4, 0};
+    static const char want[] =
+        "*3\r\n$7\r\nEVALSHA\r\n$4\r\na\r\nb\r\n$0\r\n\r\n";
+    apr_size_t len;
+    const char *buf = sl_resp_format(pool, 3, argv, argvlen, &len);
+    char *cmd = NULL;
+    int n = redisFormatCommand(&cmd, "EVALSHA %b %b", "a\r\nb", (size_t) 4, "",
+                               (size_t) 0);
+
+    EXPECT(len == sizeof(want) - 1 && !memcmp(buf, want, len),
+           "RESP: binary-safe bulk strings, the empty one too");
+    EXPECT(n > 0 && (apr_size_t) n == len && !memcmp(buf, cmd, len),
+           "RESP: as hiredis formats it");
+    free(cmd);
+    argv[0] = "PING";
+    argvlen[0] = 4;
+    buf = sl_resp_format(pool, 1, argv, argvlen, &len);
+    EXPECT(len == 14 && !memcmp(buf, "*1\r\n$4\r\nPING\r\n", len),
+           "RESP: one argument");
+}
+
+static void test_classify(void)
+{
+    static const struct {
+        const char *msg;
+        int cls;
+    } cases[] = {
+        {"NOSCRIPT No matching script.", SL_REPLY_NOSCRIPT},
+        {"MOVED 3999 127.0.0.1:6381", SL_REPLY_MOVED},
+        {"ASK 3999 127.0.0.1:6381", SL_REPLY_ASK},
+        {"TRYAGAIN Multiple keys request during rehashing of slot",
+         SL_REPLY_TRYAGAIN},
+        {"READONLY You can't write against a read only replica.",
+         SL_REPLY_REROUTE},
+        /* Before Redis 7 a replica runs the script, which fails at its
+         * first write: nothing written, so not run either. */
+        {"ERR Error running script (call to f_1185e7ae48cf34f42bb62f9e2af6d3939"
+         "0054e78): @user_script:1: @user_script: 1: -READONLY You can't "
+         "write against a read only replica.",
+         SL_REPLY_REROUTE},
+        {"ERR Error running script (call to f_42f4): @user_script:1: "
+         "@user_script: 1: -READONLY You can't write against a read only "
+         "slave.",
+         SL_REPLY_REROUTE},
+        {"ERR Error running script (call to f_42f4): @user_script:9: "
+         "user_script:9: Script attempted to access nonexistent global "
+         "variable 'READONLY'",
+         SL_REPLY_FATAL},
+        {"CLUSTERDOWN The cluster is down", SL_REPLY_REROUTE},
+        {"LOADING Redis is loading the dataset in memory", SL_REPLY_REROUTE},
+        {"NOAUTH Authentication required.", SL_REPLY_FATAL},
+        {"ERR wrong number of arguments", SL_REPLY_FATAL},
+        {"MOVEDX 1 a:1", SL_REPLY_FATAL},
+        {"", SL_REPLY_FATAL},
+    };
+    redisReply *r;
+    size_t i;
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        r = reply_of(apr_pstrcat(pool, "-", cases[i].msg, "\r\n", NULL));
+        EXPECT(sl_reply_classify(APR_SUCCESS, 0, r) == cases[i].cls,
+               "'%s' -> %d", cases[i].msg, cases[i].cls);
+        freeReplyObject(r);
+    }
+    /* What makes a Sentinel store ask the Sentinels again. */
+    EXPECT(sl_error_demoted("MASTERDOWN Link with MASTER is down") &&
+               sl_error_demoted(cases[5].msg) &&
+               !sl_error_demoted("ERR wrong number of arguments") &&
+               !sl_error_demoted(NULL),
+           "demoted: READONLY, MASTERDOWN, a script's READONLY");
+    r = reply_of("*1\r\n:1\r\n");
+    EXPECT(sl_reply_classify(APR_SUCCESS, 0, r) == SL_REPLY_OK, "an answer");
+    freeReplyObject(r);
+    EXPECT(sl_reply_classify(APR_EGENERAL, 1, NULL) == SL_REPLY_RETRY,
+           "a stale pooled connection: again on a fresh one");
+    EXPECT(sl_reply_classify(APR_TIMEUP, 0, NULL) == SL_REPLY_FAILED,
+           "a timeout: the node failed");
+    EXPECT(sl_reply_classify(APR_ECONNREFUSED, 0, NULL) == SL_REPLY_FAILED,
+           "refused: the node failed");
+}
+
+static void test_errors(void)
+{
+    EXPECT(sl_error_usable("NOSCRIPT No matching script.") &&
+               sl_error_usable("MOVED 3999 127.0.0.1:6381") &&
+               sl_error_usable("ASK 3999 127.0.0.1:6381"),
+           "usable: the connection serves the next request");
+    EXPECT(!sl_error_usable("READONLY You can't write against a read only "
+                            "replica.") &&
+               !sl_error_usable("NOAUTH Authentication required.") &&
+               !sl_error_usable("LOADING Redis is loading") &&
+               !sl_error_usable("MOVED"),
+           "not usable: the connection's own state may be wrong");
+    EXPECT(strstr(sl_error_text(pool, "NOAUTH Authentication required."),
+                  "requires authentication") != NULL,
+           "NOAUTH says where the password goes");
+    EXPECT(strstr(sl_error_text(pool, "Protocol error: unauthenticated "
+                                      "multibulk length"),
+                  "SlidingLimitStore") != NULL,
+           "Redis 6's unauthenticated close says it too");
+    EXPECT(!strcmp(sl_error_text(pool, "ERR wrong number of arguments"),
+                   "ERR wrong number of arguments"),
+           "any other error as it is");
+}
+
+static void test_integers(void)
+{
+    long long *v;
+    redisReply *r = reply_of("*3\r\n:1\r\n:-2\r\n:9007199254740993\r\n");
+
+    EXPECT(!sl_reply_integers(pool, r, &v) && v[0] == 1 && v[1] == -2 &&
+               v[2] == 9007199254740993LL,
+           "the script's integers");
+    freeReplyObject(r);
+    r = reply_of("*2\r\n:1\r\n$1\r\nx\r\n");
+    EXPECT(sl_reply_integers(pool, r, &v) != NULL, "a string among them");
+    freeReplyObject(r);
+    r = reply_of(":1\r\n");
+    EXPECT(sl_reply_integers(pool, r, &v) != NULL, "not an array");
+    freeReplyObject(r);
+}
+
+int main(void)
+{
+    apr_initialize();
+    apr_pool_create(&pool, NULL);
+    test_format();
+    test_classify();
+    test_errors();
+    test_integers();
+    printf("sl_resp_test: %d passed, %d failed\n", passed, failed);
+    apr_pool_destroy(pool);
+    apr_terminate();
+    return failed ? 1 : 0;
+}
