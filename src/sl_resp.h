@@ -6,7 +6,7 @@
 #ifndef SL_RESP_H
 #define SL_RESP_H
 
-#include "sl_core.h"
+#include "sl_reply.h"
 
 #include <apr_pools.h>
 
