@@ -14,6 +14,9 @@
 
 APLOG_USE_MODULE(slidinglimit);
 
+/* A decision's member: the child's seed and a counter (sl_store_decide). */
+#define SL_MEMBER_LEN 12
+
 static sl_server_conf_t *sl_server_conf(server_rec *s)
 {
     return ap_get_module_config(s->module_config, &slidinglimit_module);
@@ -193,8 +196,8 @@ typedef struct sl_call {
 } sl_call_t;
 
 /* Whether the call may go to the store: not without a client, nor while
- * the breaker is open and this call is not its probe (no log: the outage
- * was logged once when it began). */
+ * the breaker is open and this call is not its probe (unlogged: the outage
+ * was logged once, when it began). */
 static apr_status_t sl_call_begin(sl_call_t *c, sl_store_t *st, request_rec *r,
                                   const char *what)
 {
@@ -262,7 +265,7 @@ apr_status_t sl_store_decide(sl_store_t *st, request_rec *r,
                              sl_decision_t *d, const char **member_out)
 {
     sl_call_t c;
-    unsigned char member[12];
+    unsigned char member[SL_MEMBER_LEN];
     apr_uint32_t k;
     apr_status_t rv;
 
@@ -299,7 +302,8 @@ void sl_store_give_back(sl_store_t *st, request_rec *r,
                       member ? c.err : "no decision to give back");
         return;
     }
-    rv = st->ops->give_back(st, r->pool, budgets, n, member, 12, at, &c.err);
+    rv = st->ops->give_back(st, r->pool, budgets, n, member, SL_MEMBER_LEN, at,
+                            &c.err);
     sl_call_end(&c, rv);
 }
 

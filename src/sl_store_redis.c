@@ -128,6 +128,13 @@ static apr_status_t sl_redis_store_make(sl_store_t *st, apr_pool_t *pchild,
     return APR_SUCCESS;
 }
 
+/* The client's own status for a cluster slot whose master is away, in the
+ * word every kind uses for it. */
+static apr_status_t sl_redis_store_rv(apr_status_t rv)
+{
+    return rv == SL_REDIS_SLOT_DOWN ? SL_STORE_PART_DOWN : rv;
+}
+
 static apr_status_t sl_redis_store_decide(sl_store_t *st, apr_pool_t *p,
                                           const sl_budget_t *budgets, int n,
                                           const char *member,
@@ -140,7 +147,7 @@ static apr_status_t sl_redis_store_decide(sl_store_t *st, apr_pool_t *p,
     (void) now;
     rv = sl_redis_decide(st->ctx, p, budgets, n, member, member_len, d, err,
                          trips);
-    return rv == SL_REDIS_SLOT_DOWN ? SL_STORE_PART_DOWN : rv;
+    return sl_redis_store_rv(rv);
 }
 
 static apr_status_t sl_redis_store_give_back(sl_store_t *st, apr_pool_t *p,
@@ -149,7 +156,8 @@ static apr_status_t sl_redis_store_give_back(sl_store_t *st, apr_pool_t *p,
                                              apr_size_t member_len,
                                              apr_time_t at, const char **err)
 {
-    return sl_redis_refund(st->ctx, p, budgets, n, member, member_len, at, err);
+    return sl_redis_store_rv(
+        sl_redis_refund(st->ctx, p, budgets, n, member, member_len, at, err));
 }
 
 static apr_status_t sl_redis_store_peek(sl_store_t *st, apr_pool_t *p,
@@ -158,7 +166,8 @@ static apr_status_t sl_redis_store_peek(sl_store_t *st, apr_pool_t *p,
                                         apr_int64_t **blocked, const char **err)
 {
     (void) now;
-    return sl_redis_peek(st->ctx, p, budgets, n, d, blocked, err);
+    return sl_redis_store_rv(
+        sl_redis_peek(st->ctx, p, budgets, n, d, blocked, err));
 }
 
 static apr_status_t sl_redis_store_reset(sl_store_t *st, apr_pool_t *p,
@@ -166,7 +175,7 @@ static apr_status_t sl_redis_store_reset(sl_store_t *st, apr_pool_t *p,
                                          apr_time_t now, const char **err)
 {
     (void) now;
-    return sl_redis_reset(st->ctx, p, budgets, n, err);
+    return sl_redis_store_rv(sl_redis_reset(st->ctx, p, budgets, n, err));
 }
 
 const sl_store_ops_t sl_store_redis_ops = {
