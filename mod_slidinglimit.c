@@ -32,9 +32,9 @@
 #include "http_main.h"
 #include "http_protocol.h"
 #include "http_request.h"
-#include "ap_mpm.h"
 #include "mod_core.h"
 
+#include "src/sl_budget.h"
 #include "src/sl_config.h"
 #include "src/sl_decide.h"
 #include "src/sl_inspect.h"
@@ -47,93 +47,30 @@ APLOG_USE_MODULE(slidinglimit);
 
 static sl_proc_t *sl_proc_of(server_rec *s)
 {
-    return ((sl_server_conf_t *) ap_get_module_config(s->module_config,
-                                                      &slidinglimit_module))
-        ->proc;
+    return sl_config_server(s)->proc;
 }
 
 static int sl_pre_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp)
 {
     (void) plog;
     (void) ptemp;
-    return sl_shm_pre_config(pconf) == APR_SUCCESS ? OK
-                                                   : HTTP_INTERNAL_SERVER_ERROR;
+    return sl_proc_pre_config(pconf) == APR_SUCCESS
+               ? OK
+               : HTTP_INTERNAL_SERVER_ERROR;
 }
 
 static int sl_post_config(apr_pool_t *pconf, apr_pool_t *plog,
                           apr_pool_t *ptemp, server_rec *s)
 {
-    sl_server_conf_t *msc =
-        ap_get_module_config(s->module_config, &slidinglimit_module);
-    sl_proc_t *proc;
-    server_rec *vs;
-    apr_status_t rv;
-    void *base;
-    int fresh;
     (void) plog;
-    (void) ptemp;
 
     /* The first pass of a start only budgets the configuration. */
     if (ap_state_query(AP_SQ_MAIN_STATE) == AP_SQ_MS_CREATE_PRE_CONFIG) {
         return OK;
     }
-    proc = apr_pcalloc(pconf, sizeof(*proc));
-    rv = sl_shm_create(pconf, s,
-                       (apr_size_t) SL_OR(msc->shm_size, SL_DEFAULT_SHM_SIZE),
-                       &proc->shm);
-    if (rv != APR_SUCCESS) {
-        ap_log_error(APLOG_MARK, APLOG_CRIT, rv, s,
-                     "mod_slidinglimit: cannot create the shared memory store");
+    if (sl_proc_create(pconf, ptemp, s) != APR_SUCCESS ||
+        sl_store_post_config(pconf, ptemp, s) != APR_SUCCESS) {
         return HTTP_INTERNAL_SERVER_ERROR;
-    }
-    rv = sl_stats_create(pconf, s, &proc->stats);
-    if (rv != APR_SUCCESS) {
-        ap_log_error(APLOG_MARK, APLOG_CRIT, rv, s,
-                     "mod_slidinglimit: cannot create the statistics segment");
-        return HTTP_INTERNAL_SERVER_ERROR;
-    }
-    {
-        const char *id = sl_store_id(ptemp, msc->store);
-        proc->breaker = sl_stats_breaker(proc->stats, id, strlen(id));
-    }
-    rv = sl_denycache_shm_create(pconf, &proc->denycache_shm);
-    if (rv != APR_SUCCESS) {
-        /* Only an optimisation: every decision goes to the store. */
-        ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s,
-                     "mod_slidinglimit: cannot create the deny cache segment; "
-                     "running without it");
-    }
-    rv = sl_shm_retain(s, "breakers", sl_breakers_size(), &base, &fresh);
-    proc->breakers = rv == APR_SUCCESS ? sl_breakers_attach(pconf, base) : NULL;
-    if (rv != APR_SUCCESS) {
-        ap_log_error(APLOG_MARK, APLOG_CRIT, rv, s,
-                     "mod_slidinglimit: cannot create the breaker segment");
-        return HTTP_INTERNAL_SERVER_ERROR;
-    }
-    /* Without it the stores' prerequisites are not checked: nothing else
-     * changes. */
-    rv = sl_shm_retain(s, "prereqs", sl_prereqs_size(), &base, &fresh);
-    proc->prereqs = rv == APR_SUCCESS ? sl_prereqs_attach(base) : NULL;
-    for (vs = s; vs; vs = vs->next) {
-        sl_server_conf_t *sc =
-            ap_get_module_config(vs->module_config, &slidinglimit_module);
-        const char *err;
-        sc->proc = proc;
-        /* A virtual host that inherits the main server's store says
-         * nothing new about it. */
-        if (vs != s && sc->store == msc->store &&
-            sc->tls_verify == msc->tls_verify && sc->tls_ca == msc->tls_ca &&
-            sc->tls_cert == msc->tls_cert &&
-            sc->sentinel_password == msc->sentinel_password) {
-            sc->tls = msc->tls;
-            continue;
-        }
-        if ((err = sl_config_store_check(ptemp, vs, sc)) ||
-            (err = sl_config_tls_setup(pconf, sc))) {
-            ap_log_error(APLOG_MARK, APLOG_CRIT, 0, vs, "mod_slidinglimit: %s",
-                         err);
-            return HTTP_INTERNAL_SERVER_ERROR;
-        }
     }
     return OK;
 }
@@ -141,24 +78,10 @@ static int sl_post_config(apr_pool_t *pconf, apr_pool_t *plog,
 static void sl_child_init(apr_pool_t *pchild, server_rec *s)
 {
     sl_proc_t *proc = sl_proc_of(s);
-    int threads = 1;
 
-    if (!proc) {
-        return;
+    if (proc) {
+        sl_proc_child_init(pchild, s, proc);
     }
-    if (sl_shm_child_init(proc->shm, pchild, s) != APR_SUCCESS) {
-        ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s,
-                     "mod_slidinglimit: cannot attach the shared memory "
-                     "store's mutex in this child");
-    }
-    apr_generate_random_bytes(proc->seed, sizeof(proc->seed));
-    ap_mpm_query(AP_MPMQ_MAX_THREADS, &threads);
-    if (threads < 1) {
-        threads = 1;
-    }
-    proc->denycache =
-        sl_denycache_create(pchild, proc->denycache_shm, threads > 1);
-    sl_store_child_init(pchild, s, proc, threads);
 }
 
 /* The configuration of r's section when it has limits; NULL otherwise. */
@@ -170,7 +93,7 @@ static sl_dir_conf_t *sl_section(request_rec *r, sl_server_conf_t **sc)
     if (!dc->limits || !dc->limits->nelts) {
         return NULL;
     }
-    *sc = ap_get_module_config(r->server->module_config, &slidinglimit_module);
+    *sc = sl_config_server(r->server);
     return (*sc)->proc ? dc : NULL;
 }
 
@@ -193,7 +116,7 @@ static int sl_access_lookup(request_rec *rr)
     sl_dir_conf_t *dc;
 
     if (rr->main->main || rr->finfo.filetype != APR_REG ||
-        !(dc = sl_section(rr, &sc)) || !sl_decide_counts(dc)) {
+        !(dc = sl_section(rr, &sc)) || !sl_budget_counts(dc)) {
         return DECLINED;
     }
     return sl_decide_lookup(rr, sc, dc);
@@ -210,7 +133,7 @@ static int sl_access(request_rec *r)
         return sl_access_lookup(r);
     }
     dc = sl_limited(r, &sc);
-    if (!dc || !sl_decide_counts(dc)) {
+    if (!dc || !sl_budget_counts(dc)) {
         return DECLINED;
     }
     return sl_decide(r, sc, dc);

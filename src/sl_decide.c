@@ -11,6 +11,7 @@
 
 #include "apr_strings.h"
 
+#include "sl_budget.h"
 #include "sl_ident.h"
 #include "sl_key.h"
 #include "sl_outcome.h"
@@ -42,7 +43,7 @@ typedef struct sl_case {
  * status the client got is not listed. */
 typedef struct sl_reserved {
     struct sl_reserved *next;
-    sl_store_t *store; /* NULL: the local fallback decided */
+    sl_store_t *store; /* the store that admitted: its own, or the fallback */
     sl_proc_t *proc;
     const apr_array_header_t *limits;
     sl_budget_t *budgets;
@@ -83,49 +84,18 @@ static sl_note_t *sl_note(request_rec *r)
     return note;
 }
 
-void sl_decide_budget(apr_pool_t *p, const sl_server_conf_t *sc,
-                      const sl_dir_conf_t *dc, const sl_limit_t *l,
-                      const char *identity, sl_budget_t *b)
+static void sl_budgets_of(sl_case_t *c, const sl_server_conf_t *sc)
 {
-    b->algorithm = l->algorithm != SL_ALG_UNSET
-                       ? l->algorithm
-                       : SL_OR(dc->algorithm, SL_ALG_LOG);
-    b->key =
-        sl_store_key(p, sc->prefix ? sc->prefix : SL_DEFAULT_PREFIX, identity,
-                     l, b->algorithm, sc->secret, sc->secret_len);
-    b->key_len = strlen(b->key);
-    b->store = sc->store ? sc->store->tag : 0;
-    b->requests = l->requests;
-    b->window = l->window;
-    b->burst = l->burst;
-}
-
-static void sl_budgets_build(sl_case_t *c, const sl_server_conf_t *sc)
-{
-    request_rec *r = c->r;
     /* A section with count= decides before authentication (and in fixups
      * only an internal redirect that skipped it): its user is the name
      * attempted in every phase, so the redirect finds the budgets already
      * decided, and the give-back returns the budgets taken here. */
     const char *identity =
-        sl_key_identity(c->target, c->dc, sl_decide_counts(c->dc));
-    int i;
+        sl_key_identity(c->target, c->dc, sl_budget_counts(c->dc));
 
     c->n = c->limits->nelts;
-    c->budgets = apr_pcalloc(r->pool, sizeof(*c->budgets) * c->n);
-    for (i = 0; i < c->n; i++) {
-        const sl_limit_t *l = APR_ARRAY_IDX(c->limits, i, sl_limit_t *);
-        sl_budget_t *b = &c->budgets[i];
-        sl_decide_budget(r->pool, sc, c->dc, l, identity, b);
-        /* cost= is at most what the limit holds (checked at start-up;
-         * cost=expr: per request, sl_budgets_cost), and a block's end is the
-         * limit's reset, so the deny cache answers a blocked identity until
-         * it ends without a store call. */
-        b->cost = l->cost;
-        b->block = l->block;
-        b->reserve = l->count != NULL;
-        c->reserve = c->reserve || b->reserve;
-    }
+    c->budgets = sl_budgets_build(c->r->pool, sc, c->dc, c->limits, identity,
+                                  &c->reserve);
 }
 
 /* cost=expr:: each such limit's cost for this request. Returns
@@ -227,7 +197,7 @@ static void sl_mode_of(const sl_case_t *c, sl_mode_t *m)
     const sl_dir_conf_t *dc = c->dc;
 
     m->fail_closed = SL_OR(dc->fail_mode, SL_FAIL_OPEN) == SL_FAIL_CLOSED;
-    m->fallback = c->store->url && SL_OR(dc->local_fallback, 1);
+    m->fallback = sl_store_remote(c->store) && SL_OR(dc->local_fallback, 1);
     m->dry_run = SL_OR(dc->dry_run, 0);
     m->deny_status = SL_OR(dc->status, SL_DEFAULT_STATUS);
     m->fail_status = SL_OR(dc->fail_status, SL_DEFAULT_FAIL_STATUS);
@@ -320,9 +290,8 @@ static int sl_ask_store(sl_case_t *c, sl_decision_t *d)
     apr_uint32_t *flights;
     apr_status_t rv;
 
-    if (!c->store->redis) {
-        rv = sl_store_decide(c->store, c->r, c->proc, c->budgets, c->n, d,
-                             &c->member);
+    if (!sl_store_remote(c->store)) {
+        rv = sl_store_decide(c->store, c->r, c->budgets, c->n, d, &c->member);
         if (rv == APR_SUCCESS) {
             sl_stats_blocks(c->proc->stats, sl_blocks_started(c, d));
             sl_blocks_log(c, d);
@@ -339,8 +308,7 @@ static int sl_ask_store(sl_case_t *c, sl_decision_t *d)
         sl_decision_cached(c, retry_at, sent, d);
         return SL_STEP_DENIED;
     }
-    rv = sl_store_decide(c->store, c->r, c->proc, c->budgets, c->n, d,
-                         &c->member);
+    rv = sl_store_decide(c->store, c->r, c->budgets, c->n, d, &c->member);
     /* The store ran after "sent" and before now: sent + reset is never
      * later than the store's own end of a refusal (when the cache stops
      * answering), now + reset never earlier (what the client is told to
@@ -359,8 +327,8 @@ static int sl_ask_store(sl_case_t *c, sl_decision_t *d)
 /* While the store is down, the same limits on this server's own traffic. */
 static int sl_ask_fallback(sl_case_t *c, sl_decision_t *d)
 {
-    if (sl_shm_decide(c->proc->shm, c->r->pool, c->budgets, c->n,
-                      apr_time_now(), d) != APR_SUCCESS) {
+    if (sl_store_decide(sl_store_fallback(c->proc), c->r, c->budgets, c->n, d,
+                        &c->member) != APR_SUCCESS) {
         return SL_STEP_FAILED;
     }
     sl_stats_fallback(c->proc->stats);
@@ -586,7 +554,7 @@ static int sl_decide_for(request_rec *r, request_rec *target,
     if (target == r) {
         sl_note(r)->dir = r->per_dir_config;
     }
-    sl_budgets_build(&c, sc);
+    sl_budgets_of(&c, sc);
     if (!sl_budgets_undecided(&c)) {
         if (r->prev) {
             sl_decide_carry_env(r);
@@ -609,7 +577,8 @@ static int sl_decide_for(request_rec *r, request_rec *target,
         (store == SL_STEP_ADMITTED || fallback == SL_STEP_ADMITTED)) {
         sl_note_t *note = sl_note(r);
         sl_reserved_t *res = apr_palloc(r->pool, sizeof(*res));
-        res->store = store == SL_STEP_ADMITTED ? c.store : NULL;
+        res->store =
+            store == SL_STEP_ADMITTED ? c.store : sl_store_fallback(c.proc);
         res->proc = c.proc;
         res->limits = c.limits;
         res->budgets = c.budgets;
@@ -649,18 +618,6 @@ void sl_decide_resolving(request_rec *r, int on)
     }
 }
 
-int sl_decide_counts(const sl_dir_conf_t *dc)
-{
-    int i;
-
-    for (i = 0; dc->limits && i < dc->limits->nelts; i++) {
-        if (APR_ARRAY_IDX(dc->limits, i, sl_limit_t *)->count) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
 int sl_decide_done(request_rec *r)
 {
     const sl_note_t *note =
@@ -693,14 +650,7 @@ static void sl_give_back(request_rec *r, sl_reserved_t *res, int status)
     if (!k) {
         return;
     }
-    if (res->store) {
-        sl_store_refund(res->store, r, res->proc, back, k, res->member,
-                        res->at);
-    }
-    else {
-        sl_shm_refund(res->proc->shm, r->pool, back, k, res->at,
-                      apr_time_now());
-    }
+    sl_store_give_back(res->store, r, back, k, res->member, res->at);
 }
 
 /* The status a client request's response answered, as count= judges it.

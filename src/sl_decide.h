@@ -27,18 +27,6 @@ int sl_decide(request_rec *r, sl_server_conf_t *sc, sl_dir_conf_t *dc);
 int sl_decide_lookup(request_rec *rr, sl_server_conf_t *sc, sl_dir_conf_t *dc);
 void sl_decide_resolving(request_rec *r, int on);
 
-/* Limit l's budget for identity under section dc on sc's store: the key,
- * algorithm, store, requests, window and burst, as a request's and the
- * operator's look (sl_inspect.c) both make them; cost, block and reserve
- * are the caller's. */
-void sl_decide_budget(apr_pool_t *p, const sl_server_conf_t *sc,
-                      const sl_dir_conf_t *dc, const sl_limit_t *l,
-                      const char *identity, sl_budget_t *b);
-
-/* count=: whether a section has a limit with count=; such sections decide
- * in the access checker (before authentication answers 401). */
-int sl_decide_counts(const sl_dir_conf_t *dc);
-
 /* Whether r was decided under its current per-directory configuration: a
  * fast redirect since (mod_dir's) gives it its target's. */
 int sl_decide_done(request_rec *r);

@@ -11,8 +11,8 @@
 
 #include <arpa/inet.h>
 
+#include "sl_budget.h"
 #include "sl_config.h"
-#include "sl_decide.h"
 #include "sl_forgery.h"
 #include "sl_key.h"
 #include "sl_limit.h"
@@ -312,8 +312,7 @@ static const char *sl_lookup(request_rec *r, const sl_ask_t *a,
 static const char *sl_client_make(sl_client_t *c, const sl_ask_t *a)
 {
     request_rec *r = c->r, *rr;
-    const sl_server_conf_t *sc =
-        ap_get_module_config(r->server->module_config, &slidinglimit_module);
+    const sl_server_conf_t *sc = sl_config_server(r->server);
     const sl_dir_conf_t *dc;
     const char *identity, *err, *names = NULL;
     int i, all;
@@ -327,7 +326,7 @@ static const char *sl_client_make(sl_client_t *c, const sl_ask_t *a)
         return apr_psprintf(r->pool, "no SlidingLimit applies to %s", a->path);
     }
     identity =
-        sl_key_identity_of(r->pool, sc, dc, sl_decide_counts(dc), a->source,
+        sl_key_identity_of(r->pool, sc, dc, sl_budget_counts(dc), a->source,
                            a->value ? a->value : "", a->address, &err);
     if (!identity) {
         return err;
@@ -345,10 +344,7 @@ static const char *sl_client_make(sl_client_t *c, const sl_ask_t *a)
         if (a->name && strcmp(a->name, l->name)) {
             continue;
         }
-        /* A request's budget, for one more unit. */
-        sl_decide_budget(r->pool, sc, dc, l, identity, b);
-        b->cost = 1;
-        b->block = l->block;
+        sl_budget_look(r->pool, sc, dc, l, identity, b);
         c->limits[c->n++] = l;
     }
     if (!c->n) {
@@ -358,29 +354,6 @@ static const char *sl_client_make(sl_client_t *c, const sl_ask_t *a)
     return NULL;
 }
 
-/* The store's state of the budgets, read without a write. */
-static apr_status_t sl_client_peek(const sl_client_t *c, sl_decision_t *d,
-                                   apr_int64_t **blocked, const char **err)
-{
-    apr_status_t rv;
-
-    *err = NULL;
-    if (!c->store->url) {
-        rv = sl_shm_peek(c->proc->shm, c->r->pool, c->budgets, c->n,
-                         apr_time_now(), d, blocked);
-        if (rv != APR_SUCCESS) {
-            *err = "the shared memory store could not be read";
-        }
-        return rv;
-    }
-    if (!c->store->redis) {
-        *err = "the store has no client in this child";
-        return APR_EINIT;
-    }
-    return sl_redis_peek(c->store->redis, c->r->pool, c->budgets, c->n, d,
-                         blocked, err);
-}
-
 /* Deletes the budgets on the store, in this server's shm table (the shm
  * store, or the local fallback's state of a Redis store) and in the deny
  * cache. The local parts are cleared whatever the store does: while it is
@@ -388,23 +361,17 @@ static apr_status_t sl_client_peek(const sl_client_t *c, sl_decision_t *d,
 static apr_status_t sl_client_reset(const sl_client_t *c, int *forgotten,
                                     const char **err)
 {
+    sl_store_t *local = sl_store_fallback(c->proc);
     apr_status_t rv = APR_SUCCESS;
+    const char *lerr;
 
     *err = NULL;
-    if (c->store->url) {
-        if (!c->store->redis) {
-            *err = "the store has no client in this child";
-            rv = APR_EINIT;
-        }
-        else {
-            rv = sl_redis_reset(c->store->redis, c->r->pool, c->budgets, c->n,
-                                err);
-        }
+    if (c->store != local) {
+        rv = sl_store_reset(c->store, c->r, c->budgets, c->n, err);
     }
-    if (sl_shm_reset(c->proc->shm, c->r->pool, c->budgets, c->n,
-                     apr_time_now()) != APR_SUCCESS &&
-        !c->store->url) {
-        *err = "the shared memory store could not be changed";
+    if (sl_store_reset(local, c->r, c->budgets, c->n, &lerr) != APR_SUCCESS &&
+        c->store == local) {
+        *err = lerr;
         rv = APR_EGENERAL;
     }
     /* After the store: a request that asks it from now on finds room, and
@@ -492,9 +459,7 @@ static int sl_answer_state(const sl_client_t *c, const sl_ask_t *a,
                 sl_json_string(
                     p, apr_pstrcat(p, a->source, "=", a->value ? a->value : "",
                                    a->address ? "&ip=" : "", a->address, NULL)),
-                ",\"store\":",
-                sl_json_string(p,
-                               c->store->url ? c->store->url->display : "shm"),
+                ",\"store\":", sl_json_string(p, sl_store_name(c->store)),
                 ",\"action\":",
                 r->method_number == M_POST ? "\"reset\"" : "\"show\"",
                 r->method_number == M_POST
@@ -627,7 +592,8 @@ int sl_inspect(request_rec *r, sl_proc_t *proc, int level)
                             NULL));
         }
     }
-    if (sl_client_peek(&c, &d, &blocked, &err) != APR_SUCCESS) {
+    if (sl_store_peek(c.store, r, c.budgets, c.n, &d, &blocked, &err) !=
+        APR_SUCCESS) {
         return sl_answer_error(r, HTTP_SERVICE_UNAVAILABLE,
                                apr_pstrcat(r->pool,
                                            "the store did not answer: ",

@@ -131,8 +131,7 @@ static const char *sl_key_hash(apr_pool_t *p, const sl_server_conf_t *sc,
 const char *sl_key_identity(request_rec *r, const sl_dir_conf_t *dc,
                             int before_auth)
 {
-    const sl_server_conf_t *sc =
-        ap_get_module_config(r->server->module_config, &slidinglimit_module);
+    const sl_server_conf_t *sc = sl_config_server(r->server);
     int n, i, user = 0;
     const sl_key_source_t *src = sl_key_sources(dc, &n);
 

@@ -1,6 +1,7 @@
 /* Per-process state, made in post_config (shared memory, before fork) and
- * child_init (connections, never before fork). Reached through the server
- * config records (sl_server_conf_t.proc): no mutable globals. */
+ * child_init (connections, never before fork), in one place: sl_proc.c.
+ * Reached through the server config records (sl_server_conf_t.proc): no
+ * mutable globals. */
 #ifndef SL_PROC_H
 #define SL_PROC_H
 
@@ -18,8 +19,24 @@ typedef struct sl_proc {
     sl_prereqs_t *prereqs;   /* which store nodes were asked INFO */
     sl_denycache_shm_t *denycache_shm; /* shared by the generation's children */
     sl_denycache_t *denycache;
+    struct sl_store *local; /* the shm store, the local fallback (child) */
     unsigned char seed[8];
     volatile apr_uint32_t counter;
 } sl_proc_t;
+
+/* pre_config: the mutex types of the segments (the Mutex directive's). */
+apr_status_t sl_proc_pre_config(apr_pool_t *pconf);
+
+/* post_config: the segments every child shares (the shm store, the
+ * statistics with the main store's breaker, the other stores' breakers,
+ * the prerequisites' table, the deny cache), each kept across graceful
+ * restarts, and every server record's proc. Logs what fails; APR_SUCCESS
+ * unless the start must stop. */
+apr_status_t sl_proc_create(apr_pool_t *pconf, apr_pool_t *ptemp,
+                            server_rec *s);
+
+/* child_init: this child's part of proc (the shm store's mutex, the seed
+ * of its decisions, its deny cache) and its stores. */
+void sl_proc_child_init(apr_pool_t *pchild, server_rec *s, sl_proc_t *proc);
 
 #endif

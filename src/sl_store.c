@@ -1,6 +1,8 @@
-/* Which store decides for each server record in this child, and the store
- * call with its circuit breaker (see sl_store.h). */
-#include "sl_store.h"
+/* Which store decides for each server record in this child, and every call
+ * to it with its circuit breaker, its statistics and its log (see
+ * sl_store.h); what each kind of store does is its own file
+ * (sl_store_kind.h). */
+#include "sl_store_kind.h"
 
 #include "http_config.h"
 #include "http_log.h"
@@ -8,19 +10,12 @@
 #include "apr_atomic.h"
 #include "apr_strings.h"
 
-#include "sl_config.h"
-#include "sl_prereq.h"
-
-#include "http_core.h"
-
 #include <string.h>
 
 APLOG_USE_MODULE(slidinglimit);
 
-static sl_server_conf_t *sl_server_conf(server_rec *s)
-{
-    return ap_get_module_config(s->module_config, &slidinglimit_module);
-}
+/* A decision's member: the child's seed and a counter (sl_store_decide). */
+#define SL_MEMBER_LEN 12
 
 const char *sl_store_id(apr_pool_t *p, const sl_store_url_t *u)
 {
@@ -29,6 +24,40 @@ const char *sl_store_id(apr_pool_t *p, const sl_store_url_t *u)
     }
     return apr_pstrcat(p, u->display, "\n", u->user ? u->user : "", "\n",
                        u->password ? u->password : "", NULL);
+}
+
+/* Pointers, not contents: a record that sets a directive has a value of
+ * its own, one that does not inherits the main server's. */
+int sl_store_shared(const sl_server_conf_t *a, const sl_server_conf_t *b)
+{
+    return a->store == b->store && a->tls_verify == b->tls_verify &&
+           a->tls_ca == b->tls_ca && a->tls_cert == b->tls_cert &&
+           a->sentinel_password == b->sentinel_password;
+}
+
+apr_status_t sl_store_post_config(apr_pool_t *pconf, apr_pool_t *ptemp,
+                                  server_rec *s)
+{
+    sl_server_conf_t *msc = sl_config_server(s);
+    server_rec *vs;
+
+    for (vs = s; vs; vs = vs->next) {
+        sl_server_conf_t *sc = sl_config_server(vs);
+        const char *err;
+        /* A virtual host that inherits the main server's store says
+         * nothing new about it. */
+        if (vs != s && sl_store_shared(sc, msc)) {
+            sc->tls = msc->tls;
+            continue;
+        }
+        if ((err = sl_config_store_check(ptemp, vs, sc)) ||
+            (err = sl_config_tls_setup(pconf, sc))) {
+            ap_log_error(APLOG_MARK, APLOG_CRIT, 0, vs, "mod_slidinglimit: %s",
+                         err);
+            return APR_EGENERAL;
+        }
+    }
+    return APR_SUCCESS;
 }
 
 /* The main server's store uses the breaker the status page reports; any
@@ -56,104 +85,39 @@ static sl_breaker_t *sl_store_breaker(apr_pool_t *p, sl_proc_t *proc,
     return b;
 }
 
-/* A Redis store's prerequisites (sl_prereq.h): asked of each of its nodes
- * once per generation, by whichever child connects first, and every
- * problem logged as one line by that child. */
-typedef struct sl_prereq_ctx {
-    server_rec *s;
-    const sl_store_url_t *url;
-    sl_prereqs_t *table;
-    apr_uint32_t gen;
-} sl_prereq_ctx_t;
-
-/* A cluster's nodes, and a Sentinel store's masters, are each asked; a
- * plain store once, on its first connection, which goes to its one node
- * (a node that redirects it to others is told by that answer). */
-static const char *sl_prereq_key(sl_prereq_ctx_t *c, const char *node)
+/* The one place that knows which kind a store URL names. */
+static const sl_store_ops_t *sl_store_kind(const sl_store_url_t *u)
 {
-    int many =
-        c->url->kind == SL_STORE_CLUSTER || c->url->kind == SL_STORE_SENTINEL;
-
-    return many ? node : "";
+    return !u || u->kind == SL_STORE_SHM ? &sl_store_shm_ops
+                                         : &sl_store_redis_ops;
 }
 
-static int sl_prereq_ask(void *data, const char *node)
+/* This child's shm store: of every record that names it, and the local
+ * fallback of the others. */
+static sl_store_t *sl_store_local(apr_pool_t *pchild, server_rec *s,
+                                  sl_proc_t *proc)
 {
-    sl_prereq_ctx_t *c = data;
-
-    return sl_prereqs_claim(c->table, c->url->display, sl_prereq_key(c, node),
-                            c->gen);
-}
-
-static void sl_prereq_log(sl_prereq_ctx_t *c, apr_pool_t *p, const char *node,
-                          const char *text, apr_size_t len)
-{
-    sl_prereq_t pr[SL_PREREQ_MAX];
-    sl_info_t info;
-    const char *why = sl_info_parse(p, text, len, &info);
-    int n, i;
-
-    if (why) {
-        ap_log_error(
-            APLOG_MARK, APLOG_DEBUG, 0, c->s,
-            "mod_slidinglimit: store %s: INFO of node %s not understood "
-            "(%s); prerequisites not checked",
-            c->url->display, node, why);
-        return;
-    }
-    n = sl_prereq_problems(p, &info, c->url, node, pr);
-    for (i = 0; i < n; i++) {
-        ap_log_error(APLOG_MARK,
-                     pr[i].level == SL_PREREQ_ERROR ? APLOG_ERR : APLOG_WARNING,
-                     0, c->s, "mod_slidinglimit: %s", pr[i].text);
-    }
-    if (!n) {
-        ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, c->s,
-                     "mod_slidinglimit: store %s: node %s runs Redis %s; "
-                     "prerequisites met",
-                     c->url->display, node, info.version);
-    }
-}
-
-static void sl_prereq_info(void *data, const char *node, const char *text,
-                           apr_size_t len, const char *error)
-{
-    sl_prereq_ctx_t *c = data;
-    apr_pool_t *p;
-
-    if (error) {
-        /* INFO renamed, disabled or denied by an ACL: the error's code
-         * only, as its text may name the user. */
-        ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, c->s,
-                     "mod_slidinglimit: store %s: node %s refused INFO (%.*s); "
-                     "prerequisites not checked",
-                     c->url->display, node, (int) strcspn(error, " "), error);
-    }
-    else if (!text) {
-        /* The connection failed before the answer: the next one asks. */
-        sl_prereqs_release(c->table, c->url->display, sl_prereq_key(c, node),
-                           c->gen);
-    }
-    else if (apr_pool_create_unmanaged_ex(&p, NULL, NULL) == APR_SUCCESS) {
-        sl_prereq_log(c, p, node, text, len);
-        apr_pool_destroy(p);
-    }
-}
-
-/* A Redis store's client and breaker. */
-static sl_store_t *sl_store_redis(apr_pool_t *pchild, server_rec *s,
-                                  server_rec *vs, sl_proc_t *proc, int threads)
-{
-    sl_server_conf_t *sc = sl_server_conf(vs);
     sl_store_t *st = apr_pcalloc(pchild, sizeof(*st));
 
+    st->ops = &sl_store_shm_ops;
+    st->proc = proc;
+    st->ops->make(st, pchild, s, sl_config_server(s), 1);
+    return st;
+}
+
+/* The store of vs's record, which has a store of its own; main is the main
+ * server. A Redis store has a breaker once its client is made. */
+static sl_store_t *sl_store_make(apr_pool_t *pchild, server_rec *main,
+                                 server_rec *vs, sl_proc_t *proc, int threads)
+{
+    const sl_server_conf_t *sc = sl_config_server(vs);
+    sl_store_t *st = apr_pcalloc(pchild, sizeof(*st));
     apr_status_t rv;
 
+    st->ops = sl_store_kind(sc->store);
     st->url = sc->store;
-    rv = sl_redis_create(pchild, sc->store,
-                         SL_OR(sc->connect_timeout, SL_DEFAULT_CONNECT_TIMEOUT),
-                         SL_OR(sc->command_timeout, SL_DEFAULT_COMMAND_TIMEOUT),
-                         threads, &st->redis);
+    st->proc = proc;
+    rv = st->ops->make(st, pchild, vs, sc, threads);
     if (rv != APR_SUCCESS) {
         /* A store that does not answer, never the shm store in its place:
          * local limits are not what the section asked for. */
@@ -161,131 +125,113 @@ static sl_store_t *sl_store_redis(apr_pool_t *pchild, server_rec *s,
                      "mod_slidinglimit: cannot set up the client for %s; "
                      "the fail mode applies to every request it decides",
                      sc->store->display);
-        st->redis = NULL;
+        st->ctx = NULL;
         return st;
     }
-    sl_redis_tls_set(st->redis, sc->tls);
-    sl_redis_sentinel_auth(st->redis, sc->sentinel_user, sc->sentinel_password);
-    st->breaker = sl_store_breaker(pchild, proc, s, vs, sc->store);
-    sl_redis_breaker_set(st->redis, st->breaker);
-    if (proc->prereqs) {
-        sl_prereq_ctx_t *c = apr_pcalloc(pchild, sizeof(*c));
-        c->s = vs;
-        c->url = sc->store;
-        c->table = proc->prereqs;
-        c->gen = (apr_uint32_t) ap_state_query(AP_SQ_CONFIG_GEN);
-        sl_redis_prereq_set(st->redis, sl_prereq_ask, sl_prereq_info, c);
-    }
+    st->breaker = sl_store_breaker(pchild, proc, main, vs, sc->store);
     return st;
 }
 
 void sl_store_child_init(apr_pool_t *pchild, server_rec *s, sl_proc_t *proc,
                          int threads)
 {
-    sl_store_t *shm = apr_pcalloc(pchild, sizeof(*shm));
     server_rec *vs, *other;
 
-    /* One Redis client per server record with its own store; virtual hosts
-     * that inherit the main server's store share its pool. */
+    proc->local = sl_store_local(pchild, s, proc);
+    /* One client per server record with its own store; virtual hosts that
+     * inherit the main server's store share its pool. */
     for (vs = s; vs; vs = vs->next) {
-        sl_server_conf_t *sc = sl_server_conf(vs);
+        sl_server_conf_t *sc = sl_config_server(vs);
         sc->backend = NULL;
-        if (!sc->store || sc->store->kind == SL_STORE_SHM) {
-            sc->backend = shm;
+        if (sl_store_kind(sc->store) == &sl_store_shm_ops) {
+            sc->backend = proc->local;
             continue;
         }
         for (other = s; other != vs; other = other->next) {
-            sl_server_conf_t *oc = sl_server_conf(other);
-            if (oc->store == sc->store && oc->tls == sc->tls &&
-                oc->sentinel_password == sc->sentinel_password && oc->backend) {
+            sl_server_conf_t *oc = sl_config_server(other);
+            if (oc->backend && sl_store_shared(oc, sc)) {
                 sc->backend = oc->backend;
                 break;
             }
         }
         if (!sc->backend) {
-            sc->backend = sl_store_redis(pchild, s, vs, proc, threads);
+            sc->backend = sl_store_make(pchild, s, vs, proc, threads);
         }
     }
 }
 
 sl_store_t *sl_store_of(server_rec *s)
 {
-    return sl_server_conf(s)->backend;
+    return sl_config_server(s)->backend;
 }
 
-void sl_store_refund(sl_store_t *st, request_rec *r, sl_proc_t *proc,
-                     const sl_budget_t *budgets, int n, const char *member,
-                     apr_time_t at)
+sl_store_t *sl_store_fallback(sl_proc_t *proc)
 {
-    const char *err = NULL;
-
-    if (!st->url) {
-        sl_shm_refund(proc->shm, r->pool, budgets, n, at, apr_time_now());
-        return;
-    }
-    /* A store that is down keeps the reservation until it expires: more
-     * counted than happened, never less. */
-    if (!member || !st->redis ||
-        sl_redis_refund(st->redis, r->pool, budgets, n, member, 12, at, &err) !=
-            APR_SUCCESS) {
-        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
-                      "mod_slidinglimit: give-back not done: %s",
-                      err ? err : "store unavailable");
-    }
+    return proc->local;
 }
 
-apr_interval_time_t sl_store_wait(const sl_store_t *st, apr_time_t now)
+int sl_store_remote(const sl_store_t *st)
 {
-    return st->breaker ? sl_breaker_wait(st->breaker, now) : 0;
+    return st->url != NULL;
 }
 
-apr_status_t sl_store_decide(sl_store_t *st, request_rec *r, sl_proc_t *proc,
-                             const sl_budget_t *budgets, int n,
-                             sl_decision_t *d, const char **member_out)
+const char *sl_store_name(const sl_store_t *st)
 {
-    apr_status_t rv;
-    const char *err = NULL;
-    apr_time_t start = apr_time_now();
-    unsigned char member[12];
-    apr_uint32_t c;
-    int trips = 0;
+    return st->url ? st->url->display : "shm";
+}
 
-    if (!st->url) {
-        rv = sl_shm_decide(proc->shm, r->pool, budgets, n, start, d);
-        if (rv != APR_SUCCESS) {
-            /* sl_shm_decide logs each change of its state once (full,
-             * emptied): not once per request. */
-            ap_log_rerror(APLOG_MARK, APLOG_DEBUG, rv, r,
-                          "mod_slidinglimit: the shared memory store did not "
-                          "decide; applying the fail mode");
-        }
-        return rv;
-    }
-    if (!st->redis) {
+/* One call to a store, from its start to its answer. */
+typedef struct sl_call {
+    sl_store_t *st;
+    request_rec *r;
+    const char *what; /* the call, for the log */
+    apr_time_t start;
+    const char *err;
+    int trips;
+} sl_call_t;
+
+/* Whether the call may go to the store: not without a client, nor while
+ * the breaker is open and this call is not its probe (unlogged: the outage
+ * was logged once, when it began). */
+static apr_status_t sl_call_begin(sl_call_t *c, sl_store_t *st, request_rec *r,
+                                  const char *what)
+{
+    c->st = st;
+    c->r = r;
+    c->what = what;
+    c->start = apr_time_now();
+    c->err = NULL;
+    c->trips = 1;
+    if (!st->ctx) {
+        c->err = "the store has no client in this child";
         ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
                       "mod_slidinglimit: store %s has no client in this "
-                      "child; applying the fail mode",
-                      st->url->display);
+                      "child; its %s fails",
+                      sl_store_name(st), what);
         return APR_EINIT;
     }
-    if (!sl_breaker_allow(st->breaker, start)) {
+    if (st->breaker && !sl_breaker_allow(st->breaker, c->start)) {
+        c->err = "the store is unavailable (its circuit breaker is open)";
         return APR_EAGAIN;
     }
-    /* Unique per request across servers: a random per-child seed and a
-     * counter; never the time, which two requests can share. */
-    c = apr_atomic_inc32(&proc->counter);
-    memcpy(member, proc->seed, 8);
-    memcpy(member + 8, &c, 4);
-    if (member_out) {
-        *member_out = apr_pmemdup(r->pool, member, sizeof(member));
+    return APR_SUCCESS;
+}
+
+/* The store's answer rv: counted for the status page (a Redis store's
+ * series), told to the breaker, an outage and its end logged once by the
+ * call that changed the breaker's state. */
+static apr_status_t sl_call_end(sl_call_t *c, apr_status_t rv)
+{
+    sl_store_t *st = c->st;
+    apr_time_t now = apr_time_now();
+
+    if (st->url) {
+        sl_stats_store(st->proc->stats, st->url->display, now - c->start,
+                       rv != APR_SUCCESS, c->trips);
     }
-    rv = sl_redis_decide(st->redis, r->pool, budgets, n, (const char *) member,
-                         sizeof(member), d, &err, &trips);
-    sl_stats_store(proc->stats, st->url->display, apr_time_now() - start,
-                   rv != APR_SUCCESS, trips);
     if (rv == APR_SUCCESS) {
-        if (sl_breaker_success(st->breaker, start, apr_time_now())) {
-            ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, r->server,
+        if (st->breaker && sl_breaker_success(st->breaker, c->start, now)) {
+            ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, c->r->server,
                          "mod_slidinglimit: store %s is answering again",
                          st->url->display);
         }
@@ -293,19 +239,101 @@ apr_status_t sl_store_decide(sl_store_t *st, request_rec *r, sl_proc_t *proc,
     }
     /* A cluster slot whose master is down while other nodes answer takes
      * the fail mode alone: the store's breaker stays as it is. */
-    if (rv != SL_REDIS_SLOT_DOWN &&
-        sl_breaker_failure(st->breaker, start, apr_time_now())) {
-        ap_log_error(APLOG_MARK, APLOG_ERR, rv, r->server,
+    if (st->breaker && rv != SL_STORE_PART_DOWN &&
+        sl_breaker_failure(st->breaker, c->start, now)) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, rv, c->r->server,
                      "mod_slidinglimit: store %s failed (%s); "
                      "applying the fail mode until it answers again",
-                     st->url->display, err ? err : "unknown error");
+                     st->url->display, c->err ? c->err : "unknown error");
     }
     else {
-        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, rv, r,
-                      "mod_slidinglimit: store %s: %s", st->url->display,
-                      err ? err : "unknown error");
+        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, rv, c->r,
+                      "mod_slidinglimit: store %s: %s failed: %s",
+                      sl_store_name(st), c->what,
+                      c->err ? c->err : "unknown error");
     }
     return rv;
+}
+
+apr_status_t sl_store_decide(sl_store_t *st, request_rec *r,
+                             const sl_budget_t *budgets, int n,
+                             sl_decision_t *d, const char **member_out)
+{
+    sl_call_t c;
+    unsigned char member[SL_MEMBER_LEN];
+    apr_uint32_t k;
+    apr_status_t rv;
+
+    if ((rv = sl_call_begin(&c, st, r, "decision")) != APR_SUCCESS) {
+        return rv;
+    }
+    /* Unique per request across servers: a random per-child seed and a
+     * counter; never the time, which two requests can share. */
+    k = apr_atomic_inc32(&st->proc->counter);
+    memcpy(member, st->proc->seed, 8);
+    memcpy(member + 8, &k, 4);
+    if (member_out) {
+        *member_out = apr_pmemdup(r->pool, member, sizeof(member));
+    }
+    c.trips = 0;
+    rv = st->ops->decide(st, r->pool, budgets, n, (const char *) member,
+                         sizeof(member), c.start, d, &c.err, &c.trips);
+    return sl_call_end(&c, rv);
+}
+
+void sl_store_give_back(sl_store_t *st, request_rec *r,
+                        const sl_budget_t *budgets, int n, const char *member,
+                        apr_time_t at)
+{
+    sl_call_t c;
+    apr_status_t rv;
+
+    /* A store that is down keeps the reservation until it expires: more
+     * counted than happened, never less. */
+    if (!member ||
+        (rv = sl_call_begin(&c, st, r, "give-back")) != APR_SUCCESS) {
+        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
+                      "mod_slidinglimit: give-back not done: %s",
+                      member ? c.err : "no decision to give back");
+        return;
+    }
+    rv = st->ops->give_back(st, r->pool, budgets, n, member, SL_MEMBER_LEN, at,
+                            &c.err);
+    sl_call_end(&c, rv);
+}
+
+apr_status_t sl_store_peek(sl_store_t *st, request_rec *r,
+                           const sl_budget_t *budgets, int n, sl_decision_t *d,
+                           apr_int64_t **blocked, const char **err)
+{
+    sl_call_t c;
+    apr_status_t rv;
+
+    if ((rv = sl_call_begin(&c, st, r, "look")) == APR_SUCCESS) {
+        rv = sl_call_end(&c, st->ops->peek(st, r->pool, budgets, n, c.start, d,
+                                           blocked, &c.err));
+    }
+    *err = c.err;
+    return rv;
+}
+
+apr_status_t sl_store_reset(sl_store_t *st, request_rec *r,
+                            const sl_budget_t *budgets, int n, const char **err)
+{
+    sl_call_t c;
+    apr_status_t rv;
+
+    if ((rv = sl_call_begin(&c, st, r, "reset")) == APR_SUCCESS) {
+        rv = sl_call_end(
+            &c, st->ops->reset(st, r->pool, budgets, n, c.start, &c.err));
+    }
+    *err = c.err;
+    return rv;
+}
+
+apr_interval_time_t sl_store_wait(const sl_store_t *st, apr_time_t now)
+{
+    return st->breaker ? sl_breaker_wait(st->breaker, now) : 0;
 }
 
 apr_array_header_t *sl_store_breakers(apr_pool_t *p, server_rec *main)
@@ -316,7 +344,7 @@ apr_array_header_t *sl_store_breakers(apr_pool_t *p, server_rec *main)
 
     /* The main server's first: a store shared with it is shown once. */
     for (s = main; s; s = s->next) {
-        const sl_store_t *st = sl_server_conf(s)->backend;
+        const sl_store_t *st = sl_config_server(s)->backend;
         sl_stats_breaker_state_t *b;
         if (!st || !st->url || !st->breaker) {
             continue;

@@ -1,0 +1,87 @@
+/* The shm store as a kind of store (sl_store_kind.h): the embedded store
+ * of "SlidingLimitStore shm", and the local fallback of a Redis store, in
+ * the shared memory every child of this httpd reads (sl_shm.h). */
+#include "sl_store_kind.h"
+
+#include "http_log.h"
+
+APLOG_USE_MODULE(slidinglimit);
+
+static apr_status_t sl_shm_store_make(sl_store_t *st, apr_pool_t *pchild,
+                                      server_rec *vs,
+                                      const sl_server_conf_t *sc, int threads)
+{
+    (void) pchild;
+    (void) vs;
+    (void) sc;
+    (void) threads;
+    st->ctx = st->proc->shm;
+    return APR_SUCCESS;
+}
+
+static apr_status_t sl_shm_store_decide(sl_store_t *st, apr_pool_t *p,
+                                        const sl_budget_t *budgets, int n,
+                                        const char *member,
+                                        apr_size_t member_len, apr_time_t now,
+                                        sl_decision_t *d, const char **err,
+                                        int *trips)
+{
+    apr_status_t rv = sl_shm_decide(st->ctx, p, budgets, n, now, d);
+
+    (void) member;
+    (void) member_len;
+    (void) trips;
+    if (rv != APR_SUCCESS) {
+        /* sl_shm_decide logs each change of its state once (full,
+         * emptied): not once per request. */
+        *err = "the shared memory store did not decide";
+    }
+    return rv;
+}
+
+static apr_status_t sl_shm_store_give_back(sl_store_t *st, apr_pool_t *p,
+                                           const sl_budget_t *budgets, int n,
+                                           const char *member,
+                                           apr_size_t member_len, apr_time_t at,
+                                           const char **err)
+{
+    (void) member;
+    (void) member_len;
+    (void) err;
+    sl_shm_refund(st->ctx, p, budgets, n, at, apr_time_now());
+    return APR_SUCCESS;
+}
+
+static apr_status_t sl_shm_store_peek(sl_store_t *st, apr_pool_t *p,
+                                      const sl_budget_t *budgets, int n,
+                                      apr_time_t now, sl_decision_t *d,
+                                      apr_int64_t **blocked, const char **err)
+{
+    apr_status_t rv = sl_shm_peek(st->ctx, p, budgets, n, now, d, blocked);
+
+    if (rv != APR_SUCCESS) {
+        *err = "the shared memory store could not be read";
+    }
+    return rv;
+}
+
+static apr_status_t sl_shm_store_reset(sl_store_t *st, apr_pool_t *p,
+                                       const sl_budget_t *budgets, int n,
+                                       apr_time_t now, const char **err)
+{
+    apr_status_t rv = sl_shm_reset(st->ctx, p, budgets, n, now);
+
+    if (rv != APR_SUCCESS) {
+        *err = "the shared memory store could not be changed";
+    }
+    return rv;
+}
+
+const sl_store_ops_t sl_store_shm_ops = {
+    "shm",
+    sl_shm_store_make,
+    sl_shm_store_decide,
+    sl_shm_store_give_back,
+    sl_shm_store_peek,
+    sl_shm_store_reset,
+};
