@@ -177,27 +177,25 @@ const char *sl_cmd_headers(cmd_parms *cmd, void *dconf, int argc,
         return err;
     }
     if (argc < 1) {
-        return sl_err(cmd, "needs ietf, draft03, x-ratelimit or off");
+        return sl_err(cmd, apr_pstrcat(cmd->pool, "needs ",
+                                       sl_header_set_names(cmd->pool),
+                                       " or off", NULL));
     }
     for (i = 0; i < argc; i++) {
+        int set = sl_header_set(argv[i]);
+
         if (!strcasecmp(argv[i], "off") && argc == 1) {
             flags = 0;
         }
-        else if (!strcasecmp(argv[i], "ietf")) {
-            flags |= SL_HDR_IETF;
-        }
-        else if (!strcasecmp(argv[i], "draft03")) {
-            flags |= SL_HDR_DRAFT03;
-        }
-        else if (!strcasecmp(argv[i], "x-ratelimit")) {
-            flags |= SL_HDR_XRL;
+        else if (set) {
+            flags |= set;
         }
         else {
             return sl_err(cmd, apr_psprintf(cmd->pool,
-                                            "'%s' is not a header set (ietf, "
-                                            "draft03, x-ratelimit, or off "
-                                            "alone)",
-                                            argv[i]));
+                                            "'%s' is not a header set (%s, "
+                                            "or off alone)",
+                                            argv[i],
+                                            sl_header_set_names(cmd->pool)));
         }
     }
     dc->headers = flags;

@@ -4,6 +4,7 @@
 #include <apr_strings.h>
 
 #include <string.h>
+#include <strings.h>
 
 int sl_is_token(const char *s)
 {
@@ -104,43 +105,116 @@ const char *sl_i64toa(apr_pool_t *p, apr_int64_t v)
     return apr_off_t_toa(p, (apr_off_t) v);
 }
 
+/* What the header sets read of one decision. */
+typedef struct sl_quota_view {
+    apr_pool_t *p;
+    const sl_limit_t *const *l;
+    const sl_decision_t *d;
+    const sl_quota_t *r; /* the quota the headers describe (l[pick]'s) */
+    int pick;
+    apr_int64_t t; /* its reset, in whole seconds */
+    sl_header_fn *add;
+    void *ctx;
+} sl_quota_view_t;
+
+/* draft-ietf-httpapi-ratelimit-headers: every policy, then the one that
+ * binds. */
+static void sl_headers_ietf(const sl_quota_view_t *v)
+{
+    apr_pool_t *p = v->p;
+    char *policy = NULL;
+    int i;
+
+    for (i = 0; i < v->d->n; i++) {
+        char *one = apr_pstrcat(
+            p, sl_sf_string(p, v->l[i]->name),
+            ";q=", sl_i64toa(p, v->l[i]->requests),
+            ";w=", sl_i64toa(p, sl_ceil_seconds(v->l[i]->window)), NULL);
+        policy = policy ? apr_pstrcat(p, policy, ", ", one, NULL) : one;
+    }
+    v->add(v->ctx, "RateLimit-Policy", policy);
+    v->add(v->ctx, "RateLimit",
+           apr_pstrcat(p, sl_sf_string(p, v->l[v->pick]->name),
+                       ";r=", sl_i64toa(p, v->r->remaining),
+                       ";t=", sl_i64toa(p, v->t), NULL));
+}
+
+/* The draft's third version, still what many clients read. */
+static void sl_headers_draft03(const sl_quota_view_t *v)
+{
+    v->add(v->ctx, "RateLimit-Limit", sl_i64toa(v->p, v->l[v->pick]->requests));
+    v->add(v->ctx, "RateLimit-Remaining", sl_i64toa(v->p, v->r->remaining));
+    v->add(v->ctx, "RateLimit-Reset", sl_i64toa(v->p, v->t));
+}
+
+/* The de facto X-RateLimit-*: its reset is an absolute Unix time. */
+static void sl_headers_xrl(const sl_quota_view_t *v)
+{
+    apr_int64_t reset = v->r->reset > 0 ? v->r->reset : 0;
+
+    v->add(v->ctx, "X-RateLimit-Limit",
+           sl_i64toa(v->p, v->l[v->pick]->requests));
+    v->add(v->ctx, "X-RateLimit-Remaining", sl_i64toa(v->p, v->r->remaining));
+    v->add(v->ctx, "X-RateLimit-Reset",
+           sl_i64toa(v->p, (v->d->now + reset + APR_USEC_PER_SEC - 1) /
+                               APR_USEC_PER_SEC));
+}
+
+/* The header sets of SlidingLimitHeaders, in the order they are sent: a
+ * new set is a row here and its bit in sl_wire.h. */
+static const struct sl_header_set {
+    const char *name;
+    int flag;
+    void (*emit)(const sl_quota_view_t *v);
+} sl_header_sets[] = {
+    {"ietf", SL_HDR_IETF, sl_headers_ietf},
+    {"draft03", SL_HDR_DRAFT03, sl_headers_draft03},
+    {"x-ratelimit", SL_HDR_XRL, sl_headers_xrl},
+    {NULL, 0, NULL},
+};
+
+int sl_header_set(const char *name)
+{
+    const struct sl_header_set *h;
+
+    for (h = sl_header_sets; h->name; h++) {
+        if (!strcasecmp(name, h->name)) {
+            return h->flag;
+        }
+    }
+    return 0;
+}
+
+const char *sl_header_set_names(apr_pool_t *p)
+{
+    const struct sl_header_set *h;
+    const char *names = NULL;
+
+    for (h = sl_header_sets; h->name; h++) {
+        names = names ? apr_pstrcat(p, names, ", ", h->name, NULL) : h->name;
+    }
+    return names;
+}
+
 void sl_quota_headers(apr_pool_t *p, int flags,
                       const apr_array_header_t *limits, const sl_decision_t *d,
                       sl_header_fn *add, void *ctx)
 {
-    const sl_limit_t *const *l = (const sl_limit_t *const *) limits->elts;
-    int pick = sl_decision_pick(d);
-    const sl_quota_t *r = &d->quota[pick];
-    apr_int64_t t = sl_reset_seconds(r->reset);
-    int i;
+    const struct sl_header_set *h;
+    sl_quota_view_t v;
 
-    if (flags & SL_HDR_IETF) {
-        char *policy = NULL;
-        for (i = 0; i < d->n; i++) {
-            char *one = apr_pstrcat(
-                p, sl_sf_string(p, l[i]->name),
-                ";q=", sl_i64toa(p, l[i]->requests),
-                ";w=", sl_i64toa(p, sl_ceil_seconds(l[i]->window)), NULL);
-            policy = policy ? apr_pstrcat(p, policy, ", ", one, NULL) : one;
+    v.p = p;
+    v.l = (const sl_limit_t *const *) limits->elts;
+    v.d = d;
+    v.pick = sl_decision_pick(d);
+    v.r = &d->quota[v.pick];
+    v.t = sl_reset_seconds(v.r->reset);
+    v.add = add;
+    v.ctx = ctx;
+    for (h = sl_header_sets; h->name; h++) {
+        if (flags & h->flag) {
+            h->emit(&v);
         }
-        add(ctx, "RateLimit-Policy", policy);
-        add(ctx, "RateLimit",
-            apr_pstrcat(p, sl_sf_string(p, l[pick]->name),
-                        ";r=", sl_i64toa(p, r->remaining),
-                        ";t=", sl_i64toa(p, t), NULL));
-    }
-    if (flags & SL_HDR_DRAFT03) {
-        add(ctx, "RateLimit-Limit", sl_i64toa(p, l[pick]->requests));
-        add(ctx, "RateLimit-Remaining", sl_i64toa(p, r->remaining));
-        add(ctx, "RateLimit-Reset", sl_i64toa(p, t));
-    }
-    if (flags & SL_HDR_XRL) {
-        add(ctx, "X-RateLimit-Limit", sl_i64toa(p, l[pick]->requests));
-        add(ctx, "X-RateLimit-Remaining", sl_i64toa(p, r->remaining));
-        add(ctx, "X-RateLimit-Reset",
-            sl_i64toa(p, (d->now + (r->reset > 0 ? r->reset : 0) +
-                          APR_USEC_PER_SEC - 1) /
-                             APR_USEC_PER_SEC));
     }
 }
 

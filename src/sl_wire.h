@@ -10,7 +10,8 @@
 #include "sl_limit.h"
 #include "sl_reply.h"
 
-/* SlidingLimitHeaders flags; 0 is "off" */
+/* SlidingLimitHeaders: a bit per header set, 0 is "off". A new set is its
+ * bit here and its row in sl_wire.c's sl_header_sets. */
 #define SL_HDR_IETF    1
 #define SL_HDR_DRAFT03 2
 #define SL_HDR_XRL     4
@@ -36,6 +37,10 @@ apr_int64_t sl_reset_seconds(apr_int64_t us);
 /* Header sets; add(ctx, name, value) is called once per header. */
 typedef void sl_header_fn(void *ctx, const char *name, const char *value);
 const char *sl_sf_string(apr_pool_t *p, const char *s);
+/* The bit of the header set called name (any case), 0 for none; the sets'
+ * names, for a message ("ietf, draft03, x-ratelimit"). */
+int sl_header_set(const char *name);
+const char *sl_header_set_names(apr_pool_t *p);
 void sl_quota_headers(apr_pool_t *p, int flags,
                       const apr_array_header_t *limits, const sl_decision_t *d,
                       sl_header_fn *add, void *ctx);

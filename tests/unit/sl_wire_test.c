@@ -88,6 +88,39 @@ static void test_headers(apr_pool_t *p)
            "two seconds");
 }
 
+/* The header sets by name, in the order they are sent, each alone. */
+static void test_header_sets(apr_pool_t *p)
+{
+    apr_array_header_t *limits = apr_array_make(p, 1, sizeof(sl_limit_t *));
+    sl_limit_t api = {
+        .name = "api", .requests = 100, .window = 60 * APR_USEC_PER_SEC};
+    const long long v[] = {1796018400, 0, 1, 1, 41, 12000000};
+    sl_decision_t d;
+    struct hdrs h = {p, ""};
+
+    EXPECT(sl_header_set("ietf") == SL_HDR_IETF &&
+               sl_header_set("Draft03") == SL_HDR_DRAFT03 &&
+               sl_header_set("X-RATELIMIT") == SL_HDR_XRL,
+           "each set by its name, in any case");
+    EXPECT(!sl_header_set("off") && !sl_header_set("") &&
+               !sl_header_set("ietf2"),
+           "no set for another word");
+    EXPECT(!strcmp(sl_header_set_names(p), "ietf, draft03, x-ratelimit"),
+           "the names for a message: %s", sl_header_set_names(p));
+    APR_ARRAY_PUSH(limits, sl_limit_t *) = &api;
+    sl_decision_parse(p, v, 6, 1, &d);
+    sl_quota_headers(p, SL_HDR_XRL | SL_HDR_IETF, limits, &d, collect, &h);
+    EXPECT(!strcmp(h.all, "RateLimit-Policy: \"api\";q=100;w=60\n"
+                          "RateLimit: \"api\";r=41;t=12\n"
+                          "X-RateLimit-Limit: 100\n"
+                          "X-RateLimit-Remaining: 41\n"
+                          "X-RateLimit-Reset: 1796018412\n"),
+           "ietf then x-ratelimit, no draft03:\n%s", h.all);
+    h.all = "";
+    sl_quota_headers(p, 0, limits, &d, collect, &h);
+    EXPECT(!*h.all, "off: no header");
+}
+
 static void test_json(apr_pool_t *p)
 {
     EXPECT(strstr(sl_json_cost_body(p, SL_COST_OVER, "api", 10),
@@ -110,6 +143,7 @@ int main(void)
     test_tokens();
     test_pick(p);
     test_headers(p);
+    test_header_sets(p);
     test_json(p);
     printf("sl_wire: %d passed, %d failed\n", passed, failed);
     apr_terminate();
