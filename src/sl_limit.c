@@ -97,34 +97,45 @@ const char *sl_format_duration(apr_pool_t *p, apr_int64_t us)
     return apr_psprintf(p, "%" APR_INT64_T_FMT "us", us);
 }
 
+/* The algorithms by their SL_ALG_* number: the name SlidingLimit's
+ * algorithm= and SlidingLimitAlgorithm take, and the letter lua/sl_check.lua
+ * reads. A new algorithm is its number in sl_limit.h and its row here (and
+ * its math in sl_algo.c, the shm table and the scripts). */
+static const struct sl_algorithm {
+    const char *name;
+    char code;
+} sl_algorithms[] = {
+    [SL_ALG_LOG] = {"log", 'l'},
+    [SL_ALG_COUNTER] = {"counter", 'c'},
+    [SL_ALG_GCRA] = {"gcra", 'g'},
+};
+#define SL_ALGORITHMS ((int) (sizeof(sl_algorithms) / sizeof(sl_algorithms[0])))
+
 const char *sl_parse_algorithm(apr_pool_t *p, const char *s, int *alg)
 {
-    if (!strcasecmp(s, "log")) {
-        *alg = SL_ALG_LOG;
+    const char *names = NULL;
+    int i;
+
+    for (i = 0; i < SL_ALGORITHMS; i++) {
+        if (!strcasecmp(s, sl_algorithms[i].name)) {
+            *alg = i;
+            return NULL;
+        }
+        names = names ? apr_pstrcat(p, names, ", ", sl_algorithms[i].name, NULL)
+                      : sl_algorithms[i].name;
     }
-    else if (!strcasecmp(s, "counter")) {
-        *alg = SL_ALG_COUNTER;
-    }
-    else if (!strcasecmp(s, "gcra")) {
-        *alg = SL_ALG_GCRA;
-    }
-    else {
-        return apr_psprintf(p, "'%s' is not an algorithm (log, counter, gcra)",
-                            s);
-    }
-    return NULL;
+    return apr_psprintf(p, "'%s' is not an algorithm (%s)", s, names);
 }
 
+/* An unset or unknown number is the default, the log. */
 char sl_algorithm_code(int alg)
 {
-    return alg == SL_ALG_COUNTER ? 'c' : alg == SL_ALG_GCRA ? 'g' : 'l';
+    return alg >= 0 && alg < SL_ALGORITHMS ? sl_algorithms[alg].code : 'l';
 }
 
 const char *sl_algorithm_name(int alg)
 {
-    return alg == SL_ALG_COUNTER ? "counter"
-           : alg == SL_ALG_GCRA  ? "gcra"
-                                 : "log";
+    return alg >= 0 && alg < SL_ALGORITHMS ? sl_algorithms[alg].name : "log";
 }
 
 /* base64 of the first n bytes of SHA-1(data), without padding: 12 bytes give

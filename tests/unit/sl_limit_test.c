@@ -70,6 +70,33 @@ static sl_limit_t *limit(apr_pool_t *p, const char *line, const char *section,
     return l;
 }
 
+/* Each algorithm's name and letter go both ways; anything else is refused
+ * with the list of names. */
+static void test_algorithms(apr_pool_t *p)
+{
+    static const char *const names[] = {"log", "counter", "gcra"};
+    static const char codes[] = "lcg";
+    const char *err;
+    int i, alg;
+
+    for (i = 0; i < 3; i++) {
+        alg = SL_ALG_UNSET;
+        EXPECT(!sl_parse_algorithm(p, names[i], &alg) &&
+                   !strcmp(sl_algorithm_name(alg), names[i]) &&
+                   sl_algorithm_code(alg) == codes[i],
+               "algorithm %s: name and letter", names[i]);
+    }
+    EXPECT(!sl_parse_algorithm(p, "GCRA", &alg) && alg == SL_ALG_GCRA,
+           "an algorithm's name in any case");
+    err = sl_parse_algorithm(p, "leaky", &alg);
+    EXPECT(err && !strcmp(err, "'leaky' is not an algorithm (log, counter, "
+                               "gcra)"),
+           "an unknown algorithm: %s", err ? err : "(accepted)");
+    EXPECT(sl_algorithm_code(SL_ALG_UNSET) == 'l' &&
+               !strcmp(sl_algorithm_name(SL_ALG_UNSET), "log"),
+           "unset is the log");
+}
+
 static void test_limits(apr_pool_t *p)
 {
     const char *err;
@@ -262,6 +289,7 @@ int main(void)
     apr_initialize();
     apr_pool_create(&p, NULL);
     test_durations(p);
+    test_algorithms(p);
     test_limits(p);
     test_limit_options(p);
     test_cost_expr(p);
