@@ -334,74 +334,89 @@ static char *slurp(const char *path)
     return buf;
 }
 
-int main(int argc, char **argv)
+/* Each script's sums over the rounds. */
+typedef struct {
+    worker_t w;
+    double wall, cpu;
+} sum_t;
+
+static int options(int argc, char **argv)
 {
-    struct {
-        worker_t w;
-        double wall, cpu;
-    } sum[NSCRIPTS];
-    redisContext *ctl;
-    char path[4096];
-    uint64_t rng = 42;
-    unsigned i, k;
-    int round, bad = 0;
+    double *d[] = {&seconds};
+    int *n[] = {&conns, &depth, &clients, &rounds};
+    int i;
 
     if (argc < 3) {
         fprintf(stderr,
                 "usage: %s LUA_DIR PORT [SECONDS [CONNS [DEPTH "
                 "[CLIENTS [ROUNDS]]]]]\n",
                 argv[0]);
-        return 2;
+        return 0;
     }
     port = atoi(argv[2]);
-    if (argc > 3)
-        seconds = atof(argv[3]);
-    if (argc > 4)
-        conns = atoi(argv[4]);
-    if (argc > 5)
-        depth = atoi(argv[5]);
-    if (argc > 6)
-        clients = atoi(argv[6]);
-    if (argc > 7)
-        rounds = atoi(argv[7]);
+    if (argc > 3) {
+        *d[0] = atof(argv[3]);
+    }
+    for (i = 4; i < argc && i < 8; i++) {
+        *n[i - 4] = atoi(argv[i]);
+    }
     if (seconds <= 0 || conns < 1 || conns > MAX_CONNS || depth < 1 ||
         depth > MAX_DEPTH || clients < 1 || rounds < 1) {
         fprintf(stderr, "scripts: bad arguments\n");
-        return 2;
+        return 0;
     }
+    return 1;
+}
+
+/* Deterministic identities, so that every run spreads keys alike. */
+static void make_stems(void)
+{
+    uint64_t rng = 42;
+    char pol[9], id[17];
+    int k;
+
     stems = malloc(sizeof(*stems) * clients);
-    {
-        char pol[9], id[17];
-
-        b64(&rng, pol, 8);
-        for (k = 0; k < (unsigned) clients; k++) {
-            b64(&rng, id, 16);
-            snprintf(stems[k], sizeof(stems[k]), "slbench:{%s}%s", id, pol);
-        }
+    if (!stems) {
+        fprintf(stderr, "scripts: out of memory\n");
+        exit(2);
     }
-    ctl = connect_to();
-    snprintf(path, sizeof(path), "%s/sl_check.lua", argv[1]);
-    {
-        char *text = slurp(path);
-
-        load(ctl, &scripts[0], text);
-        load(ctl, &scripts[2], text);
-        free(text);
+    b64(&rng, pol, 8);
+    for (k = 0; k < clients; k++) {
+        b64(&rng, id, 16);
+        snprintf(stems[k], sizeof(stems[k]), "slbench:{%s}%s", id, pol);
     }
+}
+
+static void load_all(redisContext *ctl, const char *lua_dir)
+{
+    char path[4096];
+    char *text;
+
+    snprintf(path, sizeof(path), "%s/sl_check.lua", lua_dir);
+    text = slurp(path);
+    load(ctl, &scripts[0], text);
+    load(ctl, &scripts[2], text);
+    free(text);
     load(ctl, &scripts[1], tb_counter_lua);
     load(ctl, &scripts[3], tb_log_lua);
-    memset(sum, 0, sizeof(sum));
+}
+
+/* Every script once per round, forwards in even rounds and backwards in
+ * odd ones (ABBA), each after a FLUSHALL and a warm-up that makes the
+ * identities' keys exist, as in a server that has been running. */
+static void measure(redisContext *ctl, sum_t *sum)
+{
+    int round;
+    unsigned k;
+
     for (round = 0; round < rounds; round++) {
         for (k = 0; k < NSCRIPTS; k++) {
-            /* ABBA: forwards in even rounds, backwards in odd ones. */
             unsigned j = round % 2 ? NSCRIPTS - 1 - k : k;
             double t0, c0;
             worker_t warm;
 
             freeReplyObject(redisCommand(ctl, "FLUSHALL"));
             memset(&warm, 0, sizeof(warm));
-            /* Warm-up: the identities' keys exist, as in a server that has
-             * been running. */
             stretch(&scripts[j], seconds / 3, &warm);
             sum[j].w.errors += warm.errors;
             sum[j].w.refused += warm.refused;
@@ -413,6 +428,23 @@ int main(int argc, char **argv)
         }
     }
     freeReplyObject(redisCommand(ctl, "FLUSHALL"));
+}
+
+int main(int argc, char **argv)
+{
+    sum_t sum[NSCRIPTS];
+    redisContext *ctl;
+    unsigned i;
+    int bad = 0;
+
+    if (!options(argc, argv)) {
+        return 2;
+    }
+    make_stems();
+    ctl = connect_to();
+    load_all(ctl, argv[1]);
+    memset(sum, 0, sizeof(sum));
+    measure(ctl, sum);
     redisFree(ctl);
     for (i = 0; i < NSCRIPTS; i++) {
         printf("%s\t%s\t%ld\t%.3f\t%.6f\t%ld\t%ld\n", scripts[i].name,
