@@ -104,7 +104,8 @@ shows how far two identical servers differ (how often the event MPM's
 threads sleep and wake per request depends on timing).
 redis-server's CPU per decision is its CPU over the measured slices
 divided by the script calls in them (EVALSHA and EVAL; a deny-cache
-answer makes none, a count= give-back is one more).
+answer makes none, a count= give-back is one more); in a row that makes
+few calls (the floods) it is mostly redis-server's own periodic work.
 EOF
 }
 
