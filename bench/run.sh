@@ -31,6 +31,8 @@
 #                      none)
 #   SL_BENCH_SYSREQ    requests per side at 4 connections for the system
 #                      calls per request, case and reference (2000; 0: none)
+#   SL_BENCH_SYSCOUNT  perf or strace: what counts them (perf when it can
+#                      attach)
 #   SL_BENCH_SCRIPTS   seconds per script and round of the Redis-side row
 #                      (redis-scripts: bench/scripts.c; 3; 0: none)
 set -uo pipefail
@@ -429,8 +431,8 @@ summary() { # slices-file -> rps p50 p99 total non2xx ticks
 # without stopping the threads; strace -c, the fallback where perf cannot
 # attach, stops every thread at every call, which changes how the
 # module's threads share round trips, so perf is preferred.
-SYSCOUNT=
-if [ "$SYSREQ" -gt 0 ]; then
+SYSCOUNT=${SL_BENCH_SYSCOUNT:-}
+if [ "$SYSREQ" -gt 0 ] && [ -z "$SYSCOUNT" ]; then
     if perf stat -e raw_syscalls:sys_enter -x, -p $$ -- true >/dev/null 2>&1; then
         SYSCOUNT=perf
     elif command -v strace >/dev/null; then
