@@ -890,7 +890,7 @@ if selected redis-scripts && [ "$SCRIPTSECS" != 0 ]; then
         "$ROOT/bench/results/scripts" "$ROOT/lua" "$REDIS_PORT" "$SCRIPTSECS" \
             4 8 10000 2 >"$SCRIPTS_OUT" 2>"$STAGE/out/scripts.err" ||
             echo "bench: bench/scripts.c reported refusals or errors: $(head -3 "$STAGE/out/scripts.err")"
-        awk -F'\t' '{ printf "%s%s %.0f", NR > 1 ? ", " : "", $1, ($5 > 0) ? $3 / $5 : 0 }
+        awk -F'\t' '{ printf "%s%s %.0f", (NR > 1) ? ", " : "", $1, ($5 > 0) ? $3 / $5 : 0 }
             END { print " decisions per Redis CPU second" }' "$SCRIPTS_OUT"
     else
         echo "bench/scripts.c did not build (see $STAGE/out/scripts.build)"
