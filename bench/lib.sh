@@ -127,10 +127,11 @@ LUA
     sed -n 's/^ *\([0-9]*\) requests in.*/\1/p' "$out"
 }
 
-# The module's request hooks (mod_slidinglimit.c) and its per-request
-# configuration merge: what callgrind counts as the module's work. None of
-# them runs inside another for a plain request, which matters: a
-# --toggle-collect function entered while collecting turns it off.
+# The module's request hooks (mod_slidinglimit.c's sl_register_hooks: keep
+# the two in step) and its per-request configuration merge: what callgrind
+# counts as the module's work. None of them runs inside another for a
+# plain request, which matters: a --toggle-collect function entered while
+# collecting turns it off.
 SL_HOOKS="sl_access sl_inspect_lookup_end sl_fixups sl_fixups_target
 sl_log_transaction sl_status_handler sl_merge_dir_conf"
 
@@ -157,7 +158,8 @@ callgrind_count() { # conf url pool n dir as...
     wait "$pid" 2>/dev/null
     total=$(callgrind_annotate "$dir/callgrind.out" 2>/dev/null |
         sed -n 's/^ *\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,)
-    if [ -z "$sent" ] || [ "$sent" -eq 0 ] || [ -z "$total" ]; then
+    # Nothing counted: no request, or none of SL_HOOKS ran (renamed).
+    if [ -z "$sent" ] || [ "$sent" -eq 0 ] || [ "${total:-0}" -eq 0 ]; then
         echo -
         return
     fi
