@@ -113,7 +113,7 @@ demo-stop:
 	bash tools/demo.sh stop
 
 bench: deps-bench
-	$(MAKE) all
+	$(MAKE) all bench/results/scripts
 	bash bench/run.sh
 
 soak: deps-bench
@@ -168,6 +168,11 @@ bench/results/accuracy-replay: bench/accuracy_replay.c src/sl_algo.c src/sl_algo
 	@mkdir -p bench/results
 	$(CC) -std=gnu99 -O2 -Wall -Wextra $(APR_CFLAGS) -Isrc -o $@ \
 	    bench/accuracy_replay.c src/sl_algo.c -lm
+
+# Redis's side of a decision alone (bench/run.sh's redis-scripts row).
+bench/results/scripts: bench/scripts.c
+	@mkdir -p bench/results
+	$(CC) -std=gnu99 -O2 -Wall -Wextra -o $@ bench/scripts.c -lhiredis -lpthread
 
 accuracy: bench/results/accuracy bench/results/accuracy-replay
 	bench/results/accuracy $(SEED)

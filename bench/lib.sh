@@ -92,3 +92,76 @@ MaxConnectionsPerChild 0
 CONF
     fi
 }
+
+# wrk_count URL POOL CONNS THREADS N LUA OUT: N requests (about: each of
+# THREADS threads stops after N / THREADS responses) with bench/clients.lua
+# (LUA), wrk's summary in OUT. wrk's main thread sleeps its whole -d
+# whatever its threads do, so each thread marks its end in a file and wrk
+# is interrupted once all have (on SIGINT it prints its summary).
+wrk_count() { # url pool conns threads n lua out
+    local url=$1 pool=$2 conns=$3 threads=$4 n=$5 lua=$6 out=$7 pid
+    local mark=$out.done script=$out.lua
+    : >"$mark"
+    cat >"$script" <<LUA
+local left = $(((n + threads - 1) / threads))
+$(sed -n '/^local reqs/,$p' "$lua")
+function response()
+    left = left - 1
+    if left == 0 then
+        local f = io.open("$mark", "a")
+        f:write("done\n")
+        f:close()
+        wrk.thread:stop()
+    end
+end
+LUA
+    wrk -t"$threads" -c"$conns" -d600s -s "$script" "$url" -- "$pool" >"$out" 2>&1 &
+    pid=$!
+    while kill -0 "$pid" 2>/dev/null; do
+        [ "$(wc -l <"$mark")" -ge "$threads" ] && break
+        sleep 0.05
+    done
+    kill -INT "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    rm -f "$mark" "$script"
+    sed -n 's/^ *\([0-9]*\) requests in.*/\1/p' "$out"
+}
+
+# The module's request hooks (mod_slidinglimit.c's sl_register_hooks: keep
+# the two in step) and its per-request configuration merge: what callgrind
+# counts as the module's work. None of them runs inside another for a
+# plain request, which matters: a --toggle-collect function entered while
+# collecting turns it off.
+SL_HOOKS="sl_access sl_inspect_lookup_end sl_fixups sl_fixups_target
+sl_log_transaction sl_status_handler sl_merge_dir_conf"
+
+# callgrind_count CONF URL POOL N DIR AS...: instructions per request in
+# the module's hooks of one httpd -X under callgrind, for N requests after
+# one that warms it (connections, scripts); "-" when nothing was counted.
+# AS: the command prefix that runs it (runuser -u nobody -- as root: the
+# output is written after httpd has given up root).
+callgrind_count() { # conf url pool n dir as...
+    local conf=$1 url=$2 pool=$3 n=$4 dir=$5 pid sent total toggles=() h
+    shift 5
+    for h in $SL_HOOKS; do toggles+=("--toggle-collect=$h"); done
+    setsid "$@" valgrind --tool=callgrind --callgrind-out-file="$dir/callgrind.out" \
+        --collect-atstart=no "${toggles[@]}" \
+        "$HTTPD" -X -f "$conf" >"$dir/valgrind.log" 2>&1 &
+    pid=$!
+    for _ in $(seq 1 600); do
+        curl -s -o /dev/null -H 'X-Forwarded-For: 198.18.0.1' "$url" && break
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    sent=$(wrk_count "$url" "$pool" 1 1 "$n" "$dir/clients.lua" "$dir/wrk.out")
+    kill "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    total=$(callgrind_annotate "$dir/callgrind.out" 2>/dev/null |
+        sed -n 's/^ *\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,)
+    # Nothing counted: no request, or none of SL_HOOKS ran (renamed).
+    if [ -z "$sent" ] || [ "$sent" -eq 0 ] || [ "${total:-0}" -eq 0 ]; then
+        echo -
+        return
+    fi
+    echo $((total / (sent + 1)))
+}

@@ -76,12 +76,13 @@ USERCONF=""
 { conf_head event profile "$HTTP_PORT" "$STAGE/run"; conf_size event; printf '%s\n' "$MODCONF"; } \
     >"$STAGE/httpd.conf"
 
-# Only sl_fixups (and what it calls) is counted: the module's whole request
-# path, nothing of httpd's own work.
-TOGGLE=sl_fixups
-[ -z "$SLSTORE" ] && TOGGLE=ap_process_request
+# Only the module's hooks (lib.sh's SL_HOOKS, and what they call) are
+# counted: the module's whole request path, nothing of httpd's own work.
+TOGGLES=()
+for h in $SL_HOOKS; do TOGGLES+=("--toggle-collect=$h"); done
+[ -z "$SLSTORE" ] && TOGGLES=(--toggle-collect=ap_process_request)
 setsid $AS valgrind --tool=callgrind --callgrind-out-file="$STAGE/cg/callgrind.out" \
-    --collect-atstart=no --toggle-collect="$TOGGLE" \
+    --collect-atstart=no "${TOGGLES[@]}" \
     "$HTTPD" -X -f "$STAGE/httpd.conf" >"$STAGE/valgrind.log" 2>&1 &
 HTTPD_PID=$!
 URL=http://127.0.0.1:$HTTP_PORT/r/index.html
@@ -89,20 +90,14 @@ for _ in $(seq 1 300); do
     curl -s -o /dev/null "$URL" && break
     sleep 0.1
 done
-cat >"$STAGE/n.lua" <<LUA
-local left = $N
-$(sed -n '/^local reqs/,$p' "$STAGE/clients.lua")
-function response() left = left - 1; if left <= 0 then wrk.thread:stop() end end
-LUA
-wrk -t1 -c1 -d300s -s "$STAGE/n.lua" "$URL" -- 4096 >"$STAGE/wrk.out" 2>&1
+sent=$(wrk_count "$URL" 4096 1 1 "$N" "$STAGE/clients.lua" "$STAGE/wrk.out")
 kill "$HTTPD_PID" 2>/dev/null
 wait "$HTTPD_PID" 2>/dev/null
 HTTPD_PID=
-sent=$(sed -n 's/^ *\([0-9]*\) requests in.*/\1/p' "$STAGE/wrk.out")
 sent=$((${sent:-0} + 1))
 out=$STAGE/cg/callgrind.out
 total=$(callgrind_annotate "$out" 2>/dev/null | sed -n 's/^ *\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,)
-echo "profile: store=$STORE algorithm=$ALG requests=$sent in $TOGGLE:" \
+echo "profile: store=$STORE algorithm=$ALG requests=$sent in ${TOGGLES[*]#--toggle-collect=}:" \
     "$((${total:-0} / sent)) instructions per request"
 callgrind_annotate --inclusive=yes "$out" 2>/dev/null | sed -n '/^ *Ir/,$p' | head -40
 echo "profile: output in $STAGE"

@@ -17,20 +17,117 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # p99 total non2xx evalsha other-commands new-connections memory-delta keys
 # store-errors deny-cache-hits ref-rps ref-p50 ref-p99 redis-usec-per-call
 # httpd-cpu-us ref-httpd-cpu-us redis-cpu-us eval row-new-connections
-# row-sentinel-connections row-requests; FAILED in column 5 when a
-# configuration could not be measured.
+# row-sentinel-connections row-requests low-p99 low-ref-p99 low-rps
+# low-ref-rps module-instructions httpd-syscalls ref-httpd-syscalls
+# redis-syscalls redis-cpu-us-per-call ("-" where not measured); FAILED in
+# column 5 when a configuration could not be measured. Beside it,
+# scripts.tsv (bench/scripts.c): name description decisions wall-seconds
+# redis-cpu-seconds refusals errors.
 table() {
     awk -F'\t' '
     function f(x, d) { return sprintf("%." d "f", x) }
     {
         if ($5 == "FAILED") {
-            printf "| %s | %s | %s | %s | failed | | | | | | | |\n", $1, $4, $2, $3
+            printf "| %s | %s | %s | %s | failed | | | | | | | | |\n", $1, $4, $2, $3
             next
         }
-        printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s%% |\n",
+        low = ($28 != "" && $28 != "-" && $29 != "-") ? f($28 - $29, 3) : "-"
+        printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s%% |\n",
             $1, $4, $2, $3, f($5, 0), f($17, 0), f($5 / $17, 2), f($6, 3),
-            f($7, 3), f($19, 3), f($7 - $19, 3), f(100 * $9 / $8, 1)
+            f($7, 3), f($19, 3), f($7 - $19, 3), low, f(100 * $9 / $8, 1)
     }' "$1"
+}
+
+# The module's own cost per request: instructions in its hooks
+# (callgrind), system calls of httpd against its reference's and of
+# redis-server, and redis-server's CPU per script call.
+modcost() {
+    awk -F'\t' '
+    function f(x, d) { return (x == "" || x == "-") ? "-" : sprintf("%." d "f", x) }
+    $5 != "FAILED" {
+        added = ($33 != "" && $33 != "-" && $34 != "-") ? sprintf("%+.2f", $33 - $34) : "-"
+        printf "| %s | %s | %s | %s | %s | %s | %s |\n", $1, f($32, 0),
+            f($33, 2), f($34, 2), added, f($35, 2), f($36, 1)
+    }' "$1"
+}
+
+modcost_header() {
+    echo "| case | instructions per request in the module (callgrind) | httpd system calls per request (-c${SL_BENCH_LOWCONNS:-4}) | reference's | added | redis-server system calls per request | redis-server CPU µs per decision (per script call) |"
+    echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+}
+
+# The module-free reference's requests/s, beside which every row was
+# measured: the mean over the rows of each MPM and load.
+references() {
+    awk -F'\t' '
+    $5 != "FAILED" && $1 !~ /-vs-tcp$/ {
+        k = $2 " -c" $3; s[k] += $17; n[k]++
+        if ($31 != "" && $31 != "-" && $3 != 4) { l = $2 " -c4"; s[l] += $31; n[l]++ }
+    }
+    END {
+        out = ""
+        for (k in s) out = out (out == "" ? "" : "; ") k " " sprintf("%.0f", s[k] / n[k]) " requests/s"
+        if (out != "") print "The module-free reference (httpd alone, measured beside each row; mean over the rows): " out "."
+    }' "$1"
+}
+
+# Redis's side alone: each script's decisions per second of Redis CPU.
+scripts_table() { # scripts.tsv
+    echo "| script | what it runs | decisions | decisions/s (wall) | redis-server CPU s | decisions per Redis CPU second | Redis CPU µs per decision | against its textbook script | against the textbook counter | refused, errors |"
+    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    awk -F'\t' '
+    $5 > 0 { row[++n] = $0; per[$1] = $3 / $5 }
+    END {
+        for (i = 1; i <= n; i++) {
+            split(row[i], c, "\t")
+            p = per[c[1]]
+            tb = c[1]; sub(/^sl_check-/, "textbook-", tb)
+            own = (tb in per) ? sprintf("%.2f", p / per[tb]) : "-"
+            vc = ("textbook-counter" in per) ? sprintf("%.2f", p / per["textbook-counter"]) : "-"
+            printf "| %s | %s | %d | %.0f | %.2f | %.0f | %.2f | %s | %s | %d, %d |\n", c[1], c[2], c[3],
+                c[3] / c[4], c[5], p, 1e6 / p, own, vc, c[6], c[7]
+        }
+    }' "$1"
+}
+modcost_text() {
+    cat <<EOF
+The module's own cost per request. Instructions: callgrind on one httpd
+-X of the row's configuration (after the row's own httpd has stopped),
+${SL_BENCH_CGREQ:-2000} requests from one connection over the same client
+addresses, counting only the module's request hooks and its
+per-directory merge, with everything they call (hiredis, APR, libc; user
+space only). System calls: perf's raw_syscalls:sys_enter (strace -c where
+perf cannot attach) over every thread of the row's httpd and, separately,
+of its redis-server, for ${SL_BENCH_SYSREQ:-2000} requests at -c${SL_BENCH_LOWCONNS:-4}, twice, against
+the same count on the row's reference, in ABBA order; the baseline row
+shows how far two identical servers differ (how often the event MPM's
+threads sleep and wake per request depends on timing).
+redis-server's CPU per decision is its CPU over the measured slices
+divided by the script calls in them (EVALSHA and EVAL; a deny-cache
+answer makes none, a count= give-back is one more); in a row that makes
+few calls (the floods) it is mostly redis-server's own periodic work.
+EOF
+}
+
+scripts_text() {
+    cat <<'EOF'
+Redis's side of a decision alone (bench/scripts.c, the redis-scripts row):
+on the private redis-server, with no httpd running, lua/sl_check.lua with
+one limit (called as the module calls it: one key, a 12-byte member, the
+limit's six arguments) beside the scripts a user would otherwise write: a
+counter with one key per window (GET the current and the previous, the
+weighted sum, INCR and EXPIRE; the window from the client's clock) and a
+sliding log in a sorted set (ZREMRANGEBYSCORE, ZCARD, ZADD, EXPIRE). Each
+runs by EVALSHA from 4 connections with 8 calls in flight each, over 10000
+identities (keys of the module's shape), limits never reached, in ABBA
+order over 2 rounds, each stretch after a FLUSHALL and a warm-up.
+"Decisions per Redis CPU second" divides the decisions by redis-server's
+CPU (INFO cpu, user and system) over the stretches: what one Redis core
+gives each script, whatever the driver takes of the same cores. sl_check
+does more per call than the textbook scripts: the store's own clock
+(TIME), every limit's remaining and reset in its reply, blocks, costs, and
+one script for every algorithm.
+EOF
 }
 
 costs() {
@@ -49,8 +146,8 @@ costs() {
 }
 
 header() {
-    echo "| case | configuration | MPM | conns | requests/s | reference requests/s | ratio | p50 ms | p99 ms | reference p99 ms | p99 added ms | refused |"
-    echo "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    echo "| case | configuration | MPM | conns | requests/s | reference requests/s | ratio | p50 ms | p99 ms | reference p99 ms | p99 added ms | p99 added at -c${SL_BENCH_LOWCONNS:-4} ms | refused |"
+    echo "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 }
 
 costs_header() {
@@ -131,15 +228,31 @@ configs() { # results stage
     done
 }
 
+# scripts.tsv beside the results (bench/run.sh's redis-scripts row).
+case ${1:-} in
+--table | --section) SCRIPTS_TSV=$(dirname "${2:-.}")/scripts.tsv ;;
+*) SCRIPTS_TSV=$(dirname "${1:-.}")/scripts.tsv ;;
+esac
+has_scripts() { [ -s "$SCRIPTS_TSV" ]; }
+
 if [ "${1:-}" = --table ]; then
+    references "$2"
+    echo
     header
     table "$2"
     echo
     costs_header
     costs "$2"
+    echo
+    modcost_header
+    modcost "$2"
     if has_transports "$2"; then
         echo
         transports "$2"
+    fi
+    if has_scripts; then
+        echo
+        scripts_table "$SCRIPTS_TSV"
     fi
     exit 0
 fi
@@ -160,11 +273,24 @@ if [ "${1:-}" = --section ]; then
         echo "Its rows replace none of the full run's below; compare ratios within"
         echo "one run only."
         echo
+        references "$RESULTS"
+        echo
         header
         table "$RESULTS"
         echo
         costs_header
         costs "$RESULTS"
+        echo
+        modcost_text
+        echo
+        modcost_header
+        modcost "$RESULTS"
+        if has_scripts; then
+            echo
+            scripts_text
+            echo
+            scripts_table "$SCRIPTS_TSV"
+        fi
         if has_transports "$RESULTS"; then
             echo
             transports_text
@@ -271,9 +397,17 @@ fev=$(versus flood-counter-shm flood-evasive)
 fqs=$(versus flood-counter-shm flood-qos)
 fevr=$(versus flood-counter-redis flood-evasive)
 fqsr=$(versus flood-counter-redis flood-qos)
+# The -c4 rows where they ran, else the rows' own low-load slices.
+lowadded() { # case
+    awk -F'\t' -v n="$1" '$1 == n && $5 != "FAILED" && $28 != "" && $28 != "-" { printf "%.3f", $28 - $29; f = 1 }
+        END { if (!f) printf "n/a" }' "$RESULTS"
+}
 a4=$(added counter-redis-c4)
 al4=$(added log-redis-c4)
 as4=$(added counter-shm-c4)
+[ "$a4" = n/a ] && a4=$(lowadded counter-redis)
+[ "$al4" = n/a ] && al4=$(lowadded log-redis)
+[ "$as4" = n/a ] && as4=$(lowadded counter-shm)
 # Paired with plain TCP directly where that row ran, else one ratio over
 # the other.
 tls=$(ratio counter-tls-vs-tcp)
@@ -292,6 +426,8 @@ slice=${SL_BENCH_SLICE:-3}
 
 Generated by \`make bench\` (bench/run.sh, bench/report.sh) on
 $(date -u '+%Y-%m-%d %H:%M UTC'). Do not edit by hand: run \`make bench\` again.
+
+$(references "$RESULTS")
 
 ## Machine and versions
 
@@ -331,6 +467,12 @@ $(date -u '+%Y-%m-%d %H:%M UTC'). Do not edit by hand: run \`make bench\` again.
   reaped; \`INFO cpu\` for redis-server) over the measured slices, divided by
   the requests served in them. It hardly depends on other work on the
   machine, so it is the steadiest figure here.
+- **At low load** every row measured at ${SL_BENCH_CONNS:-32} connections also
+  runs ${SL_BENCH_LOWSLICES:-1} slice(s) each side at ${SL_BENCH_LOWCONNS:-4} connections next to its
+  reference ("p99 added at -c${SL_BENCH_LOWCONNS:-4}"): the latency a client waits
+  more when the server is not saturated.
+- **The module's own cost** (instructions, system calls) and Redis's side
+  alone (bench/scripts.c): see those sections.
 - wrk ${SL_BENCH_THREADS:-2} threads, ${SL_BENCH_CONNS:-32} connections
   (\`-c${SL_BENCH_LOWCONNS:-4}\` for the moderate-load rows), after
   ${SL_BENCH_WARMUP:-2} s of warm-up. The wrk script (bench/clients.lua)
@@ -388,6 +530,8 @@ the counter flood $(cpu flood-counter-redis).
 
 ## Results
 
+$(references "$RESULTS")
+
 EOF
     header
     table "$RESULTS"
@@ -408,6 +552,25 @@ EOF
 EOF
     costs_header
     costs "$RESULTS"
+    cat <<EOF
+
+## The module's own cost
+
+EOF
+    modcost_text
+    echo
+    modcost_header
+    modcost "$RESULTS"
+    if has_scripts; then
+        cat <<EOF
+
+## Redis's side alone
+
+EOF
+        scripts_text
+        echo
+        scripts_table "$SCRIPTS_TSV"
+    fi
     echo
     [ -f "$ROOT/bench/NOTES.md" ] && cat "$ROOT/bench/NOTES.md"
     if [ -n "$STAGE" ] && [ -d "$STAGE/conf" ]; then

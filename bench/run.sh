@@ -24,6 +24,17 @@
 #   SL_BENCH_NOTE      a sentence for that section (how loaded the machine
 #                      was, say)
 #   SL_BENCH_KEEP=1    keep the staging directory (configs, logs, outputs)
+#   SL_BENCH_LOWSLICES slices per side at 4 connections for the p99 added
+#                      at low load, in rows measured at 32 (1)
+#   SL_BENCH_CGREQ     requests under callgrind per configuration with the
+#                      module, for its instructions per request (2000; 0:
+#                      none)
+#   SL_BENCH_SYSREQ    requests per side at 4 connections for the system
+#                      calls per request, case and reference (2000; 0: none)
+#   SL_BENCH_SYSCOUNT  perf or strace: what counts them (perf when it can
+#                      attach)
+#   SL_BENCH_SCRIPTS   seconds per script and round of the Redis-side row
+#                      (redis-scripts: bench/scripts.c; 3; 0: none)
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -34,6 +45,10 @@ THREADS=2
 CONNS=32
 LOWCONNS=4
 POOL=4096
+LOWSLICES=${SL_BENCH_LOWSLICES:-1}
+CGREQ=${SL_BENCH_CGREQ:-2000}
+SYSREQ=${SL_BENCH_SYSREQ:-2000}
+SCRIPTSECS=${SL_BENCH_SCRIPTS:-3}
 ONLY=${SL_BENCH_ONLY:-}
 WRITE=${SL_BENCH_WRITE:-$([ -z "$ONLY" ] && echo 1 || echo 0)}
 MODS=/usr/lib/apache2/modules
@@ -41,7 +56,7 @@ HTTPD=$(command -v apache2 || command -v httpd || echo /usr/sbin/apache2)
 [ -x "$HTTPD" ] || HTTPD=/usr/sbin/apache2
 SO=$ROOT/.libs/mod_slidinglimit.so
 
-for tool in wrk redis-server redis-cli curl gnuplot; do
+for tool in wrk redis-server redis-cli curl gnuplot $([ "$CGREQ" -gt 0 ] && echo valgrind callgrind_annotate); do
     command -v "$tool" >/dev/null || { echo "bench: $tool is missing (make deps-bench)"; exit 1; }
 done
 [ -f "$SO" ] || { echo "bench: $SO is missing (make)"; exit 1; }
@@ -49,7 +64,7 @@ done
 STAGE=$(mktemp -d "${TMPDIR:-/tmp}/slidinglimit-bench.XXXXXX")
 chmod 755 "$STAGE"
 mkdir -p "$STAGE/htdocs/r" "$STAGE/logs" "$STAGE/run" "$STAGE/data/modsec" \
-    "$STAGE/data/evasive" "$STAGE/conf" "$STAGE/out" "$STAGE/redis"
+    "$STAGE/data/evasive" "$STAGE/conf" "$STAGE/out" "$STAGE/redis" "$STAGE/cg"
 cp "$SO" "$STAGE/mod_slidinglimit.so"
 cp "$ROOT/bench/clients.lua" "$STAGE/clients.lua"
 # A small static file: the cheapest thing httpd serves, so the limiter's
@@ -60,7 +75,7 @@ USERCONF=""
 if [ "$(id -u)" -eq 0 ]; then
     USERCONF="User nobody
 Group nogroup"
-    chown -R nobody:nogroup "$STAGE/logs" "$STAGE/data" "$STAGE/run"
+    chown -R nobody:nogroup "$STAGE/logs" "$STAGE/data" "$STAGE/run" "$STAGE/cg"
 fi
 
 REDIS_PID=
@@ -410,6 +425,101 @@ summary() { # slices-file -> rps p50 p99 total non2xx ticks
         "$(awk '{ t += $4; d += $5; c += $6 } END { print t + 0, d + 0, c + 0 }' "$1")"
 }
 
+# System calls per request over N requests at LOWCONNS: of the httpd in
+# rundir (its parent and children, every thread), and of a redis-server
+# when its pid is given (else "-"). perf counts raw_syscalls:sys_enter
+# without stopping the threads; strace -c, the fallback where perf cannot
+# attach, stops every thread at every call, which changes how the
+# module's threads share round trips, so perf is preferred.
+SYSCOUNT=${SL_BENCH_SYSCOUNT:-}
+if [ "$SYSREQ" -gt 0 ] && [ -z "$SYSCOUNT" ]; then
+    if perf stat -e raw_syscalls:sys_enter -x, -p $$ -- true >/dev/null 2>&1; then
+        SYSCOUNT=perf
+    elif command -v strace >/dev/null; then
+        SYSCOUNT=strace
+    fi
+fi
+count_start() { # out pids(comma separated): its pid in COUNTER
+    if [ "$SYSCOUNT" = perf ]; then
+        perf stat -e raw_syscalls:sys_enter -x, -o "$1" -p "$2" >/dev/null 2>&1 &
+    else
+        strace -f -c -qq -o "$1" $(printf -- '-p %s ' ${2//,/ }) >/dev/null 2>&1 &
+    fi
+    COUNTER=$!
+}
+count_end() { # pid out: the calls counted, in CALLS
+    kill -INT "$1" 2>/dev/null
+    wait "$1" 2>/dev/null
+    if [ "$SYSCOUNT" = perf ]; then
+        CALLS=$(awk -F, '$3 ~ /raw_syscalls:sys_enter/ { print $1 + 0; exit }' "$2")
+    else
+        CALLS=$(awk '$NF == "total" { print $4 + 0; exit }' "$2")
+    fi
+}
+syscalls() { # rundir url pool out [redis-pid] -> "httpd-per-request redis-per-request"
+    local pid pids hp rp=- h r sent
+    pid=$(cat "$1/httpd.pid" 2>/dev/null)
+    if [ -z "$SYSCOUNT" ] || [ -z "$pid" ]; then
+        echo "- -"
+        return
+    fi
+    pids=$pid$(printf ',%s' $(cat "/proc/$pid/task/$pid/children" 2>/dev/null))
+    count_start "$4.httpd" "$pids"
+    hp=$COUNTER
+    if [ -n "${5:-}" ]; then
+        count_start "$4.redis" "$5"
+        rp=$COUNTER
+    fi
+    # Until the counters are attached (perf and strace say nothing then);
+    # an idle httpd makes a few calls a second.
+    sleep 0.3
+    sent=$(wrk_count "$2" "$3" "$LOWCONNS" "$THREADS" "$SYSREQ" \
+        "$STAGE/clients.lua" "$4.wrk")
+    count_end "$hp" "$4.httpd"
+    h=$CALLS
+    if [ "$rp" != - ]; then
+        count_end "$rp" "$4.redis"
+        r=$CALLS
+    fi
+    awk -v h="$h" -v r="${r:-}" -v n="${sent:-0}" 'BEGIN {
+        if (n == 0 || h == "") { print "- -"; exit }
+        printf "%.2f %s\n", h / n, (r == "") ? "-" : sprintf("%.2f", r / n) }'
+}
+
+# The module's instructions per request (callgrind_count): one httpd -X of
+# the row's configuration, after its own has stopped; "-" for the rows
+# without the module. Rows of the same configuration and client pool (the
+# -c4 and -vs-tcp rows) reuse the figure of the first.
+declare -A CGDONE
+instructions() { # name mpm pool block
+    local name=$1 mpm=$2 pool=$3 block=$4 key dir run port as=()
+    if [ "$CGREQ" -le 0 ] || [[ $block != *slidinglimit_module* ]]; then
+        echo -
+        return
+    fi
+    key="$mpm|$pool|$block"
+    if [ -n "${CGDONE[$key]:-}" ]; then
+        echo "${CGDONE[$key]}"
+        return
+    fi
+    dir=$STAGE/cg/$name
+    run=$STAGE/run/$name-cg
+    mkdir -p "$dir" "$run"
+    cp "$STAGE/clients.lua" "$dir/"
+    if [ "$(id -u)" -eq 0 ]; then
+        chown -R nobody:nogroup "$dir" "$run"
+        as=(runuser -u nobody --)
+    fi
+    port=$(free_port) || { echo -; return; }
+    # httpd -X as nobody already: no User and Group lines.
+    { USERCONF='' conf_head "$mpm" "$name-cg" "$port" "$run"; conf_size "$mpm"
+      printf '%s\n' "$block"; } >"$STAGE/conf/$name-cg.conf"
+    CGDONE[$key]=$(callgrind_count "$STAGE/conf/$name-cg.conf" \
+        "http://127.0.0.1:$port/r/index.html" "$pool" "$CGREQ" "$dir" "${as[@]}")
+    rm -f "$run/httpd.pid"
+    echo "${CGDONE[$key]}"
+}
+
 # run_case NAME MPM CONNS POOL DESCRIPTION CONFIG
 #   POOL: identities, or "flood". The case runs in its own httpd; its
 #   reference is the module-free httpd of the same MPM, which runs all
@@ -422,7 +532,8 @@ run_case() {
     local refrun=$STAGE/run/${REF:-ref-$mpm} refurl
     local mem0 mem1 keys evalsha usec other newconn status calls hits errors
     local rc0 rc1 i case ref eval conn0 conn1 sconn0 sconn1 rowconn rowsconn
-    local rowreq counted=0
+    local rowreq counted=0 lcase= lref= lp99= lrp99= lrps= lrrps= sys= rsys=
+    local insn= hsys= rpid=
     # Whole names only: "counter-redis" must not select counter-redis-c4.
     selected "$name" || return 0
     port=$(free_port) || { echo "bench: no free port"; exit 1; }
@@ -473,10 +584,49 @@ run_case() {
     keys=$(scli dbsize | tr -d '\r')
     status=$(curl -s "http://127.0.0.1:$port/slidinglimit-status")
     printf '%s\n' "$status" >"$STAGE/out/$name.status"
+    # At low load (LOWCONNS), for the rows measured at another: the p99 a
+    # client waits more, in LOWSLICES slices each side (ABBA).
+    if [ "$conns" != "$LOWCONNS" ] && [ "$LOWSLICES" -gt 0 ]; then
+        lcase=$STAGE/out/$name.lcase
+        lref=$STAGE/out/$name.lref
+        : >"$lcase"
+        : >"$lref"
+        for i in $(seq 1 "$LOWSLICES"); do
+            if [ $((i % 2)) -eq 1 ]; then
+                slice "$refurl" "$POOL" "$LOWCONNS" "$refrun" "$lref"
+                slice "$url" "$pool" "$LOWCONNS" "$run" "$lcase"
+            else
+                slice "$url" "$pool" "$LOWCONNS" "$run" "$lcase"
+                slice "$refurl" "$POOL" "$LOWCONNS" "$refrun" "$lref"
+            fi
+        done
+    fi
+    # System calls per request at LOWCONNS: the reference's, then the
+    # case's and its redis-server's (the row's store, when it has one).
+    rpid=
+    [ "$counted" = 1 ] &&
+        rpid=$(scli info server | tr -d '\r' | sed -n 's/^process_id:\([0-9]*\)$/\1/p')
+    # In ABBA order, twice each: the count moves with the MPM's timing.
+    local r1 r2 h1 h2 s1 s2
+    read -r r1 _ <<<"$(syscalls "$refrun" "$refurl" "$POOL" "$STAGE/out/$name.sysref1")"
+    read -r h1 s1 <<<"$(syscalls "$run" "$url" "$pool" "$STAGE/out/$name.sys1" $rpid)"
+    read -r h2 s2 <<<"$(syscalls "$run" "$url" "$pool" "$STAGE/out/$name.sys2" $rpid)"
+    read -r r2 _ <<<"$(syscalls "$refrun" "$refurl" "$POOL" "$STAGE/out/$name.sysref2")"
+    read -r rsys hsys sys <<<"$(awk -v r1="$r1" -v r2="$r2" -v h1="$h1" -v h2="$h2" \
+        -v s1="$s1" -v s2="$s2" 'function m(a, b) {
+            return (a == "-" || b == "-") ? "-" : sprintf("%.2f", (a + b) / 2) }
+        BEGIN { print m(r1, r2), m(h1, h2), m(s1, s2) }')"
     stop_httpd "$run"
+    insn=$(instructions "$name" "$mpm" "$pool" "$block")
 
     read -r crps cp50 cp99 ctotal cnon2xx cticks <<<"$(summary "$case")"
     read -r rrps rp50 rp99 rtotal _ rticks <<<"$(summary "$ref")"
+    if [ "$conns" = "$LOWCONNS" ]; then
+        lp99=$cp99 lrp99=$rp99 lrps=$crps lrrps=$rrps
+    elif [ -n "$lcase" ] && [ -s "$lcase" ]; then
+        read -r lrps _ lp99 _ <<<"$(summary "$lcase")"
+        read -r lrrps _ lrp99 _ <<<"$(summary "$lref")"
+    fi
     evalsha=$(cmdstat "$STAGE/out/$name.cmdstats" evalsha calls)
     evalsha=${evalsha:-0}
     # EVAL: none since the give-back of count= runs by its hash too (an EVAL
@@ -520,16 +670,24 @@ run_case() {
     hcpu=$(awk -v t="$cticks" -v n="$ctotal" -v k="$TICK" 'BEGIN { printf "%.1f", 1e6 * t / k / n }')
     rcpu=$(awk -v t="$rticks" -v n="$rtotal" -v k="$TICK" 'BEGIN { printf "%.1f", 1e6 * t / k / n }')
     scpu=$(awk -v a="$rc0" -v b="$rc1" -v n="$ctotal" 'BEGIN { printf "%.1f", 1e6 * (b - a) / n }')
+    # redis-server's CPU per decision: per script call (EVALSHA, and EVAL
+    # were one sent as text), which a deny-cache answer does not make.
+    local dcpu
+    dcpu=$(awk -v a="$rc0" -v b="$rc1" -v n="$((evalsha + eval))" 'BEGIN { if (n > 0) printf "%.1f", 1e6 * (b - a) / n; else print "-" }')
     # name mpm conns desc rps p50 p99 total non2xx evalsha other newconn
     # memdelta keys errors hits ref-rps ref-p50 ref-p99 usec/call
     # httpd-cpu-us ref-httpd-cpu-us redis-cpu-us eval row-new-connections
-    # row-sentinel-connections row-requests
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
+    # row-sentinel-connections row-requests low-p99 low-ref-p99 low-rps
+    # low-ref-rps module-instructions httpd-syscalls ref-httpd-syscalls
+    # redis-syscalls redis-cpu-us-per-call
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
         "$name" "$mpm" "$conns" "$desc" "$crps" "$cp50" "$cp99" \
         "$ctotal" "$cnon2xx" "$evalsha" "$other" "$newconn" \
         "$((mem1 - mem0))" "$keys" "${errors:--}" "${hits:--}" \
         "$rrps" "$rp50" "$rp99" "${usec:--}" "$hcpu" "$rcpu" "$scpu" \
-        "$eval" "$rowconn" "$rowsconn" "$rowreq" >>"$RESULTS"
+        "$eval" "$rowconn" "$rowsconn" "$rowreq" "${lp99:--}" "${lrp99:--}" \
+        "${lrps:--}" "${lrrps:--}" "${insn:--}" "${hsys:--}" "${rsys:--}" \
+        "${sys:--}" "$dcpu" >>"$RESULTS"
     printf '%8.0f req/s (ref %6.0f) %5.2f  p99 %6.3f ms (ref %6.3f)  refused %6.2f%%  EVALSHA/req %.4f  EVAL/req %.4f  httpd %s us/req (ref %s), redis %s' \
         "$crps" "$rrps" "$(awk -v a="$crps" -v b="$rrps" 'BEGIN {print a / b}')" \
         "$cp99" "$rp99" \
@@ -537,6 +695,9 @@ run_case() {
         "$(awk -v a="$evalsha" -v b="$ctotal" 'BEGIN {print a / b}')" \
         "$(awk -v a="$eval" -v b="$ctotal" 'BEGIN {print a / b}')" \
         "$hcpu" "$rcpu" "$scpu"
+    printf '\n%28s p99 at -c%s %s ms (ref %s)  module %s instructions/req  syscalls/req httpd %s (ref %s), redis %s  redis %s us/decision' \
+        "" "$LOWCONNS" "${lp99:--}" "${lrp99:--}" "${insn:--}" "${hsys:--}" \
+        "${rsys:--}" "${sys:--}" "$dcpu"
     if [ "$counted" = 1 ]; then
         printf '  new connections: %s%s for %s requests' "$rowconn" \
             "$([ "$rowsconn" != - ] && echo " (Sentinels $rowsconn)")" "$rowreq"
@@ -717,19 +878,37 @@ run_case counter-shm-c4 event $LOWCONNS $POOL \
     "SlidingLimit $HIGH 1m algorithm=counter, shm" \
     "$(sl_conf shm counter $HIGH 1m)"
 
+# Redis's side alone (bench/scripts.c): lua/sl_check.lua beside the
+# counter and the log a user would write, by EVALSHA from 4 connections of
+# 8 calls in flight each, over 10000 identities, on the private
+# redis-server (no httpd runs now): decisions per second of Redis CPU.
+SCRIPTS_OUT=$STAGE/out/scripts.tsv
+if selected redis-scripts && [ "$SCRIPTSECS" != 0 ]; then
+    printf '%-28s ' redis-scripts
+    if make -s -C "$ROOT" bench/results/scripts >"$STAGE/out/scripts.build" 2>&1; then
+        scli flushall >/dev/null
+        "$ROOT/bench/results/scripts" "$ROOT/lua" "$REDIS_PORT" "$SCRIPTSECS" \
+            4 8 10000 2 >"$SCRIPTS_OUT" 2>"$STAGE/out/scripts.err" ||
+            echo "bench: bench/scripts.c reported refusals or errors: $(head -3 "$STAGE/out/scripts.err")"
+        awk -F'\t' '{ printf "%s%s %.0f", (NR > 1) ? ", " : "", $1, ($5 > 0) ? $3 / $5 : 0 }
+            END { print " decisions per Redis CPU second" }' "$SCRIPTS_OUT"
+    else
+        echo "bench/scripts.c did not build (see $STAGE/out/scripts.build)"
+    fi
+fi
+
 echo "bench: $(($(date +%s) - START)) s"
 cp "$RESULTS" "$STAGE/out/keep.tsv"
+export SL_BENCH_STAGE=$STAGE SL_BENCH_SLICES=$SLICES SL_BENCH_SLICE=$SLICE \
+    SL_BENCH_WARMUP=$WARMUP SL_BENCH_THREADS=$THREADS SL_BENCH_CONNS=$CONNS \
+    SL_BENCH_LOWCONNS=$LOWCONNS SL_BENCH_POOL=$POOL SL_BENCH_HTTPD=$HTTPD \
+    SL_BENCH_PCRE3=$PCRE3 SL_BENCH_LOWSLICES=$LOWSLICES SL_BENCH_CGREQ=$CGREQ \
+    SL_BENCH_SYSREQ=$SYSREQ
 if [ "$WRITE" = 1 ] && [ -n "$ONLY" ]; then
-    SL_BENCH_STAGE=$STAGE SL_BENCH_SLICES=$SLICES SL_BENCH_SLICE=$SLICE \
-        bash "$ROOT/bench/report.sh" --table "$RESULTS"
-    SL_BENCH_STAGE=$STAGE SL_BENCH_SLICES=$SLICES SL_BENCH_SLICE=$SLICE \
-        bash "$ROOT/bench/report.sh" --section "$RESULTS" "$ROOT/docs"
+    bash "$ROOT/bench/report.sh" --table "$RESULTS"
+    bash "$ROOT/bench/report.sh" --section "$RESULTS" "$ROOT/docs"
 elif [ "$WRITE" = 1 ]; then
-    SL_BENCH_STAGE=$STAGE SL_BENCH_SLICES=$SLICES SL_BENCH_SLICE=$SLICE SL_BENCH_WARMUP=$WARMUP \
-        SL_BENCH_THREADS=$THREADS SL_BENCH_CONNS=$CONNS \
-        SL_BENCH_LOWCONNS=$LOWCONNS SL_BENCH_POOL=$POOL \
-        SL_BENCH_HTTPD=$HTTPD SL_BENCH_PCRE3=$PCRE3 \
-        bash "$ROOT/bench/report.sh" "$RESULTS" "$ROOT/docs"
+    bash "$ROOT/bench/report.sh" "$RESULTS" "$ROOT/docs"
 else
     bash "$ROOT/bench/report.sh" --table "$RESULTS"
 fi
