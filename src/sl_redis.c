@@ -92,7 +92,7 @@ apr_status_t sl_redis_create(apr_pool_t *p, const sl_store_url_t *url,
 #endif
     rs->queue_timeout = connect_timeout + command_timeout;
     sl_script_init(p, &rs->check, sl_script_check);
-    sl_script_init(p, &rs->refund, sl_script_refund);
+    sl_script_init(p, &rs->give_back, sl_script_give_back);
     rv = apr_thread_mutex_create(&rs->mutex, APR_THREAD_MUTEX_DEFAULT, p);
     if (rv == APR_SUCCESS && url->kind == SL_STORE_SENTINEL) {
         rs->master.sentinel.url = url;
@@ -331,21 +331,22 @@ static const char *sl_decide_command(sl_redis_t *rs, apr_pool_t *p,
     return sl_script_call(p, argc, argv, argvlen, n, len);
 }
 
-/* lua/sl_refund.lua's arguments: the admission's store time, then per
+/* lua/sl_give_back.lua's arguments: the admission's store time, then per
  * budget its algorithm, requests, window and cost. EVALSHA like a
  * decision: under count=401,403 most requests are given back, and the
  * script's text would be most of each call's bytes. */
-static const char *sl_refund_command(sl_redis_t *rs, apr_pool_t *p,
-                                     const sl_budget_t *budgets, int n,
-                                     const char *member, apr_size_t member_len,
-                                     apr_time_t at, apr_size_t *len)
+static const char *sl_give_back_command(sl_redis_t *rs, apr_pool_t *p,
+                                        const sl_budget_t *budgets, int n,
+                                        const char *member,
+                                        apr_size_t member_len, apr_time_t at,
+                                        apr_size_t *len)
 {
     int argc = 5 + n + 4 * n, i, k;
     const char **argv = apr_palloc(p, sizeof(*argv) * argc);
     size_t *argvlen = apr_palloc(p, sizeof(*argvlen) * argc);
 
-    k = sl_script_head(p, argv, argvlen, "EVALSHA", rs->refund.sha, budgets, n,
-                       member, member_len);
+    k = sl_script_head(p, argv, argvlen, "EVALSHA", rs->give_back.sha, budgets,
+                       n, member, member_len);
     argv[k++] = apr_off_t_toa(p, (apr_off_t) at);
     for (i = 0; i < n; i++) {
         char code[2] = {sl_algorithm_code(budgets[i].algorithm), '\0'};
@@ -378,17 +379,17 @@ apr_status_t sl_redis_decide(sl_redis_t *rs, apr_pool_t *p,
     return rv;
 }
 
-apr_status_t sl_redis_refund(sl_redis_t *rs, apr_pool_t *p,
-                             const sl_budget_t *budgets, int n,
-                             const char *member, apr_size_t member_len,
-                             apr_time_t at, const char **err)
+apr_status_t sl_redis_give_back(sl_redis_t *rs, apr_pool_t *p,
+                                const sl_budget_t *budgets, int n,
+                                const char *member, apr_size_t member_len,
+                                apr_time_t at, const char **err)
 {
     redisReply *reply = NULL;
     apr_size_t len;
     const char *buf =
-        sl_refund_command(rs, p, budgets, n, member, member_len, at, &len);
+        sl_give_back_command(rs, p, budgets, n, member, member_len, at, &len);
     int trips;
-    apr_status_t rv = sl_redis_call(rs, p, budgets, &rs->refund, buf, len,
+    apr_status_t rv = sl_redis_call(rs, p, budgets, &rs->give_back, buf, len,
                                     &reply, err, &trips);
 
     if (reply) {

@@ -34,12 +34,12 @@ apr_status_t sl_redis_decide(sl_redis_t *rs, apr_pool_t *p,
                              const char *member, apr_size_t member_len,
                              sl_decision_t *d, const char **err, int *trips);
 
-/* The give-back of count= (lua/sl_refund.lua): undoes what the decision
+/* The give-back of count= (lua/sl_give_back.lua): undoes what the decision
  * with member at the store time at consumed on budgets. */
-apr_status_t sl_redis_refund(sl_redis_t *rs, apr_pool_t *p,
-                             const sl_budget_t *budgets, int n,
-                             const char *member, apr_size_t member_len,
-                             apr_time_t at, const char **err);
+apr_status_t sl_redis_give_back(sl_redis_t *rs, apr_pool_t *p,
+                                const sl_budget_t *budgets, int n,
+                                const char *member, apr_size_t member_len,
+                                apr_time_t at, const char **err);
 
 /* The operator's look at budgets (the status handler): the check script's
  * peek, which changes nothing. *d is the state now (quota[i]: whether the

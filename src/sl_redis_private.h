@@ -164,8 +164,8 @@ struct sl_redis {
     apr_interval_time_t queue_timeout; /* connect + command timeouts */
     apr_threadkey_t *waiter_key;       /* this thread's sl_waiter_t */
     sl_waiter_t *spare;                /* of exited threads, under mutex */
-    sl_script_t check;  /* lua/sl_check.lua: decisions and looks */
-    sl_script_t refund; /* lua/sl_refund.lua: give-backs (count=) */
+    sl_script_t check;     /* lua/sl_check.lua: decisions and looks */
+    sl_script_t give_back; /* lua/sl_give_back.lua: give-backs (count=) */
     sl_breaker_t *breaker;
     sl_redis_ask_fn *prereq_ask; /* sl_redis_prereq_set */
     sl_redis_info_fn *prereq_info;

@@ -509,8 +509,8 @@ static sl_stripe_t *sl_stripe_of(sl_shm_t *shm, const sl_budget_t *budgets)
         shm->key, budgets[0].key, budgets[0].key_len, (unsigned int) shm->n)];
 }
 
-void sl_shm_refund(sl_shm_t *shm, apr_pool_t *p, const sl_budget_t *budgets,
-                   int n, apr_time_t at, apr_time_t now)
+void sl_shm_give_back(sl_shm_t *shm, apr_pool_t *p, const sl_budget_t *budgets,
+                      int n, apr_time_t at, apr_time_t now)
 {
     sl_stripe_t *st;
     sl_shm_op_t *ops;
@@ -523,7 +523,7 @@ void sl_shm_refund(sl_shm_t *shm, apr_pool_t *p, const sl_budget_t *budgets,
         apr_global_mutex_lock(st->mutex) != APR_SUCCESS) {
         return;
     }
-    sl_table_refund(st->table, ops, n, at, now);
+    sl_table_give_back(st->table, ops, n, at, now);
     apr_global_mutex_unlock(st->mutex);
 }
 

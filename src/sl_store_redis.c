@@ -156,8 +156,8 @@ static apr_status_t sl_redis_store_give_back(sl_store_t *st, apr_pool_t *p,
                                              apr_size_t member_len,
                                              apr_time_t at, const char **err)
 {
-    return sl_redis_store_rv(
-        sl_redis_refund(st->ctx, p, budgets, n, member, member_len, at, err));
+    return sl_redis_store_rv(sl_redis_give_back(st->ctx, p, budgets, n, member,
+                                                member_len, at, err));
 }
 
 static apr_status_t sl_redis_store_peek(sl_store_t *st, apr_pool_t *p,

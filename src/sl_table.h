@@ -71,11 +71,11 @@ apr_status_t sl_table_decide(sl_table_t *t, sl_shm_op_t *ops, int n,
                              apr_time_t now, sl_decision_t *d,
                              sl_table_news_t *news);
 
-/* The give-back of count= (lua/sl_refund.lua): each prepared budget's
+/* The give-back of count= (lua/sl_give_back.lua): each prepared budget's
  * cost, admitted at the store time at, goes back as sl_algo.c's
- * sl_*_refund says. */
-void sl_table_refund(sl_table_t *t, sl_shm_op_t *ops, int n, apr_time_t at,
-                     apr_time_t now);
+ * sl_*_give_back says. */
+void sl_table_give_back(sl_table_t *t, sl_shm_op_t *ops, int n, apr_time_t at,
+                        apr_time_t now);
 
 /* The operator's look (lua/sl_check.lua's peek): the state of each
  * prepared budget at now as its next request would find it, into *d (the

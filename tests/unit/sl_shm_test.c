@@ -411,7 +411,7 @@ static void test_atomic(void)
  * giving back the middle admission's entries leaves the others in order
  * (the oldest still decides the reset) and frees the chunks left empty;
  * counter and GCRA give back their units. */
-static void test_cost_refund(void)
+static void test_cost_give_back(void)
 {
     void *region;
     sl_table_t *t = table_new(64 * 1024, &region);
@@ -432,7 +432,7 @@ static void test_cost_refund(void)
            d.quota[0].remaining);
     b.cost = 10;
     sl_table_prepare(pool, t, &b, 1, &ops);
-    sl_table_refund(t, ops, 1, T0 + SEC, T0 + 3 * SEC);
+    sl_table_give_back(t, ops, 1, T0 + SEC, T0 + 3 * SEC);
     b.cost = 1;
     decide(t, b, T0 + 3 * SEC, &d, NULL);
     EXPECT(d.admitted && d.quota[0].remaining == 22 &&
@@ -442,13 +442,13 @@ static void test_cost_refund(void)
            d.quota[0].remaining, d.quota[0].reset);
     b.cost = 3;
     sl_table_prepare(pool, t, &b, 1, &ops);
-    sl_table_refund(t, ops, 1, T0, T0 + 3 * SEC);
+    sl_table_give_back(t, ops, 1, T0, T0 + 3 * SEC);
     b.cost = 4;
     sl_table_prepare(pool, t, &b, 1, &ops);
-    sl_table_refund(t, ops, 1, T0 + 2 * SEC, T0 + 3 * SEC);
+    sl_table_give_back(t, ops, 1, T0 + 2 * SEC, T0 + 3 * SEC);
     b.cost = 1;
     sl_table_prepare(pool, t, &b, 1, &ops);
-    sl_table_refund(t, ops, 1, T0 + 3 * SEC, T0 + 3 * SEC);
+    sl_table_give_back(t, ops, 1, T0 + 3 * SEC, T0 + 3 * SEC);
     EXPECT(sl_table_free(t) == free0 - 1,
            "log: every chunk back when all went (the entry stays)");
 
@@ -458,7 +458,7 @@ static void test_cost_refund(void)
         c.cost = 4;
         decide(t, c, T0, &d, NULL);
         sl_table_prepare(pool, t, &c, 1, &ops);
-        sl_table_refund(t, ops, 1, T0, T0 + 1);
+        sl_table_give_back(t, ops, 1, T0, T0 + 1);
         c.cost = 1;
         decide(t, c, T0 + 2, &d, NULL);
         EXPECT(d.admitted && d.quota[0].remaining == 9,
@@ -623,7 +623,7 @@ int main(void)
     test_out_of_order();
     test_corruption();
     test_atomic();
-    test_cost_refund();
+    test_cost_give_back();
     test_cost_million();
     test_peek_reset();
     printf("sl_shm_test: %d passed, %d failed\n", passed, failed);
