@@ -110,7 +110,7 @@ static apr_status_t sl_conn_master(sl_node_t *node, char *host,
 
 void sl_conn_master_failed(sl_redis_t *rs)
 {
-    if (rs->url->kind == SL_STORE_SENTINEL) {
+    if (rs->url->kind == SL_URL_SENTINEL) {
         apr_thread_mutex_lock(rs->master.lock);
         rs->master.stale = 1;
         apr_thread_mutex_unlock(rs->master.lock);
@@ -123,7 +123,7 @@ void sl_conn_error_reply(sl_node_t *node, const char *msg)
         sl_conn_master_failed(node->rs);
         /* The idle connections are to the same server: none is used again
          * before the Sentinels are asked. */
-        if (node->rs->url->kind == SL_STORE_SENTINEL) {
+        if (node->rs->url->kind == SL_URL_SENTINEL) {
             apr_atomic_inc32(&node->gen);
         }
     }
@@ -225,7 +225,7 @@ static apr_status_t sl_conn_construct(sl_node_t *node, sl_conn_t **out)
     for (;;) {
         int asked = 0;
 
-        if (rs->url->kind == SL_STORE_SENTINEL) {
+        if (rs->url->kind == SL_URL_SENTINEL) {
             rv = sl_conn_master(node, master, sizeof(master), &port, &asked);
             if (failed_port &&
                 (rv != APR_SUCCESS ||
@@ -252,7 +252,7 @@ static apr_status_t sl_conn_construct(sl_node_t *node, sl_conn_t **out)
          * connections: after a failover the first request of a child that
          * was idle through it finds the old one. Ask the Sentinels again
          * now, and connect once more if they name another master. */
-        if (rs->url->kind != SL_STORE_SENTINEL || asked || failed_port) {
+        if (rs->url->kind != SL_URL_SENTINEL || asked || failed_port) {
             return rv;
         }
         apr_cpystrn(failed, master, sizeof(failed));

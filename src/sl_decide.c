@@ -145,7 +145,7 @@ static int sl_budget_decided(const request_rec *r, const sl_budget_t *b)
             ap_get_module_config(q->request_config, &slidinglimit_module);
         for (i = 0; note && note->seen && i < note->seen->nelts; i++) {
             const sl_budget_t *o = &APR_ARRAY_IDX(note->seen, i, sl_budget_t);
-            if (o->store == b->store && o->key_len == b->key_len &&
+            if (o->store_tag == b->store_tag && o->key_len == b->key_len &&
                 !memcmp(o->key, b->key, b->key_len)) {
                 return 1;
             }
@@ -537,13 +537,13 @@ static int sl_decide_for(request_rec *r, request_rec *target,
     sl_mode_t m;
     sl_outcome_t o;
     sl_decision_t d;
-    int store, fallback = SL_STEP_FAILED, why, at;
+    int store_step, fallback = SL_STEP_FAILED, why, at;
 
     c.r = r;
     c.target = target;
     c.dc = dc;
     c.proc = sc->proc;
-    c.store = sc->backend;
+    c.store = sc->store;
     c.limits = dc->limits;
     c.wait = SL_OR(sc->command_timeout, SL_DEFAULT_COMMAND_TIMEOUT);
     c.reserve = 0;
@@ -566,19 +566,19 @@ static int sl_decide_for(request_rec *r, request_rec *target,
     if ((why = sl_budgets_cost(&c, &at)) != SL_COST_OK) {
         return sl_refuse_cost(&c, &m, why, at);
     }
-    store = sl_ask_store(&c, &d);
-    if (sl_outcome_wants_fallback(&m, store)) {
+    store_step = sl_ask_store(&c, &d);
+    if (sl_outcome_wants_fallback(&m, store_step)) {
         fallback = sl_ask_fallback(&c, &d);
     }
-    sl_outcome_of(&m, store, fallback, &o);
+    sl_outcome_of(&m, store_step, fallback, &o);
     /* A dry run's admissions consume like any other, so they give back
      * too; its refusals consumed nothing. */
     if (c.reserve &&
-        (store == SL_STEP_ADMITTED || fallback == SL_STEP_ADMITTED)) {
+        (store_step == SL_STEP_ADMITTED || fallback == SL_STEP_ADMITTED)) {
         sl_note_t *note = sl_note(r);
         sl_reserved_t *res = apr_palloc(r->pool, sizeof(*res));
-        res->store =
-            store == SL_STEP_ADMITTED ? c.store : sl_store_fallback(c.proc);
+        res->store = store_step == SL_STEP_ADMITTED ? c.store
+                                                    : sl_store_fallback(c.proc);
         res->proc = c.proc;
         res->limits = c.limits;
         res->budgets = c.budgets;

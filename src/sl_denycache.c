@@ -46,7 +46,7 @@ typedef struct sl_dc_entry {
     apr_int64_t window;
     apr_int64_t burst;
     int algorithm;
-    apr_uint32_t store;
+    apr_uint32_t store_tag;
     apr_int64_t cost;  /* of the request the answer was for */
     apr_int64_t block; /* the limit's block=: a refusal under one lasts as
                           long as the block, which a limit without any
@@ -227,7 +227,7 @@ static int sl_dc_match(const sl_dc_entry_t *e, const sl_budget_t *c)
 {
     return e->cost == sl_dc_cost(c) && e->requests == c->requests &&
            e->window == c->window && e->burst == c->burst &&
-           e->algorithm == c->algorithm && e->store == c->store &&
+           e->algorithm == c->algorithm && e->store_tag == c->store_tag &&
            e->block == c->block && c->key_len < SL_DC_KEY &&
            !memcmp(e->key, c->key, c->key_len) && e->key[c->key_len] == '\0';
 }
@@ -559,7 +559,7 @@ static void sl_dc_take(sl_dc_entry_t *e, const sl_budget_t *c,
     e->window = c->window;
     e->burst = c->burst;
     e->algorithm = c->algorithm;
-    e->store = c->store;
+    e->store_tag = c->store_tag;
     e->cost = sl_dc_cost(c);
     e->block = c->block;
     e->until = 0;

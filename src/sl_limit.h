@@ -49,7 +49,7 @@ typedef struct sl_budget {
     /* The store that decides it (sl_store_url_t.tag): two virtual hosts
      * with their own stores and one key prefix make the same keys, which
      * are still two budgets. */
-    apr_uint32_t store;
+    apr_uint32_t store_tag;
     int algorithm;
     apr_int64_t requests;
     apr_int64_t window;

@@ -105,21 +105,21 @@ const char *sl_info_parse(apr_pool_t *p, const char *text, apr_size_t len,
     return NULL;
 }
 
-static const char *sl_prereq_where(apr_pool_t *p, const sl_store_url_t *store,
+static const char *sl_prereq_where(apr_pool_t *p, const sl_store_url_t *url,
                                    const char *node)
 {
     /* A plain store's display names its one node already. */
-    if (store->kind == SL_STORE_CLUSTER || store->kind == SL_STORE_SENTINEL) {
-        return apr_psprintf(p, "store %s, node %s", store->display, node);
+    if (url->kind == SL_URL_CLUSTER || url->kind == SL_URL_SENTINEL) {
+        return apr_psprintf(p, "store %s, node %s", url->display, node);
     }
-    return apr_psprintf(p, "store %s", store->display);
+    return apr_psprintf(p, "store %s", url->display);
 }
 
 int sl_prereq_problems(apr_pool_t *p, const sl_info_t *info,
-                       const sl_store_url_t *store, const char *node,
+                       const sl_store_url_t *url, const char *node,
                        sl_prereq_t *out)
 {
-    const char *where = sl_prereq_where(p, store, node);
+    const char *where = sl_prereq_where(p, url, node);
     int n = 0;
 
     if (info->major < SL_PREREQ_MAJOR ||
@@ -132,7 +132,7 @@ int sl_prereq_problems(apr_pool_t *p, const sl_info_t *info,
             "so every decision fails; upgrade that Redis",
             where, info->version, SL_PREREQ_MAJOR, SL_PREREQ_MINOR);
     }
-    if (store->kind != SL_STORE_CLUSTER && info->cluster == 1) {
+    if (url->kind != SL_URL_CLUSTER && info->cluster == 1) {
         out[n].level = SL_PREREQ_WARNING;
         out[n++].text = apr_psprintf(
             p,
@@ -140,17 +140,17 @@ int sl_prereq_problems(apr_pool_t *p, const sl_info_t *info,
             "for a slot it does not serve is redirected (MOVED), a second "
             "round trip each time; use SlidingLimitStore %s://%s with the "
             "same credentials",
-            where, store->tls ? "clusters" : "cluster",
-            store->kind == SL_STORE_UNIX ? "HOST:PORT" : node);
+            where, url->tls ? "clusters" : "cluster",
+            url->kind == SL_URL_UNIX ? "HOST:PORT" : node);
     }
-    else if (store->kind == SL_STORE_CLUSTER && info->cluster == 0) {
+    else if (url->kind == SL_URL_CLUSTER && info->cluster == 0) {
         out[n].level = SL_PREREQ_WARNING;
         out[n++].text = apr_psprintf(
             p,
             "%s is not a Redis Cluster node (cluster_enabled:0): the slot "
             "map is asked for again and again; use SlidingLimitStore "
             "%s://%s with the same credentials",
-            where, store->tls ? "rediss" : "redis", node);
+            where, url->tls ? "rediss" : "redis", node);
     }
     /* Every key the scripts write has a TTL, so the volatile-* policies
      * choose them as readily as the allkeys-* ones. */

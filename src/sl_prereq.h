@@ -36,10 +36,10 @@ typedef struct sl_prereq {
 
 #define SL_PREREQ_MAX 3
 
-/* The problems of node (host:port or a socket path) of store, at most
- * SL_PREREQ_MAX, in out; returns how many. */
+/* The problems of node (host:port or a socket path) of the store at url, at
+ * most SL_PREREQ_MAX, in out; returns how many. */
 int sl_prereq_problems(apr_pool_t *p, const sl_info_t *info,
-                       const sl_store_url_t *store, const char *node,
+                       const sl_store_url_t *url, const char *node,
                        sl_prereq_t *out);
 
 /* Which nodes were asked in this generation, in shared memory kept across

@@ -59,10 +59,10 @@ static apr_status_t sl_redis_seeds(sl_redis_t *rs, apr_pool_t *p)
     rs->topo.node_free = sl_node_destroy;
     rs->topo.ctx = rs;
     apr_pool_cleanup_register(p, rs, sl_redis_cleanup, apr_pool_cleanup_null);
-    if (url->kind == SL_STORE_CLUSTER) {
+    if (url->kind == SL_URL_CLUSTER) {
         rs->topo.slots = apr_pcalloc(p, 16384 * sizeof(*rs->topo.slots));
     }
-    if (url->kind == SL_STORE_UNIX) {
+    if (url->kind == SL_URL_UNIX) {
         return sl_topo_node(&rs->topo, NULL, 0, 0) ? APR_SUCCESS : APR_ENOMEM;
     }
     for (i = 0; i < url->nodes->nelts; i++) {
@@ -94,7 +94,7 @@ apr_status_t sl_redis_create(apr_pool_t *p, const sl_store_url_t *url,
     sl_script_init(p, &rs->check, sl_script_check);
     sl_script_init(p, &rs->give_back, sl_script_give_back);
     rv = apr_thread_mutex_create(&rs->mutex, APR_THREAD_MUTEX_DEFAULT, p);
-    if (rv == APR_SUCCESS && url->kind == SL_STORE_SENTINEL) {
+    if (rv == APR_SUCCESS && url->kind == SL_URL_SENTINEL) {
         rs->master.sentinel.url = url;
         rs->master.sentinel.connect_timeout = connect_timeout;
         rs->master.sentinel.command_timeout = command_timeout;
@@ -249,7 +249,7 @@ static apr_status_t sl_redis_call(sl_redis_t *rs, apr_pool_t *p,
                     .p = p,
                     .slot = sl_key_slot(budgets[0].key, budgets[0].key_len),
                     .cluster = rs->topo.slots != NULL,
-                    .sentinel = rs->url->kind == SL_STORE_SENTINEL,
+                    .sentinel = rs->url->kind == SL_URL_SENTINEL,
                     .buf = buf,
                     .len = len,
                     .script = script};

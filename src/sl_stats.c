@@ -223,21 +223,21 @@ static void sl_store_fill(void *slot, const void *name)
     strcpy(((sl_store_slot_t *) slot)->name, name);
 }
 
-static sl_store_counters_t *sl_store_counters(sl_stats_t *st, const char *store)
+static sl_store_counters_t *sl_store_counters(sl_stats_t *st, const char *name)
 {
-    apr_size_t len = strlen(store);
+    apr_size_t len = strlen(name);
     int i;
 
     if (len >= SL_STATS_STORE_NAME) {
         return &st->seg->other_store;
     }
     i = sl_claim(st->seg->stores, sizeof(sl_store_slot_t), SL_STATS_STORES,
-                 sl_fnv1a(SL_FNV_INIT, store, len), store, sl_store_match,
+                 sl_fnv1a(SL_FNV_INIT, name, len), name, sl_store_match,
                  sl_store_fill);
     return i < 0 ? &st->seg->other_store : &st->seg->stores[i].c;
 }
 
-void sl_stats_store(sl_stats_t *st, const char *store,
+void sl_stats_store(sl_stats_t *st, const char *name,
                     apr_interval_time_t latency, int error, int trips)
 {
     sl_store_counters_t *c;
@@ -246,7 +246,7 @@ void sl_stats_store(sl_stats_t *st, const char *store,
     if (!st) {
         return;
     }
-    c = sl_store_counters(st, store);
+    c = sl_store_counters(st, name);
     sl_atomic_inc64(&c->calls);
     if (error) {
         sl_atomic_inc64(&c->errors);
@@ -507,12 +507,12 @@ static void sl_write_globals(sl_stats_seg_t *g, request_rec *r,
     for (i = 0; breakers && i < breakers->nelts; i++) {
         const sl_stats_breaker_state_t *b =
             &APR_ARRAY_IDX(breakers, i, sl_stats_breaker_state_t);
-        if (apr_hash_get(stores, b->store, APR_HASH_KEY_STRING)) {
+        if (apr_hash_get(stores, b->name, APR_HASH_KEY_STRING)) {
             continue;
         }
-        apr_hash_set(stores, b->store, APR_HASH_KEY_STRING, b);
+        apr_hash_set(stores, b->name, APR_HASH_KEY_STRING, b);
         ap_rprintf(r, "slidinglimit_breaker_open{store=\"%s\"} %d\n",
-                   sl_label(r->pool, b->store), b->open);
+                   sl_label(r->pool, b->name), b->open);
     }
 }
 

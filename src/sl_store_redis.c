@@ -31,7 +31,7 @@ typedef struct sl_prereq_ctx {
 static const char *sl_prereq_key(sl_prereq_ctx_t *c, const char *node)
 {
     int many =
-        c->url->kind == SL_STORE_CLUSTER || c->url->kind == SL_STORE_SENTINEL;
+        c->url->kind == SL_URL_CLUSTER || c->url->kind == SL_URL_SENTINEL;
 
     return many ? node : "";
 }
@@ -107,7 +107,7 @@ static apr_status_t sl_redis_store_make(sl_store_t *st, apr_pool_t *pchild,
     sl_redis_t *rs;
     apr_status_t rv;
 
-    rv = sl_redis_create(pchild, sc->store,
+    rv = sl_redis_create(pchild, sc->store_url,
                          SL_OR(sc->connect_timeout, SL_DEFAULT_CONNECT_TIMEOUT),
                          SL_OR(sc->command_timeout, SL_DEFAULT_COMMAND_TIMEOUT),
                          threads, &rs);
@@ -119,7 +119,7 @@ static apr_status_t sl_redis_store_make(sl_store_t *st, apr_pool_t *pchild,
     if (proc->prereqs) {
         sl_prereq_ctx_t *c = apr_pcalloc(pchild, sizeof(*c));
         c->s = vs;
-        c->url = sc->store;
+        c->url = sc->store_url;
         c->table = proc->prereqs;
         c->gen = (apr_uint32_t) ap_state_query(AP_SQ_CONFIG_GEN);
         sl_redis_prereq_set(rs, sl_prereq_ask, sl_prereq_info, c);

@@ -132,7 +132,7 @@ static void test_what_is_cached(apr_pool_t *p)
 
     /* Nor is the same key of another store (a virtual host's own Redis). */
     b = a;
-    b.store = a.store + 1;
+    b.store_tag = a.store_tag + 1;
     EXPECT(sl_request(dc, &b, NULL, ra) == 0,
            "the same key in another store: no hit");
     EXPECT(sl_request(dc, &a, NULL, ra) == 1, "... while its own still is");
