@@ -64,13 +64,13 @@ static int sl_source_param(const char *k)
 static const char *sl_ask_param(apr_pool_t *p, sl_ask_t *a, const char *k,
                                 const char *v)
 {
-    const char **slot;
+    const char **field;
 
     if (!strcmp(k, "path")) {
-        slot = &a->path;
+        field = &a->path;
     }
     else if (!strcmp(k, "from")) {
-        slot = &a->from;
+        field = &a->from;
     }
     else if (!strncmp(k, "with:", 5)) {
         if (!sl_is_token(k + 5)) {
@@ -89,25 +89,25 @@ static const char *sl_ask_param(apr_pool_t *p, sl_ask_t *a, const char *k,
         return NULL;
     }
     else if (!strcmp(k, "name")) {
-        slot = &a->name;
+        field = &a->name;
     }
     else if (sl_source_param(k)) {
         if (!a->source) {
             a->source = k;
-            slot = &a->value;
+            field = &a->value;
         }
         /* user= with ip=: the pair a section with count= keys a name
          * attempted by (sl_key.c). */
         else if (!a->address && !strcmp(k, "ip") &&
                  !strcmp(a->source, "user")) {
-            slot = &a->address;
+            field = &a->address;
         }
         else if (!a->address && !strcmp(k, "user") &&
                  !strcmp(a->source, "ip")) {
             a->address = a->value;
             a->source = k;
             a->value = NULL;
-            slot = &a->value;
+            field = &a->value;
         }
         else {
             return "one identity only: a request's budget is that of "
@@ -117,10 +117,10 @@ static const char *sl_ask_param(apr_pool_t *p, sl_ask_t *a, const char *k,
     else {
         return apr_psprintf(p, "unknown parameter '%s'", k);
     }
-    if (*slot) {
+    if (*field) {
         return apr_psprintf(p, "'%s' is given twice", k);
     }
-    *slot = v;
+    *field = v;
     return NULL;
 }
 

@@ -171,14 +171,14 @@ int sl_prereq_problems(apr_pool_t *p, const sl_info_t *info,
 
 /* ---- who asks, once per generation ---- */
 
-typedef struct sl_prereq_slot {
+typedef struct sl_prereq_cell {
     sl_claim_id_t id;
     volatile apr_uint32_t asked; /* generation + 1 of the last ask; 0 none */
-} sl_prereq_slot_t;
+} sl_prereq_cell_t;
 
-/* The segment itself: zeroed, every slot free. */
+/* The segment itself: zeroed, every cell free. */
 struct sl_prereqs {
-    sl_prereq_slot_t slot[SL_PREREQ_SLOTS];
+    sl_prereq_cell_t cell[SL_PREREQ_CELLS];
 };
 
 apr_size_t sl_prereqs_size(void)
@@ -191,9 +191,9 @@ sl_prereqs_t *sl_prereqs_attach(void *base)
     return base;
 }
 
-/* The slot of (display, node): a digest, as a cluster store's display
+/* The cell of (display, node): a digest, as a cluster store's display
  * may be long. */
-static sl_prereq_slot_t *sl_prereqs_slot(sl_prereqs_t *t, const char *display,
+static sl_prereq_cell_t *sl_prereqs_cell(sl_prereqs_t *t, const char *display,
                                          const char *node)
 {
     unsigned char digest[APR_SHA1_DIGESTSIZE];
@@ -204,28 +204,28 @@ static sl_prereq_slot_t *sl_prereqs_slot(sl_prereqs_t *t, const char *display,
     apr_sha1_update(&ctx, display, (unsigned int) strlen(display) + 1);
     apr_sha1_update(&ctx, node, (unsigned int) strlen(node));
     apr_sha1_final(digest, &ctx);
-    i = sl_claim_digest(t->slot, sizeof(sl_prereq_slot_t), SL_PREREQ_SLOTS,
+    i = sl_claim_digest(t->cell, sizeof(sl_prereq_cell_t), SL_PREREQ_CELLS,
                         digest, NULL);
-    return i < 0 ? NULL : &t->slot[i];
+    return i < 0 ? NULL : &t->cell[i];
 }
 
 int sl_prereqs_claim(sl_prereqs_t *t, const char *display, const char *node,
                      apr_uint32_t gen)
 {
-    sl_prereq_slot_t *slot = sl_prereqs_slot(t, display, node);
+    sl_prereq_cell_t *cell = sl_prereqs_cell(t, display, node);
     apr_uint32_t mine = gen + 1, seen;
 
-    if (!slot) {
+    if (!cell) {
         return 0;
     }
     /* Only forward: a child of the generation before, still finishing its
      * requests, does not ask again what the new one asked. */
     for (;;) {
-        seen = apr_atomic_read32(&slot->asked);
+        seen = apr_atomic_read32(&cell->asked);
         if (seen >= mine) {
             return 0;
         }
-        if (apr_atomic_cas32(&slot->asked, mine, seen) == seen) {
+        if (apr_atomic_cas32(&cell->asked, mine, seen) == seen) {
             return 1;
         }
     }
@@ -234,9 +234,9 @@ int sl_prereqs_claim(sl_prereqs_t *t, const char *display, const char *node,
 void sl_prereqs_release(sl_prereqs_t *t, const char *display, const char *node,
                         apr_uint32_t gen)
 {
-    sl_prereq_slot_t *slot = sl_prereqs_slot(t, display, node);
+    sl_prereq_cell_t *cell = sl_prereqs_cell(t, display, node);
 
-    if (slot) {
-        apr_atomic_cas32(&slot->asked, gen, gen + 1);
+    if (cell) {
+        apr_atomic_cas32(&cell->asked, gen, gen + 1);
     }
 }

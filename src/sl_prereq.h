@@ -47,7 +47,7 @@ int sl_prereq_problems(apr_pool_t *p, const sl_info_t *info,
  * each store once per generation, whichever child connects first. */
 typedef struct sl_prereqs sl_prereqs_t;
 
-#define SL_PREREQ_SLOTS 256
+#define SL_PREREQ_CELLS 256
 
 /* The table's size, and the table in zeroed memory of that size. */
 apr_size_t sl_prereqs_size(void);

@@ -138,7 +138,7 @@ static apr_status_t sl_stripe_create(apr_pool_t *pconf, server_rec *s,
 {
     sl_stripe_t *st = apr_pcalloc(pconf, sizeof(*st));
     sl_retained_t *rd;
-    apr_uint32_t nslots, nbuckets;
+    apr_uint32_t ncells, nbuckets;
     void *base;
     apr_status_t rv;
     int fresh, kept;
@@ -182,12 +182,12 @@ static apr_status_t sl_stripe_create(apr_pool_t *pconf, server_rec *s,
     }
     st->mutex = rd->mutex;
     st->s = s;
-    sl_table_geometry(st->table, &nslots, &nbuckets);
+    sl_table_geometry(st->table, &ncells, &nbuckets);
     ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
                  "mod_slidinglimit: shm store stripe %d %s: %" APR_SIZE_T_FMT
                  " bytes, %u slots of %d bytes, %u buckets",
-                 i, kept ? "kept" : "created", size, nslots,
-                 SL_TABLE_SLOT_BYTES, nbuckets);
+                 i, kept ? "kept" : "created", size, ncells,
+                 SL_TABLE_CELL_BYTES, nbuckets);
     *out = st;
     return APR_SUCCESS;
 }

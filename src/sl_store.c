@@ -62,7 +62,7 @@ apr_status_t sl_store_post_config(apr_pool_t *pconf, apr_pool_t *ptemp,
 
 /* The main server's store uses the breaker the status page reports; any
  * other store its own, so that one host's outage leaves the others' stores
- * alone. The slot is found by the URL with its credentials. */
+ * alone. The cell is found by the URL with its credentials. */
 static sl_breaker_t *sl_store_breaker(apr_pool_t *p, sl_proc_t *proc,
                                       server_rec *main, server_rec *vs,
                                       const sl_store_url_t *u)
@@ -79,7 +79,7 @@ static sl_breaker_t *sl_store_breaker(apr_pool_t *p, sl_proc_t *proc,
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, vs,
                      "mod_slidinglimit: more than %d stores; %s shares the "
                      "main server's circuit breaker",
-                     SL_BREAKER_SLOTS, u->display);
+                     SL_BREAKER_CELLS, u->display);
         return proc->breaker;
     }
     return b;

@@ -228,19 +228,19 @@ static void sl_join(apr_thread_t *t)
     apr_thread_join(&rv, t);
 }
 
-/* A key name whose slot is c's. The placement is keyed by the table's
+/* A key name whose cell is c's. The placement is keyed by the table's
  * secret, so only a handle on the table can find one. */
 static const char *sl_collider(apr_pool_t *p, const sl_denycache_t *dc,
                                const sl_budget_t *c)
 {
     char *name = NULL;
-    unsigned int i, want = sl_denycache_slot(dc, c);
+    unsigned int i, want = sl_denycache_cell(dc, c);
 
     for (i = 0; i < 10000000; i++) {
         sl_budget_t k;
         name = apr_psprintf(p, "t:{k%u}x.g", i);
         k = sl_mk(name);
-        if (sl_denycache_slot(dc, &k) == want) {
+        if (sl_denycache_cell(dc, &k) == want) {
             break;
         }
     }
@@ -353,7 +353,7 @@ static void test_single_flight(apr_pool_t *p)
                "the follower is answered from the next asker's answer");
     }
 
-    /* Another key takes the slot (direct-mapped): the waiter stops
+    /* Another key takes the cell (direct-mapped): the waiter stops
      * waiting, and the first asker's late settle leaves the new key alone. */
     {
         const char *name;
@@ -370,7 +370,7 @@ static void test_single_flight(apr_pool_t *p)
         sl_request(dc, &k2, &d, &ra);
         sl_join(t);
         EXPECT(w.hits == 0 && w.took < MS(200),
-               "a colliding key's refusal takes the slot: the waiter goes to "
+               "a colliding key's refusal takes the cell: the waiter goes to "
                "the store (%d ms)",
                (int) (w.took / 1000));
         d = sl_answer(p, 1, 1, 5, MS(300));
@@ -391,7 +391,7 @@ static int sl_wait(pid_t pid)
 }
 
 /* Children of one server share the table: what one learns, every other
- * answers, and a reader never takes a half-written slot for a refusal. */
+ * answers, and a reader never takes a half-written cell for a refusal. */
 static void test_processes(apr_pool_t *p)
 {
     sl_denycache_shm_t *shm;
@@ -428,7 +428,7 @@ static void test_processes(apr_pool_t *p)
            "an exhausting admission in one process: a child refuses locally");
 
     /* Torn reads: two writers put two keys, with different limits and
-     * resets, into the same slot as fast as they can; a reader must never
+     * resets, into the same cell as fast as they can; a reader must never
      * see one key with the other's limit or the other's reset. */
     b = sl_mk(sl_collider(p, dc, &a));
     b.requests = 51;
@@ -590,7 +590,7 @@ static void test_children_single_flight(apr_pool_t *p)
            rc);
 }
 
-/* Slots are placed by a secret drawn for each table: another generation
+/* Cells are placed by a secret drawn for each table: another generation
  * (another table) places the same keys elsewhere, so a client cannot work
  * out offline which keys evict another's refusal. */
 static void test_placement(apr_pool_t *p)
@@ -600,11 +600,11 @@ static void test_placement(apr_pool_t *p)
 
     for (i = 0; i < 16; i++) {
         sl_budget_t k = sl_mk(apr_psprintf(p, "t:{place%d}x.g", i));
-        same += sl_denycache_slot(one, &k) == sl_denycache_slot(two, &k);
-        same_in_one += sl_denycache_slot(one, &k) == sl_denycache_slot(one, &k);
+        same += sl_denycache_cell(one, &k) == sl_denycache_cell(two, &k);
+        same_in_one += sl_denycache_cell(one, &k) == sl_denycache_cell(one, &k);
     }
-    EXPECT(same_in_one == 16, "one table places a key in one slot");
-    /* 16 keys in the same slots by chance: about 2^-190 */
+    EXPECT(same_in_one == 16, "one table places a key in one cell");
+    /* 16 keys in the same cells by chance: about 2^-190 */
     EXPECT(same < 16, "two tables place keys differently (%d of 16 alike)",
            same);
 }

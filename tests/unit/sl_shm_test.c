@@ -110,7 +110,7 @@ static void test_attach(void)
     free(region);
 }
 
-/* The smallest table, full: one counter key per slot, k0 the least
+/* The smallest table, full: one counter key per cell, k0 the least
  * recently used; key "k<short>" has a one-second window. Returns n. */
 static apr_uint32_t fill(sl_table_t *t, apr_uint32_t short_one)
 {
@@ -126,7 +126,7 @@ static apr_uint32_t fill(sl_table_t *t, apr_uint32_t short_one)
     return n;
 }
 
-/* Every key takes one slot: fill the smallest table, then watch who goes. */
+/* Every key takes one cell: fill the smallest table, then watch who goes. */
 static void test_eviction_order(void)
 {
     void *region;
@@ -136,7 +136,7 @@ static void test_eviction_order(void)
     sl_decision_t d;
 
     EXPECT(sl_table_free(t) == 0 && sl_table_entries(t) == n,
-           "%u keys fill %u slots", n, n);
+           "%u keys fill %u cells", n, n);
     /* k0 is used again: k1 is now the least recently used. */
     EXPECT(remaining(t, "k0", T0 + n) == 98, "k0 kept its count");
     EXPECT(decide(t, budget("new", SL_ALG_COUNTER, 100, HOUR), T0 + n + 1, &d,
@@ -371,7 +371,7 @@ static void test_corruption(void)
         apr_snprintf(key, sizeof(key), "k%d", i);
         remaining(t, key, T0 + i);
     }
-    /* Everything after the header: buckets, slots, links. */
+    /* Everything after the header: buckets, cells, links. */
     memset((char *) region + 256, 0x5a, size - 256);
     EXPECT(decide(t, budget("k7", SL_ALG_COUNTER, 100, HOUR), T0 + 100, &d,
                   &news) == APR_EGENERAL,
@@ -550,7 +550,7 @@ static void test_peek_reset(void)
                !e.admitted && e.quota[0].reset == d.quota[0].reset,
            "log: the decision refuses with the same reset");
     /* The first time is out of the window: a look counts it out without
-     * removing it (the free slots stay as they are). */
+     * removing it (the free cells stay as they are). */
     EXPECT(peek(t, lg, T0 + 60 * SEC + 1, &d, &blocked) == APR_SUCCESS &&
                d.admitted && d.quota[0].remaining == 1 &&
                d.quota[0].reset == SEC - 1 && sl_table_free(t) == free0,
