@@ -55,7 +55,8 @@ static apr_status_t sl_setup_command(sl_transport_t *t, apr_status_t fail_rv,
 #define SL_SENTINEL_RETRY apr_time_from_msec(100)
 
 static apr_status_t sl_conn_master(sl_node_t *node, char *host,
-                                   apr_size_t hostlen, int *port, int *asked)
+                                   apr_size_t hostlen, int *port,
+                                   int *looked_up)
 {
     sl_redis_t *rs = node->rs;
     sl_master_t *m = &rs->master;
@@ -70,23 +71,23 @@ static apr_status_t sl_conn_master(sl_node_t *node, char *host,
         apr_thread_mutex_unlock(m->lock);
         return APR_SUCCESS;
     }
-    if (m->asking || now - m->asked_at < SL_SENTINEL_RETRY) {
+    if (m->looking_up || now - m->looked_up_at < SL_SENTINEL_RETRY) {
         apr_snprintf(sl_conn_why, sizeof(sl_conn_why), "no master known%s%s",
                      m->why[0] ? ": " : "", m->why);
         apr_thread_mutex_unlock(m->lock);
         return APR_ECONNREFUSED;
     }
-    m->asking = 1;
+    m->looking_up = 1;
     apr_thread_mutex_unlock(m->lock);
-    *asked = 1;
+    *looked_up = 1;
 
     rv = sl_sentinel_master(&m->sentinel,
                             now + rs->connect_timeout + rs->command_timeout,
                             host, hostlen, port, err, sizeof(err));
 
     apr_thread_mutex_lock(m->lock);
-    m->asking = 0;
-    m->asked_at = apr_time_now();
+    m->looking_up = 0;
+    m->looked_up_at = apr_time_now();
     if (rv == APR_SUCCESS) {
         if (m->port != *port || strcmp(m->host, host)) {
             /* A failover: the idle connections to the old master go. */
@@ -143,9 +144,10 @@ static void sl_conn_answered(sl_conn_t *conn, const redisReply *r)
         /* Not text: a proxy's answer, say; read as a refusal. */
         error = r->type == REDIS_REPLY_ERROR && r->str ? r->str : "NOT-TEXT";
     }
-    conn->rs->prereq_info(conn->rs->prereq_ctx, conn->asked, text, len, error);
-    free(conn->asked);
-    conn->asked = NULL;
+    conn->rs->prereq_info(conn->rs->prereq_ctx, conn->info_node, text, len,
+                          error);
+    free(conn->info_node);
+    conn->info_node = NULL;
 }
 
 #define SL_RESP_INFO "*1\r\n$4\r\nINFO\r\n"
@@ -156,13 +158,13 @@ static void sl_conn_answered(sl_conn_t *conn, const redisReply *r)
  * that command's (sl_conn_read): no round trip of its own, and bounded by
  * that command's timeout. All of INFO, not sections: Redis before 7.0
  * takes one section only. */
-static void sl_conn_ask_info(sl_redis_t *rs, sl_conn_t *conn, const char *host,
-                             int port)
+static void sl_conn_send_info(sl_redis_t *rs, sl_conn_t *conn, const char *host,
+                              int port)
 {
     apr_size_t len = host ? strlen(host) + 16 : strlen(rs->url->path) + 1;
     char *node;
 
-    if (!rs->prereq_ask || !(node = malloc(len))) {
+    if (!rs->prereq_claim || !(node = malloc(len))) {
         return;
     }
     if (host) {
@@ -172,11 +174,11 @@ static void sl_conn_ask_info(sl_redis_t *rs, sl_conn_t *conn, const char *host,
     else {
         memcpy(node, rs->url->path, len);
     }
-    if (!rs->prereq_ask(rs->prereq_ctx, node)) {
+    if (!rs->prereq_claim(rs->prereq_ctx, node)) {
         free(node);
         return;
     }
-    conn->asked = node;
+    conn->info_node = node;
     conn->rs = rs;
     if (sl_conn_send(conn, SL_RESP_INFO, sizeof(SL_RESP_INFO) - 1) !=
         APR_SUCCESS) {
@@ -223,10 +225,11 @@ static apr_status_t sl_conn_construct(sl_node_t *node, sl_conn_t **out)
 
     sl_conn_why[0] = '\0';
     for (;;) {
-        int asked = 0;
+        int looked_up = 0;
 
         if (rs->url->kind == SL_URL_SENTINEL) {
-            rv = sl_conn_master(node, master, sizeof(master), &port, &asked);
+            rv =
+                sl_conn_master(node, master, sizeof(master), &port, &looked_up);
             if (failed_port &&
                 (rv != APR_SUCCESS ||
                  (failed_port == port && !strcmp(failed, master)))) {
@@ -252,7 +255,7 @@ static apr_status_t sl_conn_construct(sl_node_t *node, sl_conn_t **out)
          * connections: after a failover the first request of a child that
          * was idle through it finds the old one. Ask the Sentinels again
          * now, and connect once more if they name another master. */
-        if (rs->url->kind != SL_URL_SENTINEL || asked || failed_port) {
+        if (rs->url->kind != SL_URL_SENTINEL || looked_up || failed_port) {
             return rv;
         }
         apr_cpystrn(failed, master, sizeof(failed));
@@ -277,7 +280,7 @@ static apr_status_t sl_conn_construct(sl_node_t *node, sl_conn_t **out)
     }
     conn->t = t;
     conn->gen = apr_atomic_read32(&node->gen);
-    sl_conn_ask_info(rs, conn, host, port);
+    sl_conn_send_info(rs, conn, host, port);
     *out = conn;
     return APR_SUCCESS;
 }
@@ -288,7 +291,7 @@ static apr_status_t sl_conn_construct(sl_node_t *node, sl_conn_t **out)
  * holds. */
 void sl_conn_destroy(sl_conn_t *conn)
 {
-    if (conn->asked) {
+    if (conn->info_node) {
         sl_conn_answered(conn, NULL);
     }
     sl_transport_close(conn->t);
@@ -433,7 +436,7 @@ apr_status_t sl_conn_read(sl_conn_t *conn, redisReply **reply, char *err,
         rv = sl_transport_send(conn->t, conn->out, conn->outlen);
         conn->outlen = 0;
     }
-    if (rv == APR_SUCCESS && conn->asked) {
+    if (rv == APR_SUCCESS && conn->info_node) {
         redisReply *info;
         rv = sl_transport_reply(conn->t, &info);
         if (rv == APR_SUCCESS) {

@@ -283,7 +283,7 @@ static void sl_blocks_log(const sl_case_t *c, const sl_decision_t *d)
 }
 
 /* The deny cache, else the store. */
-static int sl_ask_store(sl_case_t *c, sl_decision_t *d)
+static int sl_decide_by_store(sl_case_t *c, sl_decision_t *d)
 {
     apr_pool_t *p = c->r->pool;
     apr_time_t *retry_at, sent = apr_time_now();
@@ -325,7 +325,7 @@ static int sl_ask_store(sl_case_t *c, sl_decision_t *d)
 }
 
 /* While the store is down, the same limits on this server's own traffic. */
-static int sl_ask_fallback(sl_case_t *c, sl_decision_t *d)
+static int sl_decide_by_fallback(sl_case_t *c, sl_decision_t *d)
 {
     if (sl_store_decide(sl_store_fallback(c->proc), c->r, c->budgets, c->n, d,
                         &c->member) != APR_SUCCESS) {
@@ -566,9 +566,9 @@ static int sl_decide_for(request_rec *r, request_rec *target,
     if ((why = sl_budgets_cost(&c, &at)) != SL_COST_OK) {
         return sl_refuse_cost(&c, &m, why, at);
     }
-    store_step = sl_ask_store(&c, &d);
+    store_step = sl_decide_by_store(&c, &d);
     if (sl_outcome_wants_fallback(&m, store_step)) {
-        fallback = sl_ask_fallback(&c, &d);
+        fallback = sl_decide_by_fallback(&c, &d);
     }
     sl_outcome_of(&m, store_step, fallback, &o);
     /* A dry run's admissions consume like any other, so they give back

@@ -55,9 +55,9 @@ typedef struct sl_dc_entry {
     apr_time_t until;  /* 0: nothing known */
     apr_time_t retry_at;
     /* The request (any child's) asking the store about this key for all
-     * children after a refusal ended, 0 for none; ignored after ask_end. */
-    apr_uint32_t asker;
-    apr_time_t ask_end;
+     * children after a refusal ended, 0 for none; ignored after lead_end. */
+    apr_uint32_t leader;
+    apr_time_t lead_end;
     /* The operator's reset of this key (sl_denycache_clear): an answer the
      * store gave before it is not remembered. */
     apr_time_t cleared;
@@ -71,7 +71,7 @@ typedef struct sl_dc_cell {
 } sl_dc_cell_t;
 
 typedef struct sl_dc_table {
-    apr_uint32_t tokens; /* the last asker's number, server-wide */
+    apr_uint32_t tokens; /* the last leader's number, server-wide */
     /* Places keys in cells, drawn for each generation: keys are hashes of
      * client-chosen values, and a client that knew the placement could
      * make its keys evict another client's refusal at will. */
@@ -294,7 +294,7 @@ static int sl_dc_in_flight(const sl_dc_flight_t *fl, apr_time_t now)
     return fl->token && now < fl->flight_end;
 }
 
-/* A number for an asker, unique in the server (0 means nobody). */
+/* A number for a leader, unique in the server (0 means nobody). */
 static apr_uint32_t sl_dc_token(sl_denycache_t *dc)
 {
     apr_uint32_t t;
@@ -325,8 +325,8 @@ static void sl_dc_release(sl_denycache_t *dc, const sl_budget_t *budgets, int n,
             continue;
         }
         if ((e = sl_dc_lock(&dc->cells[s], &seq)) != NULL) {
-            if (e->asker == flights[i]) {
-                e->asker = 0;
+            if (e->leader == flights[i]) {
+                e->leader = 0;
             }
             sl_dc_unlock(&dc->cells[s], seq);
         }
@@ -346,8 +346,8 @@ static void sl_dc_release(sl_denycache_t *dc, const sl_budget_t *budgets, int n,
 /* This request asks the store for its child about the keys in flights
  * (refused until a moment ago). Another child may already be asking about
  * one of them: then wait for that answer (polling, at most until end) and
- * answer from it, as the threads of a child wait for their asker. Else
- * become the asker for every child. Returns the hits, or 0 with flights
+ * answer from it, as the threads of a child wait for their leader. Else
+ * become the leader for every child. Returns the hits, or 0 with flights
  * still set: this request asks the store. */
 static int sl_dc_follow(sl_denycache_t *dc, const sl_budget_t *budgets, int n,
                         apr_time_t end, apr_interval_time_t wait,
@@ -365,22 +365,22 @@ static int sl_dc_follow(sl_denycache_t *dc, const sl_budget_t *budgets, int n,
 
             if (!flights[i] || !sl_dc_read(sl, &seen) ||
                 !sl_dc_match(&seen, &budgets[i]) ||
-                !sl_dc_ended_lately(&seen, *now) || seen.asker == flights[i]) {
+                !sl_dc_ended_lately(&seen, *now) || seen.leader == flights[i]) {
                 continue;
             }
-            if (seen.asker && seen.ask_end > *now) {
+            if (seen.leader && seen.lead_end > *now) {
                 others = 1;
                 continue;
             }
             /* Nobody asking: this request will, unless another child's
              * request got there first. */
             if ((e = sl_dc_lock(sl, &seq)) != NULL) {
-                if (e->asker && e->ask_end > *now) {
-                    others = e->asker != flights[i];
+                if (e->leader && e->lead_end > *now) {
+                    others = e->leader != flights[i];
                 }
                 else if (sl_dc_match(e, &budgets[i])) {
-                    e->asker = flights[i];
-                    e->ask_end = *now + wait;
+                    e->leader = flights[i];
+                    e->lead_end = *now + wait;
                 }
                 sl_dc_unlock(sl, seq);
             }
@@ -402,12 +402,12 @@ static int sl_dc_follow(sl_denycache_t *dc, const sl_budget_t *budgets, int n,
  * thread is asking about right now: its answer most likely refuses or exhausts
  * the key again, so wait for it (bounded) rather than ask too. An answer that
  * came a little early (refused, but only until a time already past) leaves the
- * key recent: the next asker is then waited for in turn, so that the
+ * key recent: the next leader is then waited for in turn, so that the
  * other threads still make no call. An answer with room, or none at
  * all, makes the key not recent: everybody asks. */
-static int sl_dc_wait_askers(sl_denycache_t *dc, const sl_budget_t *budgets,
-                             int n, apr_time_t end, apr_time_t *now,
-                             apr_time_t *retry_at)
+static int sl_dc_wait_leaders(sl_denycache_t *dc, const sl_budget_t *budgets,
+                              int n, apr_time_t end, apr_time_t *now,
+                              apr_time_t *retry_at)
 {
     int i, hits;
 
@@ -431,7 +431,7 @@ static int sl_dc_wait_askers(sl_denycache_t *dc, const sl_budget_t *budgets,
         }
         token = fl->token;
         deadline = fl->flight_end < end ? fl->flight_end : end;
-        /* Until the asker settles, or anyone (in any child) puts an entry
+        /* Until the leader settles, or anyone (in any child) puts an entry
          * for the key, or the cell goes to another key in this child (which
          * clears the marker), or time is up. */
         while (fl->token == token && !sl_dc_hit(dc, c, *now, NULL) &&
@@ -451,7 +451,7 @@ static int sl_dc_wait_askers(sl_denycache_t *dc, const sl_budget_t *budgets,
 
 /* Under dc->mutex: this request asks the store: for each recently refused key
  * nobody else in this child is asking about, it asks on behalf of the threads
- * that come next. An asker that never settles is ignored after
+ * that come next. A leader that never settles is ignored after
  * flight_end. */
 static void sl_dc_claim(sl_denycache_t *dc, const sl_budget_t *budgets, int n,
                         apr_time_t now, apr_interval_time_t wait,
@@ -489,7 +489,7 @@ int sl_denycache_find(sl_denycache_t *dc, const sl_budget_t *budgets, int n,
         return hits;
     }
     if (!dc->threaded) {
-        /* Alone in its process: the asker for its own child, and maybe for
+        /* Alone in its process: the leader for its own child, and maybe for
          * the others. */
         for (i = 0; i < n; i++) {
             if (sl_dc_recent(dc, &budgets[i], *now)) {
@@ -501,7 +501,7 @@ int sl_denycache_find(sl_denycache_t *dc, const sl_budget_t *budgets, int n,
     }
 
     apr_thread_mutex_lock(dc->mutex);
-    /* An asker may have settled since: then its answer, not another ask. */
+    /* A leader may have settled since: then its answer, not another ask. */
     *now = apr_time_now();
     hits = sl_dc_hits(dc, budgets, n, *now, retry_at, NULL);
     if (hits) {
@@ -510,7 +510,7 @@ int sl_denycache_find(sl_denycache_t *dc, const sl_budget_t *budgets, int n,
     }
 
     end = *now + wait;
-    hits = sl_dc_wait_askers(dc, budgets, n, end, now, retry_at);
+    hits = sl_dc_wait_leaders(dc, budgets, n, end, now, retry_at);
     if (hits) {
         apr_thread_mutex_unlock(dc->mutex);
         return hits;
@@ -564,7 +564,7 @@ static void sl_dc_take(sl_dc_entry_t *e, const sl_budget_t *c,
     e->block = c->block;
     e->until = 0;
     e->retry_at = 0;
-    e->asker = 0;
+    e->leader = 0;
     e->cleared = cleared;
 }
 
@@ -580,8 +580,8 @@ static int sl_dc_put(sl_dc_cell_t *sl, const sl_budget_t *c, apr_time_t sent,
     }
     if (e->cleared >= sent && sl_dc_same_key(e, c)) {
         /* Asked before the key was reset: what it said no longer holds. */
-        if (token && e->asker == token) {
-            e->asker = 0;
+        if (token && e->leader == token) {
+            e->leader = 0;
         }
     }
     else if (!sl_dc_match(e, c)) {
@@ -597,15 +597,15 @@ static int sl_dc_put(sl_dc_cell_t *sl, const sl_budget_t *c, apr_time_t sent,
             e->until = until;
             e->retry_at = retry_at;
         }
-        if (token && e->asker == token) {
-            e->asker = 0; /* the other children's waiters are answered */
+        if (token && e->leader == token) {
+            e->leader = 0; /* the other children's waiters are answered */
         }
     }
     sl_dc_unlock(sl, seq);
     return taken;
 }
 
-/* The asker token (for this child: mine) got an answer with room for c, or
+/* The leader token (for this child: mine) got an answer with room for c, or
  * none: unless a refusal for c holds past got, c is no longer a key to
  * wait for, in any child. */
 static void sl_dc_forget(sl_dc_cell_t *sl, const sl_budget_t *c, apr_time_t got,
@@ -617,8 +617,8 @@ static void sl_dc_forget(sl_dc_cell_t *sl, const sl_budget_t *c, apr_time_t got,
     if (!e) {
         return;
     }
-    if (e->asker == token) {
-        e->asker = 0;
+    if (e->leader == token) {
+        e->leader = 0;
         mine = 1;
     }
     if (mine && e->until && e->until <= got && sl_dc_match(e, c)) {
@@ -657,7 +657,7 @@ void sl_denycache_settle(sl_denycache_t *dc, const sl_budget_t *budgets, int n,
             if (c->key_len < SL_DC_KEY &&
                 sl_dc_put(&dc->cells[s], c, sent, sent + d->quota[i].reset,
                           got + d->quota[i].reset, flights[i])) {
-                /* The old key's waiters stop waiting, and its asker's
+                /* The old key's waiters stop waiting, and its leader's
                  * settle no longer finds its marker. */
                 fl->token = 0;
             }

@@ -18,8 +18,8 @@
  * Single flight: when a refusal just ended and the key is still flooding,
  * every thread of every child would ask the store at the same moment. The
  * first thread of a child asks for its child, the others wait on a
- * condition variable for its answer; and the first of those askers, in any
- * child, asks for all children: the askers of the other children wait for
+ * condition variable for its answer; and the first of those leaders, in any
+ * child, asks for all children: the leaders of the other children wait for
  * its answer by looking at the cell again every 200 us (children share no
  * condition variable). All waits end with the answer, or at the command
  * timeout; the waiters are answered here when it refused or exhausted the

@@ -169,11 +169,12 @@ int sl_prereq_problems(apr_pool_t *p, const sl_info_t *info,
     return n;
 }
 
-/* ---- who asks, once per generation ---- */
+/* ---- who checks, once per generation ---- */
 
 typedef struct sl_prereq_cell {
     sl_claim_id_t id;
-    volatile apr_uint32_t asked; /* generation + 1 of the last ask; 0 none */
+    volatile apr_uint32_t
+        claimed; /* generation + 1 of the last claim; 0 none */
 } sl_prereq_cell_t;
 
 /* The segment itself: zeroed, every cell free. */
@@ -221,11 +222,11 @@ int sl_prereqs_claim(sl_prereqs_t *t, const char *display, const char *node,
     /* Only forward: a child of the generation before, still finishing its
      * requests, does not ask again what the new one asked. */
     for (;;) {
-        seen = apr_atomic_read32(&cell->asked);
+        seen = apr_atomic_read32(&cell->claimed);
         if (seen >= mine) {
             return 0;
         }
-        if (apr_atomic_cas32(&cell->asked, mine, seen) == seen) {
+        if (apr_atomic_cas32(&cell->claimed, mine, seen) == seen) {
             return 1;
         }
     }
@@ -237,6 +238,6 @@ void sl_prereqs_release(sl_prereqs_t *t, const char *display, const char *node,
     sl_prereq_cell_t *cell = sl_prereqs_cell(t, display, node);
 
     if (cell) {
-        apr_atomic_cas32(&cell->asked, gen, gen + 1);
+        apr_atomic_cas32(&cell->claimed, gen, gen + 1);
     }
 }

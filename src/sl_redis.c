@@ -125,10 +125,10 @@ sl_breaker_t *sl_redis_breaker(const sl_redis_t *rs)
     return rs->breaker;
 }
 
-void sl_redis_prereq_set(sl_redis_t *rs, sl_redis_ask_fn *ask,
+void sl_redis_prereq_set(sl_redis_t *rs, sl_redis_claim_fn *claim,
                          sl_redis_info_fn *info, void *ctx)
 {
-    rs->prereq_ask = ask;
+    rs->prereq_claim = claim;
     rs->prereq_info = info;
     rs->prereq_ctx = ctx;
 }

@@ -68,14 +68,15 @@ void sl_redis_tls_set(sl_redis_t *rs, struct sl_tls *tls);
 void sl_redis_sentinel_auth(sl_redis_t *rs, const char *user,
                             const char *password);
 
-/* The store's prerequisites (sl_store.c): ask says whether a new
- * connection to node ("host:port", or a socket's path) asks INFO, and
- * info gets the answer: its text, else the error reply, else neither
- * (no answer: the connection failed first). Set in child_init. */
-typedef int sl_redis_ask_fn(void *ctx, const char *node);
+/* The store's prerequisites (sl_store_redis.c): claim says whether a new
+ * connection to node ("host:port", or a socket's path) sends INFO (this
+ * process checks that node in this generation), and info gets the
+ * answer: its text, else the error reply, else neither (no answer: the
+ * connection failed first). Set in child_init. */
+typedef int sl_redis_claim_fn(void *ctx, const char *node);
 typedef void sl_redis_info_fn(void *ctx, const char *node, const char *text,
                               apr_size_t len, const char *error);
-void sl_redis_prereq_set(sl_redis_t *rs, sl_redis_ask_fn *ask,
+void sl_redis_prereq_set(sl_redis_t *rs, sl_redis_claim_fn *claim,
                          sl_redis_info_fn *info, void *ctx);
 
 #endif

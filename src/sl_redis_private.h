@@ -54,7 +54,7 @@ typedef struct sl_conn {
     apr_uint32_t gen; /* the node's generation when it was made */
     /* The node INFO was asked of (malloc'd), until its reply is read
      * ahead of the first command's: see sl_conn_read. */
-    char *asked;
+    char *info_node;
     struct sl_redis *rs;
 } sl_conn_t;
 
@@ -137,8 +137,8 @@ typedef struct sl_master {
     char host[256];
     int port;  /* 0: none known yet */
     int stale; /* it failed, timed out or said READONLY: ask again */
-    int asking;
-    apr_time_t asked_at;
+    int looking_up;
+    apr_time_t looked_up_at;
     char why[160]; /* the last answer, when it was no master */
 } sl_master_t;
 
@@ -167,7 +167,7 @@ struct sl_redis {
     sl_script_t check;     /* lua/sl_check.lua: decisions and looks */
     sl_script_t give_back; /* lua/sl_give_back.lua: give-backs (count=) */
     sl_breaker_t *breaker;
-    sl_redis_ask_fn *prereq_ask; /* sl_redis_prereq_set */
+    sl_redis_claim_fn *prereq_claim; /* sl_redis_prereq_set */
     sl_redis_info_fn *prereq_info;
     void *prereq_ctx;
     /* Guards topo, the nodes' refs and allocations from pool: threads of
@@ -222,12 +222,12 @@ void sl_topo_clear(sl_topology_t *t);
 sl_node_t *sl_topo_route(sl_topology_t *t, unsigned int slot);
 int sl_topo_any_up(sl_topology_t *t);
 sl_node_t *sl_topo_redirect(sl_topology_t *t, const char *msg,
-                            const sl_node_t *asked);
-/* A CLUSTER SLOTS reply, from asked, becomes the map; nodes that serve no
+                            const sl_node_t *origin);
+/* A CLUSTER SLOTS reply, from origin, becomes the map; nodes that serve no
  * slot leave the table. NULL, or why the reply was refused (the map is
  * then unchanged). */
 const char *sl_topo_load(sl_topology_t *t, const redisReply *r,
-                         const sl_node_t *asked);
+                         const sl_node_t *origin);
 /* 1 when the caller is to load the map now (and is the only one to). */
 int sl_topo_refresh_claim(sl_topology_t *t, apr_time_t now);
 void sl_topo_refresh_done(sl_topology_t *t, apr_time_t now, int loaded);
@@ -237,7 +237,7 @@ void sl_topo_refresh_done(sl_topology_t *t, apr_time_t now, int loaded);
  * client. */
 sl_node_t *sl_slots_route(void *ctx, apr_pool_t *p, unsigned int slot,
                           int stale);
-sl_node_t *sl_slots_redirect(void *ctx, const char *msg, sl_node_t *asked);
+sl_node_t *sl_slots_redirect(void *ctx, const char *msg, sl_node_t *origin);
 void sl_slots_unref(void *ctx, sl_node_t *node);
 void sl_slots_migrating(void *ctx, apr_interval_time_t wait);
 apr_status_t sl_slots_down(void *ctx, apr_status_t rv, const char **err);

@@ -68,12 +68,12 @@ static int sl_refresh_pass(sl_redis_t *rs, apr_pool_t *p, int seeds,
                            apr_time_t start)
 {
     const sl_store_url_t *url = rs->url;
-    sl_node_t **ask;
+    sl_node_t **candidates;
     int n, loaded = 0, i;
 
     apr_thread_mutex_lock(rs->mutex);
     n = seeds ? url->nodes->nelts : rs->topo.nnodes;
-    ask = apr_pcalloc(p, sizeof(*ask) * (n ? n : 1));
+    candidates = apr_pcalloc(p, sizeof(*candidates) * (n ? n : 1));
     for (i = 0; i < n; i++) {
         sl_node_t *node;
         if (seeds) {
@@ -87,19 +87,19 @@ static int sl_refresh_pass(sl_redis_t *rs, apr_pool_t *p, int seeds,
         }
         if (node && sl_breaker_allow(&node->health, start)) {
             sl_topo_ref(node);
-            ask[i] = node;
+            candidates[i] = node;
         }
     }
     apr_thread_mutex_unlock(rs->mutex);
     for (i = 0; i < n && !loaded; i++) {
-        if (ask[i] && apr_time_now() - start < rs->queue_timeout) {
-            loaded = sl_load_from(rs, ask[i]);
+        if (candidates[i] && apr_time_now() - start < rs->queue_timeout) {
+            loaded = sl_load_from(rs, candidates[i]);
         }
     }
     apr_thread_mutex_lock(rs->mutex);
     for (i = 0; i < n; i++) {
-        if (ask[i]) {
-            sl_topo_unref(&rs->topo, ask[i]);
+        if (candidates[i]) {
+            sl_topo_unref(&rs->topo, candidates[i]);
         }
     }
     apr_thread_mutex_unlock(rs->mutex);
@@ -145,17 +145,17 @@ sl_node_t *sl_slots_route(void *ctx, apr_pool_t *p, unsigned int slot,
     return node;
 }
 
-sl_node_t *sl_slots_redirect(void *ctx, const char *msg, sl_node_t *asked)
+sl_node_t *sl_slots_redirect(void *ctx, const char *msg, sl_node_t *origin)
 {
     sl_redis_t *rs = ctx;
     sl_node_t *node;
 
     apr_thread_mutex_lock(rs->mutex);
-    node = sl_topo_redirect(&rs->topo, msg, asked);
+    node = sl_topo_redirect(&rs->topo, msg, origin);
     if (node) {
         sl_topo_ref(node);
     }
-    sl_topo_unref(&rs->topo, asked);
+    sl_topo_unref(&rs->topo, origin);
     apr_thread_mutex_unlock(rs->mutex);
     return node;
 }

@@ -36,7 +36,7 @@ static const char *sl_prereq_key(sl_prereq_ctx_t *c, const char *node)
     return many ? node : "";
 }
 
-static int sl_prereq_ask(void *data, const char *node)
+static int sl_prereq_claim_node(void *data, const char *node)
 {
     sl_prereq_ctx_t *c = data;
 
@@ -122,7 +122,7 @@ static apr_status_t sl_redis_store_make(sl_store_t *st, apr_pool_t *pchild,
         c->url = sc->store_url;
         c->table = proc->prereqs;
         c->gen = (apr_uint32_t) ap_state_query(AP_SQ_CONFIG_GEN);
-        sl_redis_prereq_set(rs, sl_prereq_ask, sl_prereq_info, c);
+        sl_redis_prereq_set(rs, sl_prereq_claim_node, sl_prereq_info, c);
     }
     st->ctx = rs;
     return APR_SUCCESS;

@@ -28,9 +28,9 @@ typedef struct sl_way_ops {
     /* The node of slot, held (NULL: none); stale: the caller's error says
      * the map is out of date, which loads it now if due. */
     sl_node_t *(*route)(void *ctx, apr_pool_t *p, unsigned int slot, int stale);
-    /* Follows MOVED or ASK (msg) from asked, let go of, to the node it
+    /* Follows MOVED or ASK (msg) from origin, let go of, to the node it
      * names, held (NULL: none). MOVED also says the map is out of date. */
-    sl_node_t *(*redirect)(void *ctx, const char *msg, sl_node_t *asked);
+    sl_node_t *(*redirect)(void *ctx, const char *msg, sl_node_t *origin);
     /* Lets go of a held node (NULL: none). */
     void (*unref)(void *ctx, sl_node_t *node);
     /* TRYAGAIN: the map is out of date, and the next trip waits this
@@ -48,14 +48,14 @@ struct sl_way {
     apr_pool_t *p;
     unsigned int slot;
     int cluster;     /* a Redis Cluster: per-node health, reroutes */
-    int sentinel;    /* a Sentinel store: a demoted master is asked again */
+    int sentinel;    /* a Sentinel store: a demoted master is looked up again */
     const char *buf; /* the call, in RESP */
     apr_size_t len;
     const sl_script_t *script; /* what buf runs (loaded after NOSCRIPT) */
-    /* The way's own: the node it asks (held), what its next trip sends
+    /* The way's own: the node it sends to (held), what its next trip sends
      * before buf, and how often it reloaded, retried and waited. */
     sl_node_t *node;
-    int asking, reload, reloads, retried, waits, asked_again;
+    int asking, reload, reloads, retried, waits, looked_up_again;
 };
 
 /* The way's call through the store, rerouted, redirected and retried as

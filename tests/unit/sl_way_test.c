@@ -139,15 +139,15 @@ static sl_node_t *fake_route(void *ctx, apr_pool_t *p, unsigned int slot,
     return node;
 }
 
-static sl_node_t *fake_redirect(void *ctx, const char *msg, sl_node_t *asked)
+static sl_node_t *fake_redirect(void *ctx, const char *msg, sl_node_t *origin)
 {
-    sl_node_t *node = sl_topo_redirect(&topo, msg, asked);
+    sl_node_t *node = sl_topo_redirect(&topo, msg, origin);
 
     (void) ctx;
     if (node) {
         sl_topo_ref(node);
     }
-    sl_topo_unref(&topo, asked);
+    sl_topo_unref(&topo, origin);
     return node;
 }
 
@@ -339,7 +339,7 @@ static void test_ask(void)
     setup(CLUSTER);
     EXPECT(RUN(CLUSTER, &script, ask_here, &err, &trips) == APR_SUCCESS &&
                net.seen[1].port == 7003 && net.seen[1].asking,
-           "ASK without a host: the asked node's host");
+           "ASK without a host: the origin's host");
 
     setup(CLUSTER);
     EXPECT(RUN(CLUSTER, &script, ask_noscript, &err, &trips) == APR_SUCCESS &&
