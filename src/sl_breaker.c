@@ -17,7 +17,7 @@ void sl_breaker_init(sl_breaker_t *b)
     sl_atomic_set64(&b->changed_at, 0);
 }
 
-static int sl_breaker_stale(sl_breaker_t *b, apr_time_t started)
+static int sl_breaker_changed_since(sl_breaker_t *b, apr_time_t started)
 {
     return (apr_uint64_t) started < sl_atomic_read64(&b->changed_at);
 }
@@ -50,7 +50,7 @@ int sl_breaker_allow(sl_breaker_t *b, apr_time_t now)
 
 int sl_breaker_success(sl_breaker_t *b, apr_time_t started, apr_time_t now)
 {
-    if (!apr_atomic_read32(&b->open) || sl_breaker_stale(b, started)) {
+    if (!apr_atomic_read32(&b->open) || sl_breaker_changed_since(b, started)) {
         return 0;
     }
     if (apr_atomic_cas32(&b->open, 0, 1) != 1) {
@@ -65,7 +65,7 @@ int sl_breaker_failure(sl_breaker_t *b, apr_time_t started, apr_time_t now)
 {
     apr_uint32_t ms = apr_atomic_read32(&b->backoff_ms), next;
 
-    if (sl_breaker_stale(b, started)) {
+    if (sl_breaker_changed_since(b, started)) {
         return 0;
     }
 

@@ -65,7 +65,7 @@ static apr_status_t sl_conn_master(sl_node_t *node, char *host,
     char err[sizeof(m->why)];
 
     apr_thread_mutex_lock(m->lock);
-    if (m->port && !m->stale) {
+    if (m->port && !m->doubted) {
         apr_cpystrn(host, m->host, hostlen);
         *port = m->port;
         apr_thread_mutex_unlock(m->lock);
@@ -95,7 +95,7 @@ static apr_status_t sl_conn_master(sl_node_t *node, char *host,
             apr_cpystrn(m->host, host, sizeof(m->host));
             m->port = *port;
         }
-        m->stale = 0;
+        m->doubted = 0;
         m->why[0] = '\0';
     }
     else {
@@ -113,7 +113,7 @@ void sl_conn_master_failed(sl_redis_t *rs)
 {
     if (rs->url->kind == SL_URL_SENTINEL) {
         apr_thread_mutex_lock(rs->master.lock);
-        rs->master.stale = 1;
+        rs->master.doubted = 1;
         apr_thread_mutex_unlock(rs->master.lock);
     }
 }

@@ -122,7 +122,7 @@ typedef struct sl_topology {
     apr_time_t loaded_at; /* the map's last load */
     apr_time_t tried_at;  /* the last try to load it */
     int refreshing;       /* a thread is loading it */
-    int stale;            /* an error said it is out of date */
+    int outdated;         /* an error said it is out of date */
     sl_node_t *(*node_new)(void *ctx, const char *host, apr_size_t hostlen,
                            int port);
     void (*node_free)(sl_node_t *node);
@@ -135,8 +135,8 @@ typedef struct sl_master {
     apr_thread_mutex_t *lock;
     sl_sentinel_t sentinel;
     char host[256];
-    int port;  /* 0: none known yet */
-    int stale; /* it failed, timed out or said READONLY: ask again */
+    int port;    /* 0: none known yet */
+    int doubted; /* it failed, timed out or said READONLY: look it up again */
     int looking_up;
     apr_time_t looked_up_at;
     char why[160]; /* the last answer, when it was no master */
@@ -236,7 +236,7 @@ void sl_topo_refresh_done(sl_topology_t *t, apr_time_t now, int loaded);
  * way (sl_way_ops_t, whose comments say what each does). ctx: the
  * client. */
 sl_node_t *sl_slots_route(void *ctx, apr_pool_t *p, unsigned int slot,
-                          int stale);
+                          int outdated);
 sl_node_t *sl_slots_redirect(void *ctx, const char *msg, sl_node_t *origin);
 void sl_slots_unref(void *ctx, sl_node_t *node);
 void sl_slots_migrating(void *ctx, apr_interval_time_t wait);

@@ -123,14 +123,14 @@ static void sl_refresh(sl_redis_t *rs, apr_pool_t *p)
 /* A cluster whose map is due (first use, an error, or the period) is
  * loaded first by this thread if no other is loading it. */
 sl_node_t *sl_slots_route(void *ctx, apr_pool_t *p, unsigned int slot,
-                          int stale)
+                          int outdated)
 {
     sl_redis_t *rs = ctx;
     sl_node_t *node;
 
     apr_thread_mutex_lock(rs->mutex);
-    if (stale) {
-        rs->topo.stale = 1;
+    if (outdated) {
+        rs->topo.outdated = 1;
     }
     if (sl_topo_refresh_claim(&rs->topo, apr_time_now())) {
         apr_thread_mutex_unlock(rs->mutex);
@@ -188,7 +188,7 @@ void sl_slots_migrating(void *ctx, apr_interval_time_t wait)
     sl_redis_t *rs = ctx;
 
     apr_thread_mutex_lock(rs->mutex);
-    rs->topo.stale = 1;
+    rs->topo.outdated = 1;
     apr_thread_mutex_unlock(rs->mutex);
     apr_sleep(wait);
 }

@@ -141,7 +141,7 @@ sl_node_t *sl_topo_redirect(sl_topology_t *t, const char *msg,
     sl_node_t *node;
 
     if (msg[0] == 'M') {
-        t->stale = 1;
+        t->outdated = 1;
     }
     if (!sp || !(addr = strchr(sp + 1, ' '))) {
         return NULL;
@@ -256,7 +256,7 @@ int sl_topo_refresh_claim(sl_topology_t *t, apr_time_t now)
     if (!t->slots || t->refreshing || now - t->tried_at < SL_TOPO_RETRY) {
         return 0;
     }
-    if (t->loaded_at && !t->stale && now - t->loaded_at < SL_TOPO_PERIOD) {
+    if (t->loaded_at && !t->outdated && now - t->loaded_at < SL_TOPO_PERIOD) {
         return 0;
     }
     t->refreshing = 1;
@@ -269,6 +269,6 @@ void sl_topo_refresh_done(sl_topology_t *t, apr_time_t now, int loaded)
     t->refreshing = 0;
     if (loaded) {
         t->loaded_at = now;
-        t->stale = 0;
+        t->outdated = 0;
     }
 }

@@ -25,9 +25,10 @@ typedef struct sl_way_ops {
      * closed). *trips counts the round trips this thread made. */
     apr_status_t (*trip)(const sl_way_t *w, int shared, redisReply **reply,
                          int *stale, const char **err, int *trips);
-    /* The node of slot, held (NULL: none); stale: the caller's error says
+    /* The node of slot, held (NULL: none); outdated: the caller's error says
      * the map is out of date, which loads it now if due. */
-    sl_node_t *(*route)(void *ctx, apr_pool_t *p, unsigned int slot, int stale);
+    sl_node_t *(*route)(void *ctx, apr_pool_t *p, unsigned int slot,
+                        int outdated);
     /* Follows MOVED or ASK (msg) from origin, let go of, to the node it
      * names, held (NULL: none). MOVED also says the map is out of date. */
     sl_node_t *(*redirect)(void *ctx, const char *msg, sl_node_t *origin);

@@ -920,7 +920,7 @@ static void test_expiry(void)
     e = sl_gcra_apply(T0, 4, 10 * SEC, 4, 1, &g);
     EXPECT(g.tat == (double) T0 + 2500000 && e == T0 + 2500000 + 1000,
            "gcra key lives until its TAT");
-    /* A stale state counts as no state. */
+    /* An expired state counts as no state. */
     c.idx -= 2;
     c.cur = 1000;
     {
