@@ -1,7 +1,7 @@
 /* Connections to one Redis node: made once (connect and command timeouts,
  * AUTH, SELECT) so that the request path sends nothing but the script (and,
  * once per generation, INFO for the store's prerequisites), kept in a
- * per-node idle stack, and dropped by generation when the server closed
+ * per-node idle stack, and dropped by node epoch when the server closed
  * them. The transport (sl_transport.c: TCP, a unix socket or TLS)
  * is used here only; a Sentinel store's node is the master the Sentinels
  * name (sl_sentinel.c). */
@@ -91,7 +91,7 @@ static apr_status_t sl_conn_master(sl_node_t *node, char *host,
     if (rv == APR_SUCCESS) {
         if (m->port != *port || strcmp(m->host, host)) {
             /* A failover: the idle connections to the old master go. */
-            apr_atomic_inc32(&node->gen);
+            apr_atomic_inc32(&node->epoch);
             apr_cpystrn(m->host, host, sizeof(m->host));
             m->port = *port;
         }
@@ -125,7 +125,7 @@ void sl_conn_error_reply(sl_node_t *node, const char *msg)
         /* The idle connections are to the same server: none is used again
          * before the Sentinels are asked. */
         if (node->rs->url->kind == SL_URL_SENTINEL) {
-            apr_atomic_inc32(&node->gen);
+            apr_atomic_inc32(&node->epoch);
         }
     }
 }
@@ -279,7 +279,7 @@ static apr_status_t sl_conn_construct(sl_node_t *node, sl_conn_t **out)
         return rv;
     }
     conn->t = t;
-    conn->gen = apr_atomic_read32(&node->gen);
+    conn->node_epoch = apr_atomic_read32(&node->epoch);
     sl_conn_send_info(rs, conn, host, port);
     *out = conn;
     return APR_SUCCESS;
@@ -287,7 +287,7 @@ static apr_status_t sl_conn_construct(sl_node_t *node, sl_conn_t **out)
 
 /* Closes a connection: one that failed (hiredis leaves a context that
  * failed mid-reply unusable: a late reply would be read as the next
- * command's), one of an old generation, or one more than the idle stack
+ * command's), one of an old node epoch, or one more than the idle stack
  * holds. */
 void sl_conn_destroy(sl_conn_t *conn)
 {
@@ -345,18 +345,18 @@ void sl_node_destroy(sl_node_t *node)
 }
 
 /* The most recently used idle connection of the node's current
- * generation (idle ones from before a server restart are closed unused),
+ * epoch (idle ones from before a server restart are closed unused),
  * else a new one, made without holding the lock. */
 apr_status_t sl_conn_acquire(sl_node_t *node, sl_conn_t **out)
 {
-    apr_uint32_t gen = apr_atomic_read32(&node->gen);
+    apr_uint32_t epoch = apr_atomic_read32(&node->epoch);
     sl_conn_t *conn = NULL, *old;
 
     apr_thread_mutex_lock(node->lock);
     while (!conn && node->nidle > 0) {
         old = node->idle[--node->nidle];
         node->idle[node->nidle] = NULL;
-        if (old->gen == gen) {
+        if (old->node_epoch == epoch) {
             conn = old;
         }
         else {
@@ -462,7 +462,7 @@ int sl_conn_discard(sl_node_t *node, sl_conn_t *conn, apr_status_t rv)
     int stale = rv == APR_ECONNRESET && conn->uses > 0;
 
     if (stale) {
-        apr_atomic_cas32(&node->gen, conn->gen + 1, conn->gen);
+        apr_atomic_cas32(&node->epoch, conn->node_epoch + 1, conn->node_epoch);
     }
     else {
         /* A master that fails or times out may be one no more. */

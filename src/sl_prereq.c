@@ -211,10 +211,10 @@ static sl_prereq_cell_t *sl_prereqs_cell(sl_prereqs_t *t, const char *display,
 }
 
 int sl_prereqs_claim(sl_prereqs_t *t, const char *display, const char *node,
-                     apr_uint32_t gen)
+                     apr_uint32_t config_gen)
 {
     sl_prereq_cell_t *cell = sl_prereqs_cell(t, display, node);
-    apr_uint32_t mine = gen + 1, seen;
+    apr_uint32_t mine = config_gen + 1, seen;
 
     if (!cell) {
         return 0;
@@ -233,11 +233,11 @@ int sl_prereqs_claim(sl_prereqs_t *t, const char *display, const char *node,
 }
 
 void sl_prereqs_release(sl_prereqs_t *t, const char *display, const char *node,
-                        apr_uint32_t gen)
+                        apr_uint32_t config_gen)
 {
     sl_prereq_cell_t *cell = sl_prereqs_cell(t, display, node);
 
     if (cell) {
-        apr_atomic_cas32(&cell->claimed, gen, gen + 1);
+        apr_atomic_cas32(&cell->claimed, config_gen, config_gen + 1);
     }
 }

@@ -54,13 +54,13 @@ apr_size_t sl_prereqs_size(void);
 sl_prereqs_t *sl_prereqs_attach(void *base);
 
 /* 1 when the caller is to ask node of the store shown as display in
- * generation gen (and no other process is); 0 when it was asked, or
- * when the table is full. */
+ * httpd generation config_gen (and no other process is); 0 when it was asked,
+ * or when the table is full. */
 int sl_prereqs_claim(sl_prereqs_t *t, const char *display, const char *node,
-                     apr_uint32_t gen);
+                     apr_uint32_t config_gen);
 
 /* The claimed question got no answer: the next new connection asks. */
 void sl_prereqs_release(sl_prereqs_t *t, const char *display, const char *node,
-                        apr_uint32_t gen);
+                        apr_uint32_t config_gen);
 
 #endif

@@ -51,7 +51,7 @@ typedef struct sl_conn {
     char *out; /* commands sent with the next read */
     apr_size_t outlen, outcap;
     int uses;
-    apr_uint32_t gen; /* the node's generation when it was made */
+    apr_uint32_t node_epoch; /* the node's epoch when it was made */
     /* The node INFO was asked of (malloc'd), until its reply is read
      * ahead of the first command's: see sl_conn_read. */
     char *info_node;
@@ -88,7 +88,7 @@ typedef struct sl_node {
     /* Bumped when a pooled connection is found closed by the server (a
      * restart closes all of them): idle connections from before are
      * dropped when next acquired instead of each failing a request. */
-    volatile apr_uint32_t gen;
+    volatile apr_uint32_t epoch;
     /* Auto-pipelining, under qlock (not lock, which the leaders take for
      * the idle stack): commands waiting for a batch (FIFO) and the
      * batches in flight. */

@@ -22,7 +22,7 @@ typedef struct sl_prereq_ctx {
     server_rec *s;
     const sl_store_url_t *url;
     sl_prereqs_t *table;
-    apr_uint32_t gen;
+    apr_uint32_t config_gen;
 } sl_prereq_ctx_t;
 
 /* A cluster's nodes, and a Sentinel store's masters, are each asked; a
@@ -41,7 +41,7 @@ static int sl_prereq_claim_node(void *data, const char *node)
     sl_prereq_ctx_t *c = data;
 
     return sl_prereqs_claim(c->table, c->url->display, sl_prereq_key(c, node),
-                            c->gen);
+                            c->config_gen);
 }
 
 static void sl_prereq_log(sl_prereq_ctx_t *c, apr_pool_t *p, const char *node,
@@ -91,7 +91,7 @@ static void sl_prereq_info(void *data, const char *node, const char *text,
     else if (!text) {
         /* The connection failed before the answer: the next one asks. */
         sl_prereqs_release(c->table, c->url->display, sl_prereq_key(c, node),
-                           c->gen);
+                           c->config_gen);
     }
     else if (apr_pool_create_unmanaged_ex(&p, NULL, NULL) == APR_SUCCESS) {
         sl_prereq_log(c, p, node, text, len);
@@ -121,7 +121,7 @@ static apr_status_t sl_redis_store_make(sl_store_t *st, apr_pool_t *pchild,
         c->s = vs;
         c->url = sc->store_url;
         c->table = proc->prereqs;
-        c->gen = (apr_uint32_t) ap_state_query(AP_SQ_CONFIG_GEN);
+        c->config_gen = (apr_uint32_t) ap_state_query(AP_SQ_CONFIG_GEN);
         sl_redis_prereq_set(rs, sl_prereq_claim_node, sl_prereq_info, c);
     }
     st->ctx = rs;
