@@ -206,7 +206,7 @@ static apr_status_t sl_direct(sl_redis_t *rs, sl_node_t *node, apr_pool_t *p,
     return APR_SUCCESS;
 }
 
-/* The real client's trip (sl_way_ops_t): the first shares a batch when
+/* The real Redis client's trip (sl_way_ops_t): the first shares a batch when
  * the pipeline is on; any other, or one this thread cannot queue, goes
  * the direct way. */
 static apr_status_t sl_redis_trip(const sl_way_t *w, int shared,

@@ -112,9 +112,9 @@ typedef struct sl_waiter {
     struct sl_waiter *next; /* in rs->spare */
 } sl_waiter_t;
 
-/* The nodes a client knows and, for a cluster, which serves each slot.
- * Pure data: sl_topology.c reads and changes it, under the client's mutex,
- * and makes and frees nodes only through node_new and node_free. */
+/* The nodes a Redis client knows and, for a cluster, which serves each slot.
+ * Pure data: sl_topology.c reads and changes it, under the Redis client's
+ * mutex, and makes and frees nodes only through node_new and node_free. */
 typedef struct sl_topology {
     sl_node_t **nodes; /* the table; NULL where a node left */
     int nnodes, cap;
@@ -209,7 +209,7 @@ apr_status_t sl_pipe_exec(sl_redis_t *rs, sl_node_t *node, apr_pool_t *p,
                           const char *buf, apr_size_t len, redisReply **reply,
                           int *stale, const char **err, int *trips);
 
-/* sl_topology.c, called with the client's mutex held */
+/* sl_topology.c, called with the Redis client's mutex held */
 void sl_topo_ref(sl_node_t *node);
 void sl_topo_unref(sl_topology_t *t, sl_node_t *node);
 /* The table's node at host:port, made when new; NULL when out of memory. */
@@ -232,7 +232,7 @@ const char *sl_topo_load(sl_topology_t *t, const redisReply *r,
 int sl_topo_refresh_claim(sl_topology_t *t, apr_time_t now);
 void sl_topo_refresh_done(sl_topology_t *t, apr_time_t now, int loaded);
 
-/* sl_slots.c: the slot map's I/O, the real client's part of a call's
+/* sl_slots.c: the slot map's I/O, the real Redis client's part of a call's
  * way (sl_way_ops_t, whose comments say what each does). ctx: the
  * client. */
 sl_node_t *sl_slots_route(void *ctx, apr_pool_t *p, unsigned int slot,

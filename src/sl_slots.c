@@ -2,7 +2,7 @@
  * nodes when the map is due, and the slot map's part of a call's way
  * (sl_way.h): route, redirect, a migration's wait, a node that is down.
  * The map itself is sl_topology.c's, pure; everything here takes the
- * client's mutex around it, never across a round trip. */
+ * Redis client's mutex around it, never across a round trip. */
 #include "sl_redis_private.h"
 
 #include <string.h>

@@ -138,7 +138,7 @@ void sl_store_child_init(apr_pool_t *pchild, server_rec *s, sl_proc_t *proc,
     server_rec *vs, *other;
 
     proc->local = sl_store_local(pchild, s, proc);
-    /* One client per server record with its own store; virtual hosts that
+    /* One store client per server record with its own store; virtual hosts that
      * inherit the main server's store share its pool. */
     for (vs = s; vs; vs = vs->next) {
         sl_server_conf_t *sc = sl_config_server(vs);

@@ -1,4 +1,4 @@
-/* The Redis store as a kind of store (sl_store_kind.h): the client of one
+/* The Redis store as a kind of store (sl_store_kind.h): the Redis client of one
  * SlidingLimitStore (sl_redis.h) with its TLS context, its Sentinel
  * credentials and the check of its nodes' prerequisites. */
 #include "sl_store_kind.h"
@@ -128,7 +128,7 @@ static apr_status_t sl_redis_store_make(sl_store_t *st, apr_pool_t *pchild,
     return APR_SUCCESS;
 }
 
-/* The client's own status for a cluster slot whose master is away, in the
+/* The Redis client's own status for a cluster slot whose master is away, in the
  * word every kind uses for it. */
 static apr_status_t sl_redis_store_rv(apr_status_t rv)
 {

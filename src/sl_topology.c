@@ -1,6 +1,6 @@
 /* Redis Cluster routing, without I/O: the node table, the slot map read
  * from CLUSTER SLOTS, MOVED and ASK, and when to load the map again.
- * Every function is called with the client's mutex held; nodes are made
+ * Every function is called with the Redis client's mutex held; nodes are made
  * and freed through the table's callbacks, so that
  * tests/unit/sl_topology_test.c drives all of it without a server. */
 #include "sl_redis_private.h"

@@ -2,7 +2,7 @@
  * each reply asks next (reload the script, follow MOVED or ASK, retry on
  * a fresh connection, wait out a migration, reroute after a failover),
  * within a bound of trips. The way reaches the network and the slot map
- * only through sl_way_ops_t: sl_redis.c fills it with the real client,
+ * only through sl_way_ops_t: sl_redis.c fills it with the real Redis client,
  * tests/unit/sl_way_test.c with a scripted one. */
 #ifndef SL_WAY_H
 #define SL_WAY_H
