@@ -1,6 +1,6 @@
 /* The decision math of every algorithm, exactly as lua/sl_check.lua computes
  * it, on plain state and a time in microseconds. APR only, no httpd.h: the
- * shm store keeps the state, this file decides, tests/unit budgets it.
+ * shm store keeps the state, this file decides, tests/unit checks it.
  *
  * The script runs in Lua 5.1, whose numbers are IEEE doubles. Every formula
  * here uses doubles in the script's order of operations, so that both stores

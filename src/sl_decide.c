@@ -31,7 +31,7 @@ typedef struct sl_case {
     const sl_dir_conf_t *dc;
     sl_proc_t *proc;
     sl_store_t *store;
-    const apr_array_header_t *limits; /* sl_limit_t *, as budgets */
+    const apr_array_header_t *limits; /* sl_limit_t *, one per budget */
     sl_budget_t *budgets;
     int n;
     apr_interval_time_t wait; /* for another request's store call */

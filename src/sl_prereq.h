@@ -1,6 +1,6 @@
 /* What a Redis store must be for the module to work as documented, read
  * from the INFO text of the first connection to each of its nodes and
- * logged once per server generation (sl_store.c). APR only, no httpd.h:
+ * logged once per server generation (sl_store_redis.c). APR only, no httpd.h:
  * the reading and the rules are unit-tested (tests/unit). */
 #ifndef SL_PREREQ_H
 #define SL_PREREQ_H
