@@ -380,12 +380,6 @@ static apr_status_t sl_client_reset(const sl_client_t *c, int *forgotten,
     return rv;
 }
 
-/* Seconds, rounded up; 0 stays 0. */
-static const char *sl_seconds(apr_pool_t *p, apr_int64_t us)
-{
-    return sl_i64toa(p, us <= 0 ? 0 : sl_ceil_seconds(us));
-}
-
 /* A window in seconds, as a JSON number (to the microsecond). */
 static const char *sl_window(apr_pool_t *p, apr_int64_t us)
 {
@@ -406,8 +400,7 @@ static const char *sl_limit_json(apr_pool_t *p, const sl_limit_t *l,
                                  const sl_budget_t *b, const sl_quota_t *q,
                                  apr_int64_t blocked)
 {
-    apr_int64_t quota =
-        b->algorithm == SL_ALG_GCRA && b->burst ? b->burst : b->requests;
+    apr_int64_t quota = sl_budget_capacity(b);
     apr_int64_t used = quota - q->remaining;
 
     return apr_pstrcat(
@@ -418,8 +411,8 @@ static const char *sl_limit_json(apr_pool_t *p, const sl_limit_t *l,
         ",\"burst\":", sl_i64toa(p, quota),
         ",\"used\":", sl_i64toa(p, used < 0 ? 0 : used),
         ",\"remaining\":", sl_i64toa(p, q->remaining),
-        ",\"reset\":", sl_seconds(p, q->reset),
-        ",\"blocked\":", sl_seconds(p, blocked),
+        ",\"reset\":", sl_i64toa(p, sl_reset_seconds(q->reset)),
+        ",\"blocked\":", sl_i64toa(p, sl_reset_seconds(blocked)),
         ",\"key\":", sl_json_string(p, b->key), "}", NULL);
 }
 

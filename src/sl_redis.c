@@ -115,16 +115,6 @@ apr_status_t sl_redis_create(apr_pool_t *p, const sl_store_url_t *url,
     return APR_SUCCESS;
 }
 
-void sl_redis_breaker_set(sl_redis_t *rs, sl_breaker_t *b)
-{
-    rs->breaker = b;
-}
-
-sl_breaker_t *sl_redis_breaker(const sl_redis_t *rs)
-{
-    return rs->breaker;
-}
-
 void sl_redis_prereq_set(sl_redis_t *rs, sl_redis_claim_fn *claim,
                          sl_redis_info_fn *info, void *ctx)
 {

@@ -4,7 +4,6 @@
 #ifndef SL_REDIS_H
 #define SL_REDIS_H
 
-#include "sl_breaker.h"
 #include "sl_limit.h"
 #include "sl_reply.h"
 #include "sl_url.h"
@@ -54,11 +53,6 @@ apr_status_t sl_redis_peek(sl_redis_t *rs, apr_pool_t *p,
 apr_status_t sl_redis_reset(sl_redis_t *rs, apr_pool_t *p,
                             const sl_budget_t *budgets, int n,
                             const char **err);
-
-/* The store's circuit breaker (shared memory, set in child_init); the
- * request path consults it before calling sl_redis_decide. */
-void sl_redis_breaker_set(sl_redis_t *rs, sl_breaker_t *b);
-sl_breaker_t *sl_redis_breaker(const sl_redis_t *rs);
 
 /* Set in child_init, before the first request: a TLS store's client
  * context (sl_config_tls_setup), a Sentinel store's Sentinel credentials

@@ -436,9 +436,7 @@ apr_status_t sl_table_prepare(apr_pool_t *p, const sl_table_t *tab,
         q[i].block = c->block > 0 ? c->block : 0;
         /* The script refuses the same arguments. */
         if (!c->key || c->key_len > 0xffff || q[i].limit < 1 || q[i].win < 1 ||
-            q[i].burst < 1 ||
-            q[i].cost >
-                (c->algorithm == SL_ALG_GCRA ? q[i].burst : q[i].limit) ||
+            q[i].burst < 1 || q[i].cost > sl_budget_capacity(c) ||
             (c->algorithm != SL_ALG_LOG && c->algorithm != SL_ALG_COUNTER &&
              c->algorithm != SL_ALG_GCRA)) {
             return APR_EINVAL;
