@@ -56,7 +56,7 @@ static apr_status_t sl_setup_command(sl_transport_t *t, apr_status_t fail_rv,
 
 static apr_status_t sl_conn_master(sl_node_t *node, char *host,
                                    apr_size_t hostlen, int *port,
-                                   int *looked_up)
+                                   int *discovered)
 {
     sl_redis_t *rs = node->rs;
     sl_master_t *m = &rs->master;
@@ -71,23 +71,23 @@ static apr_status_t sl_conn_master(sl_node_t *node, char *host,
         apr_thread_mutex_unlock(m->lock);
         return APR_SUCCESS;
     }
-    if (m->looking_up || now - m->looked_up_at < SL_SENTINEL_RETRY) {
+    if (m->discovering || now - m->discovered_at < SL_SENTINEL_RETRY) {
         apr_snprintf(sl_conn_why, sizeof(sl_conn_why), "no master known%s%s",
                      m->why[0] ? ": " : "", m->why);
         apr_thread_mutex_unlock(m->lock);
         return APR_ECONNREFUSED;
     }
-    m->looking_up = 1;
+    m->discovering = 1;
     apr_thread_mutex_unlock(m->lock);
-    *looked_up = 1;
+    *discovered = 1;
 
     rv = sl_sentinel_master(&m->sentinel,
                             now + rs->connect_timeout + rs->command_timeout,
                             host, hostlen, port, err, sizeof(err));
 
     apr_thread_mutex_lock(m->lock);
-    m->looking_up = 0;
-    m->looked_up_at = apr_time_now();
+    m->discovering = 0;
+    m->discovered_at = apr_time_now();
     if (rv == APR_SUCCESS) {
         if (m->port != *port || strcmp(m->host, host)) {
             /* A failover: the idle connections to the old master go. */
@@ -225,11 +225,11 @@ static apr_status_t sl_conn_construct(sl_node_t *node, sl_conn_t **out)
 
     sl_conn_why[0] = '\0';
     for (;;) {
-        int looked_up = 0;
+        int discovered = 0;
 
         if (rs->url->kind == SL_URL_SENTINEL) {
-            rv =
-                sl_conn_master(node, master, sizeof(master), &port, &looked_up);
+            rv = sl_conn_master(node, master, sizeof(master), &port,
+                                &discovered);
             if (failed_port &&
                 (rv != APR_SUCCESS ||
                  (failed_port == port && !strcmp(failed, master)))) {
@@ -255,7 +255,7 @@ static apr_status_t sl_conn_construct(sl_node_t *node, sl_conn_t **out)
          * connections: after a failover the first request of a child that
          * was idle through it finds the old one. Ask the Sentinels again
          * now, and connect once more if they name another master. */
-        if (rs->url->kind != SL_URL_SENTINEL || looked_up || failed_port) {
+        if (rs->url->kind != SL_URL_SENTINEL || discovered || failed_port) {
             return rv;
         }
         apr_cpystrn(failed, master, sizeof(failed));

@@ -136,9 +136,9 @@ typedef struct sl_master {
     sl_sentinel_t sentinel;
     char host[256];
     int port;    /* 0: none known yet */
-    int doubted; /* it failed, timed out or said READONLY: look it up again */
-    int looking_up;
-    apr_time_t looked_up_at;
+    int doubted; /* it failed, timed out or said READONLY: discover it again */
+    int discovering;
+    apr_time_t discovered_at;
     char why[160]; /* the last answer, when it was no master */
 } sl_master_t;
 

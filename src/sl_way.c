@@ -88,9 +88,9 @@ static int sl_way_next(sl_way_t *w, int cls, const redisReply *reply,
          * the master the Sentinels name now (sl_conn_error_reply made the
          * address this child knew doubted). */
         if (!w->cluster) {
-            if (w->sentinel && !w->looked_up_again &&
+            if (w->sentinel && !w->rediscovered &&
                 sl_error_demoted(reply->str)) {
-                w->looked_up_again = 1;
+                w->rediscovered = 1;
                 return 1;
             }
             break;

@@ -48,15 +48,15 @@ struct sl_way {
     void *ctx; /* the ops' */
     apr_pool_t *p;
     unsigned int slot;
-    int cluster;     /* a Redis Cluster: per-node health, reroutes */
-    int sentinel;    /* a Sentinel store: a demoted master is looked up again */
+    int cluster;  /* a Redis Cluster: per-node health, reroutes */
+    int sentinel; /* a Sentinel store: a demoted master is discovered again */
     const char *buf; /* the call, in RESP */
     apr_size_t len;
     const sl_script_t *script; /* what buf runs (loaded after NOSCRIPT) */
     /* The way's own: the node it sends to (held), what its next trip sends
      * before buf, and how often it reloaded, retried and waited. */
     sl_node_t *node;
-    int asking, reload, reloads, retried, waits, looked_up_again;
+    int asking, reload, reloads, retried, waits, rediscovered;
 };
 
 /* The way's call through the store, rerouted, redirected and retried as
