@@ -221,12 +221,12 @@ void sl_topo_clear(sl_topology_t *t);
 sl_node_t *sl_topo_route(sl_topology_t *t, unsigned int slot);
 int sl_topo_any_up(sl_topology_t *t);
 sl_node_t *sl_topo_redirect(sl_topology_t *t, const char *msg,
-                            const sl_node_t *origin);
-/* A CLUSTER SLOTS reply, from origin, becomes the map; nodes that serve no
+                            const sl_node_t *from_node);
+/* A CLUSTER SLOTS reply from from_node becomes the map; nodes that serve no
  * slot leave the table. NULL, or why the reply was refused (the map is
  * then unchanged). */
 const char *sl_topo_load(sl_topology_t *t, const redisReply *r,
-                         const sl_node_t *origin);
+                         const sl_node_t *from_node);
 /* 1 when the caller is to load the map now (and is the only one to). */
 int sl_topo_refresh_claim(sl_topology_t *t, apr_time_t now);
 void sl_topo_refresh_done(sl_topology_t *t, apr_time_t now, int loaded);
@@ -236,7 +236,7 @@ void sl_topo_refresh_done(sl_topology_t *t, apr_time_t now, int loaded);
  * client. */
 sl_node_t *sl_slots_route(void *ctx, apr_pool_t *p, unsigned int slot,
                           int outdated);
-sl_node_t *sl_slots_redirect(void *ctx, const char *msg, sl_node_t *origin);
+sl_node_t *sl_slots_redirect(void *ctx, const char *msg, sl_node_t *from_node);
 void sl_slots_unref(void *ctx, sl_node_t *node);
 void sl_slots_migrating(void *ctx, apr_interval_time_t wait);
 apr_status_t sl_slots_down(void *ctx, apr_status_t rv, const char **err);

@@ -145,17 +145,17 @@ sl_node_t *sl_slots_route(void *ctx, apr_pool_t *p, unsigned int slot,
     return node;
 }
 
-sl_node_t *sl_slots_redirect(void *ctx, const char *msg, sl_node_t *origin)
+sl_node_t *sl_slots_redirect(void *ctx, const char *msg, sl_node_t *from_node)
 {
     sl_redis_t *rs = ctx;
     sl_node_t *node;
 
     apr_thread_mutex_lock(rs->mutex);
-    node = sl_topo_redirect(&rs->topo, msg, origin);
+    node = sl_topo_redirect(&rs->topo, msg, from_node);
     if (node) {
         sl_topo_ref(node);
     }
-    sl_topo_unref(&rs->topo, origin);
+    sl_topo_unref(&rs->topo, from_node);
     apr_thread_mutex_unlock(rs->mutex);
     return node;
 }

@@ -128,12 +128,12 @@ int sl_topo_any_up(sl_topology_t *t)
 }
 
 /* "MOVED 3999 127.0.0.1:6381" or "ASK 3999 :6381" (Redis leaves the host
- * out when it is origin, the node that answered). A known node costs
+ * out when it is from_node, the node that answered). A known node costs
  * nothing; MOVED also moves the slot in the map, and says the map is out
  * of date (even when it names no node). NULL for a message that names no
  * node. */
 sl_node_t *sl_topo_redirect(sl_topology_t *t, const char *msg,
-                            const sl_node_t *origin)
+                            const sl_node_t *from_node)
 {
     const char *sp = strchr(msg, ' '), *addr, *colon;
     char *end;
@@ -157,10 +157,10 @@ sl_node_t *sl_topo_redirect(sl_topology_t *t, const char *msg,
         return NULL;
     }
     if (colon == addr) {
-        if (!origin || !origin->host) {
+        if (!from_node || !from_node->host) {
             return NULL;
         }
-        addr = origin->host;
+        addr = from_node->host;
         colon = addr + strlen(addr);
     }
     node = sl_topo_node(t, addr, (apr_size_t) (colon - addr), (int) port);
@@ -198,7 +198,7 @@ static int sl_topo_entry(const redisReply *e, long long *from, long long *to,
 }
 
 const char *sl_topo_load(sl_topology_t *t, const redisReply *r,
-                         const sl_node_t *origin)
+                         const sl_node_t *from_node)
 {
     long long from, to;
     const char *host;
@@ -226,9 +226,9 @@ const char *sl_topo_load(sl_topology_t *t, const redisReply *r,
     for (k = 0; k < r->elements; k++) {
         sl_node_t *node;
         sl_topo_entry(r->element[k], &from, &to, &host, &hostlen, &port);
-        if (!hostlen && origin && origin->host) {
+        if (!hostlen && from_node && from_node->host) {
             /* An empty endpoint: the node that answered. */
-            host = origin->host;
+            host = from_node->host;
             hostlen = strlen(host);
         }
         if (!hostlen || (hostlen == 1 && *host == '?')) {

@@ -29,9 +29,9 @@ typedef struct sl_way_ops {
      * the map is out of date, which loads it now if due. */
     sl_node_t *(*route)(void *ctx, apr_pool_t *p, unsigned int slot,
                         int outdated);
-    /* Follows MOVED or ASK (msg) from origin, let go of, to the node it
+    /* Follows MOVED or ASK (msg) from from_node (let go of) to the node it
      * names, held (NULL: none). MOVED also says the map is out of date. */
-    sl_node_t *(*redirect)(void *ctx, const char *msg, sl_node_t *origin);
+    sl_node_t *(*redirect)(void *ctx, const char *msg, sl_node_t *from_node);
     /* Lets go of a held node (NULL: none). */
     void (*unref)(void *ctx, sl_node_t *node);
     /* TRYAGAIN: the map is out of date, and the next trip waits this

@@ -181,7 +181,7 @@ static void test_load(void)
     seed = sl_topo_route(&t, 0);
     EXPECT(sl_topo_load(&t, r, seed) == NULL && port_of(&t, 42) == 7009 &&
                !strcmp(sl_topo_route(&t, 42)->host, "127.0.0.1"),
-           "empty host: the origin's host");
+           "empty host: the answering node's host");
     r_free(r);
     topo_fini(&t);
     EXPECT(made == freed, "every node freed (made %d, freed %d)", made, freed);
@@ -259,7 +259,7 @@ static void test_redirect(void)
     EXPECT(!t.outdated, "ASK: the map is not out of date");
     n = sl_topo_redirect(&t, "MOVED 44 :7002", sl_topo_route(&t, 5000));
     EXPECT(n && n->port == 7002 && made == before,
-           "an empty host is the origin's");
+           "an empty host is the answering node's");
     n = sl_topo_redirect(&t, "MOVED 45 :7003", a);
     EXPECT(n && !strcmp(n->host, "127.0.0.1") && n->port == 7003,
            "... not the first seed's");

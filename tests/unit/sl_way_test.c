@@ -139,15 +139,16 @@ static sl_node_t *fake_route(void *ctx, apr_pool_t *p, unsigned int slot,
     return node;
 }
 
-static sl_node_t *fake_redirect(void *ctx, const char *msg, sl_node_t *origin)
+static sl_node_t *fake_redirect(void *ctx, const char *msg,
+                                sl_node_t *from_node)
 {
-    sl_node_t *node = sl_topo_redirect(&topo, msg, origin);
+    sl_node_t *node = sl_topo_redirect(&topo, msg, from_node);
 
     (void) ctx;
     if (node) {
         sl_topo_ref(node);
     }
-    sl_topo_unref(&topo, origin);
+    sl_topo_unref(&topo, from_node);
     return node;
 }
 
@@ -339,7 +340,7 @@ static void test_ask(void)
     setup(CLUSTER);
     EXPECT(RUN(CLUSTER, &script, ask_here, &err, &trips) == APR_SUCCESS &&
                net.seen[1].port == 7003 && net.seen[1].asking,
-           "ASK without a host: the origin's host");
+           "ASK without a host: the answering node's host");
 
     setup(CLUSTER);
     EXPECT(RUN(CLUSTER, &script, ask_noscript, &err, &trips) == APR_SUCCESS &&
