@@ -64,7 +64,7 @@ static int sl_post_config(apr_pool_t *pconf, apr_pool_t *plog,
 {
     (void) plog;
 
-    /* The first pass of a start only budgets the configuration. */
+    /* The first pass of a start only checks the configuration. */
     if (ap_state_query(AP_SQ_MAIN_STATE) == AP_SQ_MS_CREATE_PRE_CONFIG) {
         return OK;
     }

@@ -302,7 +302,7 @@ if [ "${1:-}" = --section ]; then
             echo "cost-counter-redis charges 3 units per request (\`cost=3\`); the"
             echo "count-counter rows set \`count=404\` on a page that answers 200, so every request is"
             echo "reserved when it is decided and given back after its response: with"
-            echo "Redis a second round trip per request (lua/sl_refund.lua, run by its"
+            echo "Redis a second round trip per request (lua/sl_give_back.lua, run by its"
             echo "hash: counted in the EVALSHA column, two per request)."
         fi
         if [ -n "$STAGE" ] && [ -d "$STAGE/conf" ]; then

@@ -32,7 +32,7 @@
 -- does not extend it: the end the headers announced stays true.
 --
 -- A request admitted under a reservation (count=) is given back by
--- lua/sl_refund.lua, which undoes exactly what the write below did.
+-- lua/sl_give_back.lua, which undoes exactly what the write below did.
 --
 -- Time is the store's own (TIME), so httpd hosts with skewed clocks agree.
 -- Nothing is consumed unless every limit has room.
@@ -470,7 +470,7 @@ for i = 1, n do
                 units, nreq, tname = 0, 0, false
             end
             -- One entry for the request, named with its weight (the name
-            -- lua/sl_refund.lua removes). The member is unique per
+            -- lua/sl_give_back.lua removes). The member is unique per
             -- request; should a reused one still be in the log (a
             -- per-child counter that wrapped), a suffix keeps the entry
             -- from replacing the older one.

@@ -114,7 +114,7 @@ apr_int64_t sl_log_apply(sl_log_t *log, apr_int64_t now, apr_int64_t win,
     return sl_log_expires(now, win);
 }
 
-apr_int64_t sl_log_refund(sl_log_t *log, apr_int64_t at, apr_int64_t cost)
+apr_int64_t sl_log_give_back(sl_log_t *log, apr_int64_t at, apr_int64_t cost)
 {
     apr_int64_t i = 0, k;
 
@@ -248,8 +248,9 @@ apr_int64_t sl_counter_apply(apr_int64_t now, apr_int64_t win, apr_int64_t cost,
                                    (double) now);
 }
 
-apr_int64_t sl_counter_refund(apr_int64_t now, apr_int64_t win, apr_int64_t at,
-                              apr_int64_t cost, sl_counter_t *st)
+apr_int64_t sl_counter_give_back(apr_int64_t now, apr_int64_t win,
+                                 apr_int64_t at, apr_int64_t cost,
+                                 sl_counter_t *st)
 {
     apr_int64_t idx = (apr_int64_t) floor((double) now / (double) win);
     apr_int64_t ridx = (apr_int64_t) floor((double) at / (double) win);
@@ -346,8 +347,9 @@ apr_int64_t sl_gcra_apply(apr_int64_t now, apr_int64_t limit, apr_int64_t win,
     return sl_px_deadline(now, st->tat - dnow);
 }
 
-apr_int64_t sl_gcra_refund(apr_int64_t now, apr_int64_t limit, apr_int64_t win,
-                           apr_int64_t at, apr_int64_t cost, sl_gcra_t *st)
+apr_int64_t sl_gcra_give_back(apr_int64_t now, apr_int64_t limit,
+                              apr_int64_t win, apr_int64_t at, apr_int64_t cost,
+                              sl_gcra_t *st)
 {
     double dnow = (double) now;
     double T = (double) win / (double) limit;

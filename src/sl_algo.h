@@ -1,6 +1,6 @@
 /* The decision math of every algorithm, exactly as lua/sl_check.lua computes
  * it, on plain state and a time in microseconds. APR only, no httpd.h: the
- * shm store keeps the state, this file decides, tests/unit budgets it.
+ * shm store keeps the state, this file decides, tests/unit checks it.
  *
  * The script runs in Lua 5.1, whose numbers are IEEE doubles. Every formula
  * here uses doubles in the script's order of operations, so that both stores
@@ -71,11 +71,11 @@ apr_int64_t sl_log_expire(sl_log_t *log, apr_int64_t now, apr_int64_t win);
 apr_int64_t sl_log_apply(sl_log_t *log, apr_int64_t now, apr_int64_t win,
                          apr_int64_t cost);
 
-/* Give-back (lua/sl_refund.lua): drops one entry stamped at, the
+/* Give-back (lua/sl_give_back.lua): drops one entry stamped at, the
  * admission's time, of weight cost; returns cost, or 0 when there is none.
  * Another request's entry of the same microsecond and weight is the same
  * entry to the math (same time, same weight, same expiry). */
-apr_int64_t sl_log_refund(sl_log_t *log, apr_int64_t at, apr_int64_t cost);
+apr_int64_t sl_log_give_back(sl_log_t *log, apr_int64_t at, apr_int64_t cost);
 
 /* The expiry time of a log key after an admission at now. */
 apr_int64_t sl_log_expires(apr_int64_t now, apr_int64_t win);
@@ -105,8 +105,9 @@ apr_int64_t sl_counter_apply(apr_int64_t now, apr_int64_t win, apr_int64_t cost,
  * window they went into, the stored current one or, once the window moved
  * on, the previous one; nothing once it weighs nothing. Returns the units
  * given back (st is changed only then; its expiry stays). */
-apr_int64_t sl_counter_refund(apr_int64_t now, apr_int64_t win, apr_int64_t at,
-                              apr_int64_t cost, sl_counter_t *st);
+apr_int64_t sl_counter_give_back(apr_int64_t now, apr_int64_t win,
+                                 apr_int64_t at, apr_int64_t cost,
+                                 sl_counter_t *st);
 
 /* GCRA: the theoretical arrival time of the next request; 0 is no state. */
 typedef struct sl_gcra {
@@ -129,8 +130,9 @@ apr_int64_t sl_gcra_apply(apr_int64_t now, apr_int64_t limit, apr_int64_t win,
  * a long request's give-back never returns what has decayed since, which
  * would come out of later requests' charges. Returns the units given back,
  * rounded up (0: none; the expiry stays). */
-apr_int64_t sl_gcra_refund(apr_int64_t now, apr_int64_t limit, apr_int64_t win,
-                           apr_int64_t at, apr_int64_t cost, sl_gcra_t *st);
+apr_int64_t sl_gcra_give_back(apr_int64_t now, apr_int64_t limit,
+                              apr_int64_t win, apr_int64_t at, apr_int64_t cost,
+                              sl_gcra_t *st);
 
 /* Blocks (SlidingLimit ... block=): until is the stored end of the limit's
  * block (0: none). While it runs the limit refuses, whatever its

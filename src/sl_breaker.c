@@ -17,7 +17,7 @@ void sl_breaker_init(sl_breaker_t *b)
     sl_atomic_set64(&b->changed_at, 0);
 }
 
-static int sl_breaker_stale(sl_breaker_t *b, apr_time_t started)
+static int sl_breaker_changed_since(sl_breaker_t *b, apr_time_t started)
 {
     return (apr_uint64_t) started < sl_atomic_read64(&b->changed_at);
 }
@@ -39,7 +39,7 @@ int sl_breaker_allow(sl_breaker_t *b, apr_time_t now)
     if ((apr_uint64_t) now < at) {
         return 0;
     }
-    /* Claim this probe slot: the winner moves the next probe a backoff
+    /* Claim this probe turn: the winner moves the next probe a backoff
      * interval ahead, so a lost probe (a killed child) only delays the next
      * one instead of wedging the breaker open. */
     ms = apr_atomic_read32(&b->backoff_ms);
@@ -50,7 +50,7 @@ int sl_breaker_allow(sl_breaker_t *b, apr_time_t now)
 
 int sl_breaker_success(sl_breaker_t *b, apr_time_t started, apr_time_t now)
 {
-    if (!apr_atomic_read32(&b->open) || sl_breaker_stale(b, started)) {
+    if (!apr_atomic_read32(&b->open) || sl_breaker_changed_since(b, started)) {
         return 0;
     }
     if (apr_atomic_cas32(&b->open, 0, 1) != 1) {
@@ -65,7 +65,7 @@ int sl_breaker_failure(sl_breaker_t *b, apr_time_t started, apr_time_t now)
 {
     apr_uint32_t ms = apr_atomic_read32(&b->backoff_ms), next;
 
-    if (sl_breaker_stale(b, started)) {
+    if (sl_breaker_changed_since(b, started)) {
         return 0;
     }
 
@@ -91,31 +91,31 @@ apr_interval_time_t sl_breaker_wait(const sl_breaker_t *b, apr_time_t now)
     return at > (apr_uint64_t) now ? (apr_interval_time_t) (at - now) : 0;
 }
 
-typedef struct sl_breaker_slot {
+typedef struct sl_breaker_cell {
     sl_claim_id_t id;
     sl_breaker_t breaker;
-} sl_breaker_slot_t;
+} sl_breaker_cell_t;
 
 struct sl_breakers {
-    sl_breaker_slot_t *slots;
+    sl_breaker_cell_t *cells;
 };
 
 apr_size_t sl_breakers_size(void)
 {
-    return sizeof(sl_breaker_slot_t) * SL_BREAKER_SLOTS;
+    return sizeof(sl_breaker_cell_t) * SL_BREAKER_CELLS;
 }
 
 sl_breakers_t *sl_breakers_attach(apr_pool_t *p, void *base)
 {
     sl_breakers_t *t = apr_pcalloc(p, sizeof(*t));
 
-    t->slots = base;
+    t->cells = base;
     return t;
 }
 
-static void sl_breaker_slot_init(void *slot)
+static void sl_breaker_cell_init(void *cell)
 {
-    sl_breaker_init(&((sl_breaker_slot_t *) slot)->breaker);
+    sl_breaker_init(&((sl_breaker_cell_t *) cell)->breaker);
 }
 
 sl_breaker_t *sl_breakers_get(sl_breakers_t *t, const char *id,
@@ -125,13 +125,13 @@ sl_breaker_t *sl_breakers_get(sl_breakers_t *t, const char *id,
     apr_sha1_ctx_t ctx;
     int i;
 
-    /* The slot keeps a digest of the id, never the id: it holds the
+    /* The cell keeps a digest of the id, never the id: it holds the
      * store's password. */
     apr_sha1_init(&ctx);
     apr_sha1_update_binary(&ctx, (const unsigned char *) id,
                            (unsigned int) id_len);
     apr_sha1_final(digest, &ctx);
-    i = sl_claim_digest(t->slots, sizeof(sl_breaker_slot_t), SL_BREAKER_SLOTS,
-                        digest, sl_breaker_slot_init);
-    return i < 0 ? NULL : &t->slots[i].breaker;
+    i = sl_claim_digest(t->cells, sizeof(sl_breaker_cell_t), SL_BREAKER_CELLS,
+                        digest, sl_breaker_cell_init);
+    return i < 0 ? NULL : &t->cells[i].breaker;
 }

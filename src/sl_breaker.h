@@ -43,10 +43,10 @@ apr_interval_time_t sl_breaker_wait(const sl_breaker_t *b, apr_time_t now);
  * the other hosts' stores to their fail mode. The table lives in a small
  * zeroed shared segment kept across graceful restarts (sl_shm_retain: an
  * outage that spans a restart is still logged once, and no segment is made
- * per generation); a store's slot is claimed (sl_claim.h) by a digest of its
+ * per generation); a store's cell is claimed (sl_claim.h) by a digest of its
  * URL, credentials included, so two stores that differ only in the password
  * do not share a breaker. */
-#define SL_BREAKER_SLOTS 64
+#define SL_BREAKER_CELLS 64
 
 typedef struct sl_breakers sl_breakers_t;
 
@@ -55,7 +55,7 @@ apr_size_t sl_breakers_size(void);
 sl_breakers_t *sl_breakers_attach(apr_pool_t *p, void *base);
 
 /* The store's breaker, claimed on first use by any process; NULL when every
- * slot belongs to another store (or was lost by a claimer that died). */
+ * cell belongs to another store (or was lost by a claimer that died). */
 sl_breaker_t *sl_breakers_get(sl_breakers_t *t, const char *id,
                               apr_size_t id_len);
 

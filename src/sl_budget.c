@@ -16,7 +16,7 @@ void sl_budget_make(apr_pool_t *p, const sl_server_conf_t *sc,
         sl_store_key(p, sc->prefix ? sc->prefix : SL_DEFAULT_PREFIX, identity,
                      l, b->algorithm, sc->secret, sc->secret_len);
     b->key_len = strlen(b->key);
-    b->store = sc->store ? sc->store->tag : 0;
+    b->store_tag = sc->store_url ? sc->store_url->tag : 0;
     b->requests = l->requests;
     b->window = l->window;
     b->burst = l->burst;

@@ -29,7 +29,7 @@ void *sl_create_server_conf(apr_pool_t *p, server_rec *s)
 /* SlidingLimitStorePassword's password becomes the URL's: the URL may
  * name the user ("redis://user@host", the userinfo without ':' read as the
  * user here), never a password of its own as well. */
-void sl_store_set_password(sl_store_url_t *u, const char *pw)
+void sl_url_set_password(sl_store_url_t *u, const char *pw)
 {
     if (u->bare_userinfo) {
         u->user = u->password;
@@ -79,22 +79,22 @@ void *sl_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
 
     /* The password goes with the store: a virtual host that inherits the
      * store and sets a password of its own gets a copy that carries it. */
-    if (add->store) {
-        c->store = add->store;
+    if (add->store_url) {
+        c->store_url = add->store_url;
         c->store_password = add->store_password;
     }
-    else if (add->store_password && base->store &&
-             base->store->kind != SL_STORE_SHM) {
-        sl_store_url_t *u = apr_pmemdup(p, base->store, sizeof(*u));
+    else if (add->store_password && base->store_url &&
+             base->store_url->kind != SL_URL_SHM) {
+        sl_store_url_t *u = apr_pmemdup(p, base->store_url, sizeof(*u));
         if (base->store_password) {
             u->bare_userinfo = 0; /* its user is already the user */
         }
-        sl_store_set_password(u, add->store_password);
-        c->store = u;
+        sl_url_set_password(u, add->store_password);
+        c->store_url = u;
         c->store_password = add->store_password;
     }
     else {
-        c->store = base->store;
+        c->store_url = base->store_url;
         c->store_password =
             add->store_password ? add->store_password : base->store_password;
     }

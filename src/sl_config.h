@@ -58,7 +58,7 @@ typedef struct sl_key_source {
 } sl_key_source_t;
 
 typedef struct sl_server_conf {
-    sl_store_url_t *store;               /* NULL: unset (shm) */
+    sl_store_url_t *store_url;           /* NULL: unset (shm) */
     apr_interval_time_t connect_timeout; /* -1: unset */
     apr_interval_time_t command_timeout; /* -1: unset */
     const char *prefix;                  /* NULL: unset */
@@ -84,8 +84,8 @@ typedef struct sl_server_conf {
     apr_array_header_t *unnamed;
     /* made in post_config (shared by all records) and child_init */
     struct sl_proc *proc;
-    struct sl_tls *tls;       /* TLS stores: the client context */
-    struct sl_store *backend; /* the store that decides here (sl_store.c) */
+    struct sl_tls *tls;     /* TLS stores: the client context */
+    struct sl_store *store; /* the store that decides here (sl_store.c) */
 } sl_server_conf_t;
 
 typedef struct sl_dir_conf {

@@ -29,7 +29,7 @@ const char *sl_onoff(cmd_parms *cmd, const char *arg, int *out);
 const char *sl_host_label(apr_pool_t *p, const server_rec *s);
 
 /* SlidingLimitStorePassword's password becomes the URL's. */
-void sl_store_set_password(sl_store_url_t *u, const char *pw);
+void sl_url_set_password(sl_store_url_t *u, const char *pw);
 
 /* The directives, for sl_cmds. */
 const char *sl_cmd_limit(cmd_parms *cmd, void *dconf, int argc,

@@ -128,10 +128,10 @@ static const char *sl_read_password(cmd_parms *cmd, const char *arg,
 }
 
 /* The URL may name the user, never a password of its own as well. */
-static const char *sl_store_give_password(cmd_parms *cmd, sl_store_url_t *u,
-                                          const char *pw)
+static const char *sl_url_give_password(cmd_parms *cmd, sl_store_url_t *u,
+                                        const char *pw)
 {
-    if (u->kind == SL_STORE_SHM) {
+    if (u->kind == SL_URL_SHM) {
         return NULL; /* the check after the merge says it does nothing */
     }
     if (u->password && *u->password && !u->bare_userinfo) {
@@ -141,7 +141,7 @@ static const char *sl_store_give_password(cmd_parms *cmd, sl_store_url_t *u,
                             "redis://user@host with SlidingLimitStorePassword)",
                             cmd->cmd->name, u->display);
     }
-    sl_store_set_password(u, pw);
+    sl_url_set_password(u, pw);
     return NULL;
 }
 
@@ -162,10 +162,10 @@ const char *sl_cmd_store(cmd_parms *cmd, void *dconf, const char *arg)
                      : apr_psprintf(cmd->pool, "%s (in '%s')", err, shown));
     }
     if (sc->store_password &&
-        (err = sl_store_give_password(cmd, u, sc->store_password))) {
+        (err = sl_url_give_password(cmd, u, sc->store_password))) {
         return err;
     }
-    sc->store = u;
+    sc->store_url = u;
     return NULL;
 }
 
@@ -180,7 +180,7 @@ const char *sl_cmd_store_password(cmd_parms *cmd, void *dconf, const char *arg)
     }
     /* The store this record names itself (a virtual host's inherited one
      * gets it in the merge): whichever of the two directives comes last. */
-    if (sc->store && (err = sl_store_give_password(cmd, sc->store, pw))) {
+    if (sc->store_url && (err = sl_url_give_password(cmd, sc->store_url, pw))) {
         return err;
     }
     sc->store_password = pw;
@@ -212,7 +212,7 @@ const char *sl_cmd_sentinel_auth(cmd_parms *cmd, void *dconf, const char *a1,
 const char *sl_config_store_check(apr_pool_t *p, server_rec *s,
                                   const sl_server_conf_t *sc)
 {
-    const sl_store_url_t *u = sc->store;
+    const sl_store_url_t *u = sc->store_url;
     int tls = u && u->tls;
 
     if (tls && !SL_OR(sc->tls_verify, 1)) {
@@ -229,12 +229,12 @@ const char *sl_config_store_check(apr_pool_t *p, server_rec *s,
                      "(rediss://, clusters://, sentinels://)",
                      u ? u->display : "shm");
     }
-    if (sc->store_password && (!u || u->kind == SL_STORE_SHM)) {
+    if (sc->store_password && (!u || u->kind == SL_URL_SHM)) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
                      "mod_slidinglimit: SlidingLimitStorePassword has no "
                      "effect: the store is shm");
     }
-    if (sc->sentinel_password && (!u || u->kind != SL_STORE_SENTINEL)) {
+    if (sc->sentinel_password && (!u || u->kind != SL_URL_SENTINEL)) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
                      "mod_slidinglimit: SlidingLimitSentinelAuth has no "
                      "effect: the store %s is not a Sentinel store",

@@ -59,11 +59,11 @@ const char *sl_config_tls_setup(apr_pool_t *p, sl_server_conf_t *sc)
     const char *err;
 
     sc->tls = NULL;
-    if (!sc->store || !sc->store->tls) {
+    if (!sc->store_url || !sc->store_url->tls) {
         return NULL;
     }
     err = sl_tls_create(p, sc->tls_ca, sc->tls_cert, sc->tls_key,
                         SL_OR(sc->tls_verify, 1), &sc->tls);
-    return err ? apr_psprintf(p, "store %s: %s", sc->store->display, err)
+    return err ? apr_psprintf(p, "store %s: %s", sc->store_url->display, err)
                : NULL;
 }

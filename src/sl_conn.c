@@ -1,7 +1,7 @@
 /* Connections to one Redis node: made once (connect and command timeouts,
  * AUTH, SELECT) so that the request path sends nothing but the script (and,
  * once per generation, INFO for the store's prerequisites), kept in a
- * per-node idle stack, and dropped by generation when the server closed
+ * per-node idle stack, and dropped by node epoch when the server closed
  * them. The transport (sl_transport.c: TCP, a unix socket or TLS)
  * is used here only; a Sentinel store's node is the master the Sentinels
  * name (sl_sentinel.c). */
@@ -55,7 +55,8 @@ static apr_status_t sl_setup_command(sl_transport_t *t, apr_status_t fail_rv,
 #define SL_SENTINEL_RETRY apr_time_from_msec(100)
 
 static apr_status_t sl_conn_master(sl_node_t *node, char *host,
-                                   apr_size_t hostlen, int *port, int *asked)
+                                   apr_size_t hostlen, int *port,
+                                   int *discovered)
 {
     sl_redis_t *rs = node->rs;
     sl_master_t *m = &rs->master;
@@ -64,37 +65,37 @@ static apr_status_t sl_conn_master(sl_node_t *node, char *host,
     char err[sizeof(m->why)];
 
     apr_thread_mutex_lock(m->lock);
-    if (m->port && !m->stale) {
+    if (m->port && !m->doubted) {
         apr_cpystrn(host, m->host, hostlen);
         *port = m->port;
         apr_thread_mutex_unlock(m->lock);
         return APR_SUCCESS;
     }
-    if (m->asking || now - m->asked_at < SL_SENTINEL_RETRY) {
+    if (m->discovering || now - m->discovered_at < SL_SENTINEL_RETRY) {
         apr_snprintf(sl_conn_why, sizeof(sl_conn_why), "no master known%s%s",
                      m->why[0] ? ": " : "", m->why);
         apr_thread_mutex_unlock(m->lock);
         return APR_ECONNREFUSED;
     }
-    m->asking = 1;
+    m->discovering = 1;
     apr_thread_mutex_unlock(m->lock);
-    *asked = 1;
+    *discovered = 1;
 
     rv = sl_sentinel_master(&m->sentinel,
                             now + rs->connect_timeout + rs->command_timeout,
                             host, hostlen, port, err, sizeof(err));
 
     apr_thread_mutex_lock(m->lock);
-    m->asking = 0;
-    m->asked_at = apr_time_now();
+    m->discovering = 0;
+    m->discovered_at = apr_time_now();
     if (rv == APR_SUCCESS) {
         if (m->port != *port || strcmp(m->host, host)) {
             /* A failover: the idle connections to the old master go. */
-            apr_atomic_inc32(&node->gen);
+            apr_atomic_inc32(&node->epoch);
             apr_cpystrn(m->host, host, sizeof(m->host));
             m->port = *port;
         }
-        m->stale = 0;
+        m->doubted = 0;
         m->why[0] = '\0';
     }
     else {
@@ -110,9 +111,9 @@ static apr_status_t sl_conn_master(sl_node_t *node, char *host,
 
 void sl_conn_master_failed(sl_redis_t *rs)
 {
-    if (rs->url->kind == SL_STORE_SENTINEL) {
+    if (rs->url->kind == SL_URL_SENTINEL) {
         apr_thread_mutex_lock(rs->master.lock);
-        rs->master.stale = 1;
+        rs->master.doubted = 1;
         apr_thread_mutex_unlock(rs->master.lock);
     }
 }
@@ -123,8 +124,8 @@ void sl_conn_error_reply(sl_node_t *node, const char *msg)
         sl_conn_master_failed(node->rs);
         /* The idle connections are to the same server: none is used again
          * before the Sentinels are asked. */
-        if (node->rs->url->kind == SL_STORE_SENTINEL) {
-            apr_atomic_inc32(&node->gen);
+        if (node->rs->url->kind == SL_URL_SENTINEL) {
+            apr_atomic_inc32(&node->epoch);
         }
     }
 }
@@ -143,9 +144,10 @@ static void sl_conn_answered(sl_conn_t *conn, const redisReply *r)
         /* Not text: a proxy's answer, say; read as a refusal. */
         error = r->type == REDIS_REPLY_ERROR && r->str ? r->str : "NOT-TEXT";
     }
-    conn->rs->prereq_info(conn->rs->prereq_ctx, conn->asked, text, len, error);
-    free(conn->asked);
-    conn->asked = NULL;
+    conn->rs->prereq_info(conn->rs->prereq_ctx, conn->info_node, text, len,
+                          error);
+    free(conn->info_node);
+    conn->info_node = NULL;
 }
 
 #define SL_RESP_INFO "*1\r\n$4\r\nINFO\r\n"
@@ -156,13 +158,13 @@ static void sl_conn_answered(sl_conn_t *conn, const redisReply *r)
  * that command's (sl_conn_read): no round trip of its own, and bounded by
  * that command's timeout. All of INFO, not sections: Redis before 7.0
  * takes one section only. */
-static void sl_conn_ask_info(sl_redis_t *rs, sl_conn_t *conn, const char *host,
-                             int port)
+static void sl_conn_send_info(sl_redis_t *rs, sl_conn_t *conn, const char *host,
+                              int port)
 {
     apr_size_t len = host ? strlen(host) + 16 : strlen(rs->url->path) + 1;
     char *node;
 
-    if (!rs->prereq_ask || !(node = malloc(len))) {
+    if (!rs->prereq_claim || !(node = malloc(len))) {
         return;
     }
     if (host) {
@@ -172,11 +174,11 @@ static void sl_conn_ask_info(sl_redis_t *rs, sl_conn_t *conn, const char *host,
     else {
         memcpy(node, rs->url->path, len);
     }
-    if (!rs->prereq_ask(rs->prereq_ctx, node)) {
+    if (!rs->prereq_claim(rs->prereq_ctx, node)) {
         free(node);
         return;
     }
-    conn->asked = node;
+    conn->info_node = node;
     conn->rs = rs;
     if (sl_conn_send(conn, SL_RESP_INFO, sizeof(SL_RESP_INFO) - 1) !=
         APR_SUCCESS) {
@@ -223,10 +225,11 @@ static apr_status_t sl_conn_construct(sl_node_t *node, sl_conn_t **out)
 
     sl_conn_why[0] = '\0';
     for (;;) {
-        int asked = 0;
+        int discovered = 0;
 
-        if (rs->url->kind == SL_STORE_SENTINEL) {
-            rv = sl_conn_master(node, master, sizeof(master), &port, &asked);
+        if (rs->url->kind == SL_URL_SENTINEL) {
+            rv = sl_conn_master(node, master, sizeof(master), &port,
+                                &discovered);
             if (failed_port &&
                 (rv != APR_SUCCESS ||
                  (failed_port == port && !strcmp(failed, master)))) {
@@ -252,7 +255,7 @@ static apr_status_t sl_conn_construct(sl_node_t *node, sl_conn_t **out)
          * connections: after a failover the first request of a child that
          * was idle through it finds the old one. Ask the Sentinels again
          * now, and connect once more if they name another master. */
-        if (rs->url->kind != SL_STORE_SENTINEL || asked || failed_port) {
+        if (rs->url->kind != SL_URL_SENTINEL || discovered || failed_port) {
             return rv;
         }
         apr_cpystrn(failed, master, sizeof(failed));
@@ -276,19 +279,19 @@ static apr_status_t sl_conn_construct(sl_node_t *node, sl_conn_t **out)
         return rv;
     }
     conn->t = t;
-    conn->gen = apr_atomic_read32(&node->gen);
-    sl_conn_ask_info(rs, conn, host, port);
+    conn->node_epoch = apr_atomic_read32(&node->epoch);
+    sl_conn_send_info(rs, conn, host, port);
     *out = conn;
     return APR_SUCCESS;
 }
 
 /* Closes a connection: one that failed (hiredis leaves a context that
  * failed mid-reply unusable: a late reply would be read as the next
- * command's), one of an old generation, or one more than the idle stack
+ * command's), one of an old node epoch, or one more than the idle stack
  * holds. */
 void sl_conn_destroy(sl_conn_t *conn)
 {
-    if (conn->asked) {
+    if (conn->info_node) {
         sl_conn_answered(conn, NULL);
     }
     sl_transport_close(conn->t);
@@ -342,18 +345,18 @@ void sl_node_destroy(sl_node_t *node)
 }
 
 /* The most recently used idle connection of the node's current
- * generation (idle ones from before a server restart are closed unused),
+ * epoch (idle ones from before a server restart are closed unused),
  * else a new one, made without holding the lock. */
 apr_status_t sl_conn_acquire(sl_node_t *node, sl_conn_t **out)
 {
-    apr_uint32_t gen = apr_atomic_read32(&node->gen);
+    apr_uint32_t epoch = apr_atomic_read32(&node->epoch);
     sl_conn_t *conn = NULL, *old;
 
     apr_thread_mutex_lock(node->lock);
     while (!conn && node->nidle > 0) {
         old = node->idle[--node->nidle];
         node->idle[node->nidle] = NULL;
-        if (old->gen == gen) {
+        if (old->node_epoch == epoch) {
             conn = old;
         }
         else {
@@ -433,7 +436,7 @@ apr_status_t sl_conn_read(sl_conn_t *conn, redisReply **reply, char *err,
         rv = sl_transport_send(conn->t, conn->out, conn->outlen);
         conn->outlen = 0;
     }
-    if (rv == APR_SUCCESS && conn->asked) {
+    if (rv == APR_SUCCESS && conn->info_node) {
         redisReply *info;
         rv = sl_transport_reply(conn->t, &info);
         if (rv == APR_SUCCESS) {
@@ -459,7 +462,7 @@ int sl_conn_discard(sl_node_t *node, sl_conn_t *conn, apr_status_t rv)
     int stale = rv == APR_ECONNRESET && conn->uses > 0;
 
     if (stale) {
-        apr_atomic_cas32(&node->gen, conn->gen + 1, conn->gen);
+        apr_atomic_cas32(&node->epoch, conn->node_epoch + 1, conn->node_epoch);
     }
     else {
         /* A master that fails or times out may be one no more. */

@@ -31,7 +31,7 @@ typedef struct sl_case {
     const sl_dir_conf_t *dc;
     sl_proc_t *proc;
     sl_store_t *store;
-    const apr_array_header_t *limits; /* sl_limit_t *, as budgets */
+    const apr_array_header_t *limits; /* sl_limit_t *, one per budget */
     sl_budget_t *budgets;
     int n;
     apr_interval_time_t wait; /* for another request's store call */
@@ -145,7 +145,7 @@ static int sl_budget_decided(const request_rec *r, const sl_budget_t *b)
             ap_get_module_config(q->request_config, &slidinglimit_module);
         for (i = 0; note && note->seen && i < note->seen->nelts; i++) {
             const sl_budget_t *o = &APR_ARRAY_IDX(note->seen, i, sl_budget_t);
-            if (o->store == b->store && o->key_len == b->key_len &&
+            if (o->store_tag == b->store_tag && o->key_len == b->key_len &&
                 !memcmp(o->key, b->key, b->key_len)) {
                 return 1;
             }
@@ -283,7 +283,7 @@ static void sl_blocks_log(const sl_case_t *c, const sl_decision_t *d)
 }
 
 /* The deny cache, else the store. */
-static int sl_ask_store(sl_case_t *c, sl_decision_t *d)
+static int sl_decide_by_store(sl_case_t *c, sl_decision_t *d)
 {
     apr_pool_t *p = c->r->pool;
     apr_time_t *retry_at, sent = apr_time_now();
@@ -325,7 +325,7 @@ static int sl_ask_store(sl_case_t *c, sl_decision_t *d)
 }
 
 /* While the store is down, the same limits on this server's own traffic. */
-static int sl_ask_fallback(sl_case_t *c, sl_decision_t *d)
+static int sl_decide_by_fallback(sl_case_t *c, sl_decision_t *d)
 {
     if (sl_store_decide(sl_store_fallback(c->proc), c->r, c->budgets, c->n, d,
                         &c->member) != APR_SUCCESS) {
@@ -537,13 +537,13 @@ static int sl_decide_for(request_rec *r, request_rec *target,
     sl_mode_t m;
     sl_outcome_t o;
     sl_decision_t d;
-    int store, fallback = SL_STEP_FAILED, why, at;
+    int store_step, fallback = SL_STEP_FAILED, why, at;
 
     c.r = r;
     c.target = target;
     c.dc = dc;
     c.proc = sc->proc;
-    c.store = sc->backend;
+    c.store = sc->store;
     c.limits = dc->limits;
     c.wait = SL_OR(sc->command_timeout, SL_DEFAULT_COMMAND_TIMEOUT);
     c.reserve = 0;
@@ -566,19 +566,19 @@ static int sl_decide_for(request_rec *r, request_rec *target,
     if ((why = sl_budgets_cost(&c, &at)) != SL_COST_OK) {
         return sl_refuse_cost(&c, &m, why, at);
     }
-    store = sl_ask_store(&c, &d);
-    if (sl_outcome_wants_fallback(&m, store)) {
-        fallback = sl_ask_fallback(&c, &d);
+    store_step = sl_decide_by_store(&c, &d);
+    if (sl_outcome_wants_fallback(&m, store_step)) {
+        fallback = sl_decide_by_fallback(&c, &d);
     }
-    sl_outcome_of(&m, store, fallback, &o);
+    sl_outcome_of(&m, store_step, fallback, &o);
     /* A dry run's admissions consume like any other, so they give back
      * too; its refusals consumed nothing. */
     if (c.reserve &&
-        (store == SL_STEP_ADMITTED || fallback == SL_STEP_ADMITTED)) {
+        (store_step == SL_STEP_ADMITTED || fallback == SL_STEP_ADMITTED)) {
         sl_note_t *note = sl_note(r);
         sl_reserved_t *res = apr_palloc(r->pool, sizeof(*res));
-        res->store =
-            store == SL_STEP_ADMITTED ? c.store : sl_store_fallback(c.proc);
+        res->store = store_step == SL_STEP_ADMITTED ? c.store
+                                                    : sl_store_fallback(c.proc);
         res->proc = c.proc;
         res->limits = c.limits;
         res->budgets = c.budgets;

@@ -1,9 +1,9 @@
 /* The deny cache (see sl_denycache.h): a direct-mapped table of refusals in
- * shared memory, read and written without a lock under per-slot sequence
+ * shared memory, read and written without a lock under per-cell sequence
  * numbers, and each child's single flights. Unlike the store, the
  * statistics and the breakers it is not kept across restarts (it lives in
  * the generation's pool): a refusal is only an optimisation, and a new
- * generation may limit differently. Its slots are overwritten, never
+ * generation may limit differently. Its cells are overwritten, never
  * claimed, so a writer that dies mid-write costs a store call, never a
  * wait. */
 #include "sl_denycache.h"
@@ -17,11 +17,11 @@
 
 /* Direct-mapped: a colliding key overwrites the older entry, which only
  * costs that key a store call. Memory stays fixed whatever the flood. */
-#define SL_DC_SLOTS 4096
+#define SL_DC_CELLS 4096
 #define SL_DC_KEY   128
 
-/* Waiters sleep on the condition of their slot's stripe: an answer wakes
- * the threads of one stripe, and each looks at its own slot again. */
+/* Waiters sleep on the condition of their cell's stripe: an answer wakes
+ * the threads of one stripe, and each looks at its own cell again. */
 #define SL_DC_CONDS 64
 
 /* A refusal that ended less than this ago marks a key as still flooding:
@@ -29,14 +29,14 @@
  * flooding client is back within milliseconds of the end. */
 #define SL_DC_RECENT apr_time_from_sec(1)
 
-/* A slot being written (a few hundred bytes) is looked at this many times
- * before giving up: a reader then asks the store, a writer leaves the slot
+/* A cell being written (a few hundred bytes) is looked at this many times
+ * before giving up: a reader then asks the store, a writer leaves the cell
  * as it is (both only cost a store call, never a wrong refusal). Also what
- * keeps a slot whose writer died mid-write from hanging anybody. */
+ * keeps a cell whose writer died mid-write from hanging anybody. */
 #define SL_DC_TRIES 64
 
 /* Children share no condition variable: one that waits for another
- * child's answer looks at the slot again after this long. About a tenth of
+ * child's answer looks at the cell again after this long. About a tenth of
  * a store call's time on a loaded host. */
 #define SL_DC_POLL 200
 
@@ -46,7 +46,7 @@ typedef struct sl_dc_entry {
     apr_int64_t window;
     apr_int64_t burst;
     int algorithm;
-    apr_uint32_t store;
+    apr_uint32_t store_tag;
     apr_int64_t cost;  /* of the request the answer was for */
     apr_int64_t block; /* the limit's block=: a refusal under one lasts as
                           long as the block, which a limit without any
@@ -55,9 +55,9 @@ typedef struct sl_dc_entry {
     apr_time_t until;  /* 0: nothing known */
     apr_time_t retry_at;
     /* The request (any child's) asking the store about this key for all
-     * children after a refusal ended, 0 for none; ignored after ask_end. */
-    apr_uint32_t asker;
-    apr_time_t ask_end;
+     * children after a refusal ended, 0 for none; ignored after lead_end. */
+    apr_uint32_t leader;
+    apr_time_t lead_end;
     /* The operator's reset of this key (sl_denycache_clear): an answer the
      * store gave before it is not remembered. */
     apr_time_t cleared;
@@ -65,18 +65,18 @@ typedef struct sl_dc_entry {
 
 /* Shared by all children. seq is even when e is whole, odd while a writer
  * (whoever turned it odd with a compare-and-swap) changes it. */
-typedef struct sl_dc_slot {
+typedef struct sl_dc_cell {
     apr_uint32_t seq;
     sl_dc_entry_t e;
-} sl_dc_slot_t;
+} sl_dc_cell_t;
 
 typedef struct sl_dc_table {
-    apr_uint32_t tokens; /* the last asker's number, server-wide */
-    /* Places keys in slots, drawn for each generation: keys are hashes of
+    apr_uint32_t tokens; /* the last leader's number, server-wide */
+    /* Places keys in cells, drawn for each generation: keys are hashes of
      * client-chosen values, and a client that knew the placement could
      * make its keys evict another client's refusal at will. */
     unsigned char seed[SL_SIPHASH_KEY];
-    sl_dc_slot_t slots[SL_DC_SLOTS];
+    sl_dc_cell_t cells[SL_DC_CELLS];
 } sl_dc_table_t;
 
 struct sl_denycache_shm {
@@ -84,7 +84,7 @@ struct sl_denycache_shm {
     sl_dc_table_t *table;
 };
 
-/* Per process: the request asking the store about a slot's key for the
+/* Per process: the request asking the store about a cell's key for the
  * other threads (0: none), and when waiting for it stops making sense: its
  * marker is ignored after that even if it never settled. */
 typedef struct sl_dc_flight {
@@ -94,11 +94,11 @@ typedef struct sl_dc_flight {
 
 struct sl_denycache {
     sl_dc_table_t *table;      /* shared */
-    sl_dc_slot_t *slots;       /* its slots */
+    sl_dc_cell_t *cells;       /* its cells */
     apr_thread_mutex_t *mutex; /* threads of one child: the flights */
     int threaded;
     apr_thread_cond_t *cond[SL_DC_CONDS]; /* threaded only */
-    sl_dc_flight_t flights[SL_DC_SLOTS];
+    sl_dc_flight_t flights[SL_DC_CELLS];
 };
 
 apr_status_t sl_denycache_shm_create(apr_pool_t *p, sl_denycache_shm_t **out)
@@ -109,7 +109,7 @@ apr_status_t sl_denycache_shm_create(apr_pool_t *p, sl_denycache_shm_t **out)
 
     /* Anonymous, in the generation's pool: children of an old generation
      * keep their mapping of the old table until they exit, the new ones
-     * get a fresh one. The generations never see each other's slots. */
+     * get a fresh one. The generations never see each other's cells. */
     rv = apr_shm_create(&t->shm, size, NULL, p);
     if (rv != APR_SUCCESS) {
         *out = NULL;
@@ -138,7 +138,7 @@ sl_denycache_t *sl_denycache_create(apr_pool_t *p, sl_denycache_shm_t *shm,
     }
     dc = apr_pcalloc(p, sizeof(*dc));
     dc->table = shm->table;
-    dc->slots = shm->table->slots;
+    dc->cells = shm->table->cells;
     if (apr_thread_mutex_create(&dc->mutex, APR_THREAD_MUTEX_DEFAULT, p) !=
         APR_SUCCESS) {
         return NULL;
@@ -153,22 +153,22 @@ sl_denycache_t *sl_denycache_create(apr_pool_t *p, sl_denycache_shm_t *shm,
     return dc;
 }
 
-static unsigned int sl_dc_slot(const sl_denycache_t *dc, const sl_budget_t *c)
+static unsigned int sl_dc_cell(const sl_denycache_t *dc, const sl_budget_t *c)
 {
     return (unsigned int) (sl_siphash(dc->table->seed, c->key, c->key_len) %
-                           SL_DC_SLOTS);
+                           SL_DC_CELLS);
 }
 
-unsigned int sl_denycache_slot(const sl_denycache_t *dc, const sl_budget_t *c)
+unsigned int sl_denycache_cell(const sl_denycache_t *dc, const sl_budget_t *c)
 {
-    return sl_dc_slot(dc, c);
+    return sl_dc_cell(dc, c);
 }
 
-/* A consistent copy of a slot into *out; 0 when writers kept it busy. The
+/* A consistent copy of a cell into *out; 0 when writers kept it busy. The
  * copy is taken between two reads of the same even sequence: no write
  * started before the second read had begun before the first, so every
  * field (key, limit, until, retry_at) comes from one and the same write. */
-static int sl_dc_read(const sl_dc_slot_t *sl, sl_dc_entry_t *out)
+static int sl_dc_read(const sl_dc_cell_t *sl, sl_dc_entry_t *out)
 {
     int i;
 
@@ -187,9 +187,9 @@ static int sl_dc_read(const sl_dc_slot_t *sl, sl_dc_entry_t *out)
     return 0;
 }
 
-/* The slot's entry to change, or NULL when another writer holds it; pass
+/* The cell's entry to change, or NULL when another writer holds it; pass
  * *seq to sl_dc_unlock. */
-static sl_dc_entry_t *sl_dc_lock(sl_dc_slot_t *sl, apr_uint32_t *seq)
+static sl_dc_entry_t *sl_dc_lock(sl_dc_cell_t *sl, apr_uint32_t *seq)
 {
     int i;
 
@@ -207,7 +207,7 @@ static sl_dc_entry_t *sl_dc_lock(sl_dc_slot_t *sl, apr_uint32_t *seq)
     return NULL;
 }
 
-static void sl_dc_unlock(sl_dc_slot_t *sl, apr_uint32_t seq)
+static void sl_dc_unlock(sl_dc_cell_t *sl, apr_uint32_t seq)
 {
     /* Every changed field is visible before the even sequence. */
     __atomic_store_n(&sl->seq, seq, __ATOMIC_RELEASE);
@@ -227,7 +227,7 @@ static int sl_dc_match(const sl_dc_entry_t *e, const sl_budget_t *c)
 {
     return e->cost == sl_dc_cost(c) && e->requests == c->requests &&
            e->window == c->window && e->burst == c->burst &&
-           e->algorithm == c->algorithm && e->store == c->store &&
+           e->algorithm == c->algorithm && e->store_tag == c->store_tag &&
            e->block == c->block && c->key_len < SL_DC_KEY &&
            !memcmp(e->key, c->key, c->key_len) && e->key[c->key_len] == '\0';
 }
@@ -250,7 +250,7 @@ static apr_time_t sl_dc_hit(const sl_denycache_t *dc, const sl_budget_t *c,
         *recent = 0;
     }
     if (c->key_len >= SL_DC_KEY ||
-        !sl_dc_read(&dc->slots[sl_dc_slot(dc, c)], &e)) {
+        !sl_dc_read(&dc->cells[sl_dc_cell(dc, c)], &e)) {
         return 0;
     }
     match = sl_dc_match(&e, c);
@@ -294,7 +294,7 @@ static int sl_dc_in_flight(const sl_dc_flight_t *fl, apr_time_t now)
     return fl->token && now < fl->flight_end;
 }
 
-/* A number for an asker, unique in the server (0 means nobody). */
+/* A number for a leader, unique in the server (0 means nobody). */
 static apr_uint32_t sl_dc_token(sl_denycache_t *dc)
 {
     apr_uint32_t t;
@@ -316,7 +316,7 @@ static void sl_dc_release(sl_denycache_t *dc, const sl_budget_t *budgets, int n,
         apr_thread_mutex_lock(dc->mutex);
     }
     for (i = 0; i < n; i++) {
-        unsigned int s = sl_dc_slot(dc, &budgets[i]);
+        unsigned int s = sl_dc_cell(dc, &budgets[i]);
         sl_dc_flight_t *fl = &dc->flights[s];
         apr_uint32_t seq;
         sl_dc_entry_t *e;
@@ -324,11 +324,11 @@ static void sl_dc_release(sl_denycache_t *dc, const sl_budget_t *budgets, int n,
         if (!flights[i]) {
             continue;
         }
-        if ((e = sl_dc_lock(&dc->slots[s], &seq)) != NULL) {
-            if (e->asker == flights[i]) {
-                e->asker = 0;
+        if ((e = sl_dc_lock(&dc->cells[s], &seq)) != NULL) {
+            if (e->leader == flights[i]) {
+                e->leader = 0;
             }
-            sl_dc_unlock(&dc->slots[s], seq);
+            sl_dc_unlock(&dc->cells[s], seq);
         }
         if (fl->token == flights[i]) {
             fl->token = 0;
@@ -346,8 +346,8 @@ static void sl_dc_release(sl_denycache_t *dc, const sl_budget_t *budgets, int n,
 /* This request asks the store for its child about the keys in flights
  * (refused until a moment ago). Another child may already be asking about
  * one of them: then wait for that answer (polling, at most until end) and
- * answer from it, as the threads of a child wait for their asker. Else
- * become the asker for every child. Returns the hits, or 0 with flights
+ * answer from it, as the threads of a child wait for their leader. Else
+ * become the leader for every child. Returns the hits, or 0 with flights
  * still set: this request asks the store. */
 static int sl_dc_follow(sl_denycache_t *dc, const sl_budget_t *budgets, int n,
                         apr_time_t end, apr_interval_time_t wait,
@@ -359,28 +359,28 @@ static int sl_dc_follow(sl_denycache_t *dc, const sl_budget_t *budgets, int n,
     for (;;) {
         others = 0;
         for (i = 0; i < n; i++) {
-            sl_dc_slot_t *sl = &dc->slots[sl_dc_slot(dc, &budgets[i])];
+            sl_dc_cell_t *sl = &dc->cells[sl_dc_cell(dc, &budgets[i])];
             sl_dc_entry_t seen, *e;
             apr_uint32_t seq;
 
             if (!flights[i] || !sl_dc_read(sl, &seen) ||
                 !sl_dc_match(&seen, &budgets[i]) ||
-                !sl_dc_ended_lately(&seen, *now) || seen.asker == flights[i]) {
+                !sl_dc_ended_lately(&seen, *now) || seen.leader == flights[i]) {
                 continue;
             }
-            if (seen.asker && seen.ask_end > *now) {
+            if (seen.leader && seen.lead_end > *now) {
                 others = 1;
                 continue;
             }
             /* Nobody asking: this request will, unless another child's
              * request got there first. */
             if ((e = sl_dc_lock(sl, &seq)) != NULL) {
-                if (e->asker && e->ask_end > *now) {
-                    others = e->asker != flights[i];
+                if (e->leader && e->lead_end > *now) {
+                    others = e->leader != flights[i];
                 }
                 else if (sl_dc_match(e, &budgets[i])) {
-                    e->asker = flights[i];
-                    e->ask_end = *now + wait;
+                    e->leader = flights[i];
+                    e->lead_end = *now + wait;
                 }
                 sl_dc_unlock(sl, seq);
             }
@@ -402,12 +402,12 @@ static int sl_dc_follow(sl_denycache_t *dc, const sl_budget_t *budgets, int n,
  * thread is asking about right now: its answer most likely refuses or exhausts
  * the key again, so wait for it (bounded) rather than ask too. An answer that
  * came a little early (refused, but only until a time already past) leaves the
- * key recent: the next asker is then waited for in turn, so that the
+ * key recent: the next leader is then waited for in turn, so that the
  * other threads still make no call. An answer with room, or none at
  * all, makes the key not recent: everybody asks. */
-static int sl_dc_wait_askers(sl_denycache_t *dc, const sl_budget_t *budgets,
-                             int n, apr_time_t end, apr_time_t *now,
-                             apr_time_t *retry_at)
+static int sl_dc_wait_leaders(sl_denycache_t *dc, const sl_budget_t *budgets,
+                              int n, apr_time_t end, apr_time_t *now,
+                              apr_time_t *retry_at)
 {
     int i, hits;
 
@@ -420,7 +420,7 @@ static int sl_dc_wait_askers(sl_denycache_t *dc, const sl_budget_t *budgets,
 
         for (i = 0; i < n && !fl; i++) {
             c = &budgets[i];
-            s = sl_dc_slot(dc, c);
+            s = sl_dc_cell(dc, c);
             fl = &dc->flights[s];
             if (!sl_dc_in_flight(fl, *now) || !sl_dc_recent(dc, c, *now)) {
                 fl = NULL;
@@ -431,8 +431,8 @@ static int sl_dc_wait_askers(sl_denycache_t *dc, const sl_budget_t *budgets,
         }
         token = fl->token;
         deadline = fl->flight_end < end ? fl->flight_end : end;
-        /* Until the asker settles, or anyone (in any child) puts an entry
-         * for the key, or the slot goes to another key in this child (which
+        /* Until the leader settles, or anyone (in any child) puts an entry
+         * for the key, or the cell goes to another key in this child (which
          * clears the marker), or time is up. */
         while (fl->token == token && !sl_dc_hit(dc, c, *now, NULL) &&
                *now < deadline) {
@@ -451,7 +451,7 @@ static int sl_dc_wait_askers(sl_denycache_t *dc, const sl_budget_t *budgets,
 
 /* Under dc->mutex: this request asks the store: for each recently refused key
  * nobody else in this child is asking about, it asks on behalf of the threads
- * that come next. An asker that never settles is ignored after
+ * that come next. A leader that never settles is ignored after
  * flight_end. */
 static void sl_dc_claim(sl_denycache_t *dc, const sl_budget_t *budgets, int n,
                         apr_time_t now, apr_interval_time_t wait,
@@ -460,7 +460,7 @@ static void sl_dc_claim(sl_denycache_t *dc, const sl_budget_t *budgets, int n,
     int i;
 
     for (i = 0; i < n; i++) {
-        sl_dc_flight_t *fl = &dc->flights[sl_dc_slot(dc, &budgets[i])];
+        sl_dc_flight_t *fl = &dc->flights[sl_dc_cell(dc, &budgets[i])];
         if (!sl_dc_in_flight(fl, now) && sl_dc_recent(dc, &budgets[i], now)) {
             fl->token = flights[i] = sl_dc_token(dc);
             fl->flight_end = now + wait;
@@ -489,7 +489,7 @@ int sl_denycache_find(sl_denycache_t *dc, const sl_budget_t *budgets, int n,
         return hits;
     }
     if (!dc->threaded) {
-        /* Alone in its process: the asker for its own child, and maybe for
+        /* Alone in its process: the leader for its own child, and maybe for
          * the others. */
         for (i = 0; i < n; i++) {
             if (sl_dc_recent(dc, &budgets[i], *now)) {
@@ -501,7 +501,7 @@ int sl_denycache_find(sl_denycache_t *dc, const sl_budget_t *budgets, int n,
     }
 
     apr_thread_mutex_lock(dc->mutex);
-    /* An asker may have settled since: then its answer, not another ask. */
+    /* A leader may have settled since: then its answer, not another ask. */
     *now = apr_time_now();
     hits = sl_dc_hits(dc, budgets, n, *now, retry_at, NULL);
     if (hits) {
@@ -510,7 +510,7 @@ int sl_denycache_find(sl_denycache_t *dc, const sl_budget_t *budgets, int n,
     }
 
     end = *now + wait;
-    hits = sl_dc_wait_askers(dc, budgets, n, end, now, retry_at);
+    hits = sl_dc_wait_leaders(dc, budgets, n, end, now, retry_at);
     if (hits) {
         apr_thread_mutex_unlock(dc->mutex);
         return hits;
@@ -541,15 +541,15 @@ static int sl_dc_full(const sl_decision_t *d, int i, const sl_budget_t *c)
     return !r->ok;
 }
 
-/* Remembers c refused until until; 1 when that took the slot from another
- * key (or from nothing). A slot another writer holds is left alone. */
+/* Remembers c refused until until; 1 when that took the cell from another
+ * key (or from nothing). A cell another writer holds is left alone. */
 static int sl_dc_same_key(const sl_dc_entry_t *e, const sl_budget_t *c)
 {
     return c->key_len < SL_DC_KEY && !memcmp(e->key, c->key, c->key_len) &&
            e->key[c->key_len] == '\0';
 }
 
-/* The slot's entry becomes c's, with nothing known. */
+/* The cell's entry becomes c's, with nothing known. */
 static void sl_dc_take(sl_dc_entry_t *e, const sl_budget_t *c,
                        apr_time_t cleared)
 {
@@ -559,16 +559,16 @@ static void sl_dc_take(sl_dc_entry_t *e, const sl_budget_t *c,
     e->window = c->window;
     e->burst = c->burst;
     e->algorithm = c->algorithm;
-    e->store = c->store;
+    e->store_tag = c->store_tag;
     e->cost = sl_dc_cost(c);
     e->block = c->block;
     e->until = 0;
     e->retry_at = 0;
-    e->asker = 0;
+    e->leader = 0;
     e->cleared = cleared;
 }
 
-static int sl_dc_put(sl_dc_slot_t *sl, const sl_budget_t *c, apr_time_t sent,
+static int sl_dc_put(sl_dc_cell_t *sl, const sl_budget_t *c, apr_time_t sent,
                      apr_time_t until, apr_time_t retry_at, apr_uint32_t token)
 {
     apr_uint32_t seq;
@@ -580,8 +580,8 @@ static int sl_dc_put(sl_dc_slot_t *sl, const sl_budget_t *c, apr_time_t sent,
     }
     if (e->cleared >= sent && sl_dc_same_key(e, c)) {
         /* Asked before the key was reset: what it said no longer holds. */
-        if (token && e->asker == token) {
-            e->asker = 0;
+        if (token && e->leader == token) {
+            e->leader = 0;
         }
     }
     else if (!sl_dc_match(e, c)) {
@@ -597,18 +597,18 @@ static int sl_dc_put(sl_dc_slot_t *sl, const sl_budget_t *c, apr_time_t sent,
             e->until = until;
             e->retry_at = retry_at;
         }
-        if (token && e->asker == token) {
-            e->asker = 0; /* the other children's waiters are answered */
+        if (token && e->leader == token) {
+            e->leader = 0; /* the other children's waiters are answered */
         }
     }
     sl_dc_unlock(sl, seq);
     return taken;
 }
 
-/* The asker token (for this child: mine) got an answer with room for c, or
+/* The leader token (for this child: mine) got an answer with room for c, or
  * none: unless a refusal for c holds past got, c is no longer a key to
  * wait for, in any child. */
-static void sl_dc_forget(sl_dc_slot_t *sl, const sl_budget_t *c, apr_time_t got,
+static void sl_dc_forget(sl_dc_cell_t *sl, const sl_budget_t *c, apr_time_t got,
                          apr_uint32_t token, int mine)
 {
     apr_uint32_t seq;
@@ -617,8 +617,8 @@ static void sl_dc_forget(sl_dc_slot_t *sl, const sl_budget_t *c, apr_time_t got,
     if (!e) {
         return;
     }
-    if (e->asker == token) {
-        e->asker = 0;
+    if (e->leader == token) {
+        e->leader = 0;
         mine = 1;
     }
     if (mine && e->until && e->until <= got && sl_dc_match(e, c)) {
@@ -642,22 +642,22 @@ void sl_denycache_settle(sl_denycache_t *dc, const sl_budget_t *budgets, int n,
         return;
     }
     /* Without threads there are no flights and no waiters: the shared
-     * table's own slot locks are all it takes. */
+     * table's own cell locks are all it takes. */
     if (dc->threaded) {
         apr_thread_mutex_lock(dc->mutex);
     }
     for (i = 0; i < n; i++) {
         const sl_budget_t *c = &budgets[i];
-        unsigned int s = sl_dc_slot(dc, c);
+        unsigned int s = sl_dc_cell(dc, c);
         sl_dc_flight_t *fl = &dc->flights[s];
         int waited_on = fl->token != 0;
         int mine = flights[i] && fl->token == flights[i];
 
         if (d && sl_dc_full(d, i, c)) {
             if (c->key_len < SL_DC_KEY &&
-                sl_dc_put(&dc->slots[s], c, sent, sent + d->quota[i].reset,
+                sl_dc_put(&dc->cells[s], c, sent, sent + d->quota[i].reset,
                           got + d->quota[i].reset, flights[i])) {
-                /* The old key's waiters stop waiting, and its asker's
+                /* The old key's waiters stop waiting, and its leader's
                  * settle no longer finds its marker. */
                 fl->token = 0;
             }
@@ -666,7 +666,7 @@ void sl_denycache_settle(sl_denycache_t *dc, const sl_budget_t *budgets, int n,
             /* The key had room (it is not flooding), or the store did not
              * answer (the waiters ask it themselves, under the breaker):
              * nobody waits for this key until it is refused again. */
-            sl_dc_forget(&dc->slots[s], c, got, flights[i], mine);
+            sl_dc_forget(&dc->cells[s], c, got, flights[i], mine);
         }
         /* Whatever happened (an answer with room, an error, a timeout),
          * the waiters go on: with an entry, or to the store themselves. */
@@ -688,7 +688,7 @@ int sl_denycache_clear(sl_denycache_t *dc, const sl_budget_t *budgets, int n)
 
     for (i = 0; dc && i < n; i++) {
         const sl_budget_t *c = &budgets[i];
-        sl_dc_slot_t *sl = &dc->slots[sl_dc_slot(dc, c)];
+        sl_dc_cell_t *sl = &dc->cells[sl_dc_cell(dc, c)];
         sl_dc_entry_t *e = NULL;
         apr_uint32_t seq;
         int tries;
@@ -696,7 +696,7 @@ int sl_denycache_clear(sl_denycache_t *dc, const sl_budget_t *budgets, int n)
         if (c->key_len >= SL_DC_KEY) {
             continue;
         }
-        /* A slot is held for the copy of one entry: an operator's call
+        /* A cell is held for the copy of one entry: an operator's call
          * may wait for it a little longer than a request would. */
         for (tries = 0; tries < SL_DC_TRIES && !e; tries++) {
             if (!(e = sl_dc_lock(sl, &seq))) {
@@ -713,7 +713,7 @@ int sl_denycache_clear(sl_denycache_t *dc, const sl_budget_t *budgets, int n)
             e->cleared = apr_time_now();
         }
         else {
-            /* The slot keeps the reset's time for this key (another key's
+            /* The cell keeps the reset's time for this key (another key's
              * refusal there only costs that key a store call): a request
              * that asked the store before the reset and settles after it
              * must not bring the refusal back. */

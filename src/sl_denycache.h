@@ -12,15 +12,15 @@
  *
  * The table lives in shared memory made before fork, one per generation
  * (children of an old generation keep theirs). Readers take no lock: each
- * slot has a sequence number a writer makes odd while it writes, and a
+ * cell has a sequence number a writer makes odd while it writes, and a
  * reader uses only a copy taken between two equal even values.
  *
  * Single flight: when a refusal just ended and the key is still flooding,
  * every thread of every child would ask the store at the same moment. The
  * first thread of a child asks for its child, the others wait on a
- * condition variable for its answer; and the first of those askers, in any
- * child, asks for all children: the askers of the other children wait for
- * its answer by looking at the slot again every 200 us (children share no
+ * condition variable for its answer; and the first of those leaders, in any
+ * child, asks for all children: the leaders of the other children wait for
+ * its answer by looking at the cell again every 200 us (children share no
  * condition variable). All waits end with the answer, or at the command
  * timeout; the waiters are answered here when it refused or exhausted the
  * key, else ask the store themselves. */
@@ -74,8 +74,8 @@ void sl_denycache_settle(sl_denycache_t *dc, const sl_budget_t *budgets, int n,
  * flight during the reset). Returns how many refusals were forgotten. */
 int sl_denycache_clear(sl_denycache_t *dc, const sl_budget_t *budgets, int n);
 
-/* The slot c takes in the shared table: keyed by the table's own secret,
+/* The cell c takes in the shared table: keyed by the table's own secret,
  * so it differs from one generation to the next. For tests. */
-unsigned int sl_denycache_slot(const sl_denycache_t *dc, const sl_budget_t *c);
+unsigned int sl_denycache_cell(const sl_denycache_t *dc, const sl_budget_t *c);
 
 #endif

@@ -32,11 +32,11 @@ const char *sl_store_key(apr_pool_t *p, const char *prefix,
                          const unsigned char *secret, apr_size_t slen);
 
 /* FNV-1a over len bytes, continuing from h (SL_FNV_INIT to start): where
- * sl_claim starts looking for a name's slot in shared memory (the metrics'
+ * sl_claim starts looking for a name's cell in shared memory (the metrics'
  * policies and stores, the breakers, the prerequisite checks) and a store
  * URL's tag, names the configuration chooses. What a client could aim
  * collisions at (the shm store's stripes and chains, the deny cache's
- * slots) is hashed with sl_siphash instead. */
+ * cells) is hashed with sl_siphash instead (sl_siphash.h). */
 #define SL_FNV_INIT 2166136261u
 apr_uint32_t sl_fnv1a(apr_uint32_t h, const void *data, apr_size_t len);
 

@@ -29,7 +29,7 @@ APLOG_USE_MODULE(slidinglimit);
 #define SL_LOOKUP_NOTE "slidinglimit-inspect-lookup"
 
 /* What the query asks. */
-typedef struct sl_ask {
+typedef struct sl_query {
     const char *path;   /* the URL whose section's limits apply */
     const char *name;   /* only the limit of this name; NULL: all */
     const char *source; /* the key source, as SlidingLimitKey names it */
@@ -40,7 +40,7 @@ typedef struct sl_ask {
      * its key (with:NAME=). */
     const char *from;
     apr_table_t *with;
-} sl_ask_t;
+} sl_query_t;
 
 /* One client's budgets at one URL. */
 typedef struct sl_client {
@@ -60,17 +60,17 @@ static int sl_source_param(const char *k)
            (!strncmp(k, "env:", 4) && k[4]);
 }
 
-/* One parameter k=v of the query into a: NULL, or what is wrong with it. */
-static const char *sl_ask_param(apr_pool_t *p, sl_ask_t *a, const char *k,
-                                const char *v)
+/* One parameter k=v of the query into q: NULL, or what is wrong with it. */
+static const char *sl_query_param(apr_pool_t *p, sl_query_t *q, const char *k,
+                                  const char *v)
 {
-    const char **slot;
+    const char **field;
 
     if (!strcmp(k, "path")) {
-        slot = &a->path;
+        field = &q->path;
     }
     else if (!strcmp(k, "from")) {
-        slot = &a->from;
+        field = &q->from;
     }
     else if (!strncmp(k, "with:", 5)) {
         if (!sl_is_token(k + 5)) {
@@ -79,35 +79,35 @@ static const char *sl_ask_param(apr_pool_t *p, sl_ask_t *a, const char *k,
                                 "9110 token), as with:X-Plan=gold",
                                 k);
         }
-        if (!a->with) {
-            a->with = apr_table_make(p, 2);
+        if (!q->with) {
+            q->with = apr_table_make(p, 2);
         }
-        if (apr_table_get(a->with, k + 5)) {
+        if (apr_table_get(q->with, k + 5)) {
             return apr_psprintf(p, "'%s' is given twice", k);
         }
-        apr_table_setn(a->with, k + 5, v);
+        apr_table_setn(q->with, k + 5, v);
         return NULL;
     }
     else if (!strcmp(k, "name")) {
-        slot = &a->name;
+        field = &q->name;
     }
     else if (sl_source_param(k)) {
-        if (!a->source) {
-            a->source = k;
-            slot = &a->value;
+        if (!q->source) {
+            q->source = k;
+            field = &q->value;
         }
         /* user= with ip=: the pair a section with count= keys a name
          * attempted by (sl_key.c). */
-        else if (!a->address && !strcmp(k, "ip") &&
-                 !strcmp(a->source, "user")) {
-            slot = &a->address;
+        else if (!q->address && !strcmp(k, "ip") &&
+                 !strcmp(q->source, "user")) {
+            field = &q->address;
         }
-        else if (!a->address && !strcmp(k, "user") &&
-                 !strcmp(a->source, "ip")) {
-            a->address = a->value;
-            a->source = k;
-            a->value = NULL;
-            slot = &a->value;
+        else if (!q->address && !strcmp(k, "user") &&
+                 !strcmp(q->source, "ip")) {
+            q->address = q->value;
+            q->source = k;
+            q->value = NULL;
+            field = &q->value;
         }
         else {
             return "one identity only: a request's budget is that of "
@@ -117,49 +117,49 @@ static const char *sl_ask_param(apr_pool_t *p, sl_ask_t *a, const char *k,
     else {
         return apr_psprintf(p, "unknown parameter '%s'", k);
     }
-    if (*slot) {
+    if (*field) {
         return apr_psprintf(p, "'%s' is given twice", k);
     }
-    *slot = v;
+    *field = v;
     return NULL;
 }
 
 /* What the parameters together must hold: NULL, or what they miss. */
-static const char *sl_ask_complete(apr_pool_t *p, const sl_ask_t *a)
+static const char *sl_query_complete(apr_pool_t *p, const sl_query_t *q)
 {
-    if (!a->path && a->name) {
+    if (!q->path && q->name) {
         return "name= picks one of the limits at path=, which is missing: "
                "a named budget's key depends on the key sources of the "
                "section that applies it";
     }
-    if (!a->path || a->path[0] != '/') {
+    if (!q->path || q->path[0] != '/') {
         return "path= must name the URL whose limits apply, such as /login";
     }
-    if (!a->source) {
+    if (!q->source) {
         return "no identity: give the client as the section's key source "
                "sees it (ip=, user=, header:NAME=, env:NAME=, expr=, "
                "or none= for the shared bucket)";
     }
-    if (a->from && (a->address || !strcmp(a->source, "ip"))) {
+    if (q->from && (q->address || !strcmp(q->source, "ip"))) {
         return "from= is the client's address where the identity is not "
                "one: ip= names it already";
     }
-    if (a->with && !strncmp(a->source, "header:", 7) &&
-        apr_table_get(a->with, a->source + 7)) {
-        return apr_psprintf(p, "with:%s is the identity's %s", a->source + 7,
-                            a->source);
+    if (q->with && !strncmp(q->source, "header:", 7) &&
+        apr_table_get(q->with, q->source + 7)) {
+        return apr_psprintf(p, "with:%s is the identity's %s", q->source + 7,
+                            q->source);
     }
     return NULL;
 }
 
 /* The query, form-encoded (path=/login&ip=203.0.113.7): NULL, or what is
  * wrong with it. */
-static const char *sl_ask_parse(request_rec *r, sl_ask_t *a)
+static const char *sl_query_parse(request_rec *r, sl_query_t *q)
 {
     apr_pool_t *p = r->pool;
     char *args = apr_pstrdup(p, r->args ? r->args : ""), *tok, *last;
 
-    memset(a, 0, sizeof(*a));
+    memset(q, 0, sizeof(*q));
     for (tok = apr_strtok(args, "&", &last); tok;
          tok = apr_strtok(NULL, "&", &last)) {
         char *k = tok, *v = strchr(tok, '=');
@@ -173,30 +173,30 @@ static const char *sl_ask_parse(request_rec *r, sl_ask_t *a)
             ap_unescape_urlencoded(v) != OK) {
             return "malformed percent-encoding";
         }
-        if ((err = sl_ask_param(p, a, k, v)) != NULL) {
+        if ((err = sl_query_param(p, q, k, v)) != NULL) {
             return err;
         }
     }
-    return sl_ask_complete(p, a);
+    return sl_query_complete(p, q);
 }
 
 /* The client's address as the query names it: ip= (the identity, or the
  * address beside user=), else from=; NULL when it names none. */
-static const char *sl_ask_ip(const sl_ask_t *a)
+static const char *sl_query_ip(const sl_query_t *q)
 {
-    return a->address                 ? a->address
-           : !strcmp(a->source, "ip") ? a->value
-                                      : a->from;
+    return q->address                 ? q->address
+           : !strcmp(q->source, "ip") ? q->value
+                                      : q->from;
 }
 
 /* The look-up's request, which the lookup subrequest takes its headers,
  * address, user and variables from: a copy of the status request that is
  * the client's, not the operator's. */
-static const char *sl_ask_request(request_rec *r, const sl_ask_t *a,
-                                  request_rec **out)
+static const char *sl_query_request(request_rec *r, const sl_query_t *q,
+                                    request_rec **out)
 {
     request_rec *as = apr_pmemdup(r->pool, r, sizeof(*r));
-    const char *ip = sl_ask_ip(a), *host;
+    const char *ip = sl_query_ip(q), *host;
     unsigned char raw[16];
     apr_sockaddr_t *sa;
 
@@ -212,7 +212,7 @@ static const char *sl_ask_request(request_rec *r, const sl_ask_t *a,
     if (inet_pton(AF_INET, ip, raw) != 1 && inet_pton(AF_INET6, ip, raw) != 1) {
         return apr_psprintf(
             r->pool, "%s: '%s' is not an IP address",
-            a->from && !a->address && strcmp(a->source, "ip") ? "from" : "ip",
+            q->from && !q->address && strcmp(q->source, "ip") ? "from" : "ip",
             ip);
     }
     /* Numeric: no name is resolved. */
@@ -230,25 +230,25 @@ static const char *sl_ask_request(request_rec *r, const sl_ask_t *a,
     if ((host = apr_table_get(r->headers_in, "Host"))) {
         apr_table_setn(as->headers_in, "Host", host);
     }
-    if (a->with) {
-        as->headers_in = apr_table_overlay(r->pool, as->headers_in, a->with);
+    if (q->with) {
+        as->headers_in = apr_table_overlay(r->pool, as->headers_in, q->with);
     }
     as->subprocess_env = apr_table_make(r->pool, 2);
     as->user = NULL;
-    if (!strncmp(a->source, "header:", 7)) {
-        apr_table_setn(as->headers_in, a->source + 7, a->value);
+    if (!strncmp(q->source, "header:", 7)) {
+        apr_table_setn(as->headers_in, q->source + 7, q->value);
     }
-    else if (!strncmp(a->source, "env:", 4)) {
-        apr_table_setn(as->subprocess_env, a->source + 4, a->value);
+    else if (!strncmp(q->source, "env:", 4)) {
+        apr_table_setn(as->subprocess_env, q->source + 4, q->value);
     }
-    else if (!strcmp(a->source, "user")) {
+    else if (!strcmp(q->source, "user")) {
         /* A user's requests carry credentials, which the recommended user
          * tier tests (-n req('Authorization')): these name the user with
          * no password, and are never checked, as the look-up ends before
          * authentication. with:Authorization= gives others. */
-        as->user = (char *) a->value;
+        as->user = (char *) q->value;
         if (!apr_table_get(as->headers_in, "Authorization")) {
-            const char *up = apr_pstrcat(r->pool, a->value, ":", NULL);
+            const char *up = apr_pstrcat(r->pool, q->value, ":", NULL);
             apr_table_setn(as->headers_in, "Authorization",
                            apr_pstrcat(r->pool, "Basic ",
                                        ap_pbase64encode(r->pool, (char *) up),
@@ -270,11 +270,11 @@ int sl_inspect_lookup_end(request_rec *r)
     return DONE;
 }
 
-/* The section a request of the client for a->path gets. A subrequest,
+/* The section a request of the client for q->path gets. A subrequest,
  * because it walks and merges exactly as a request does
  * (ap_process_request_internal: <Location>, <If>, translate_name,
  * <Directory> and .htaccess, <Files>, <Location> and <If> again); made of
- * the client's copy of the status request (sl_ask_request), because it
+ * the client's copy of the status request (sl_query_request), because it
  * takes headers_in, useragent_ip/_addr and the variables from its parent
  * (ap_set_sub_req_protocol, make_sub_request), and those are what the
  * <If> expressions read. A prepared parent beats changing the subrequest
@@ -284,16 +284,16 @@ int sl_inspect_lookup_end(request_rec *r)
  * request the client never sent, and log its failures under the client's
  * address (what fail2ban reads). %{CONN_REMOTE_ADDR} stays the operator's
  * connection. */
-static const char *sl_lookup(request_rec *r, const sl_ask_t *a,
+static const char *sl_lookup(request_rec *r, const sl_query_t *q,
                              request_rec **rr)
 {
     request_rec *as = NULL;
-    const char *err = sl_ask_request(r, a, &as);
+    const char *err = sl_query_request(r, q, &as);
 
     if (err) {
         return err;
     }
-    *rr = ap_sub_req_lookup_uri(a->path, as, NULL);
+    *rr = ap_sub_req_lookup_uri(q->path, as, NULL);
     /* Not ended by us but not failed either: the look-up met the status
      * request's own sections, whose authentication httpd does not run
      * again (their limits are off, as the status page's should be). */
@@ -302,14 +302,14 @@ static const char *sl_lookup(request_rec *r, const sl_ask_t *a,
         return apr_psprintf(r->pool,
                             "path=%s: its look-up ended with status %d "
                             "before its section was known",
-                            a->path, (*rr)->status);
+                            q->path, (*rr)->status);
     }
     return NULL;
 }
 
-/* The limits at a->path (the section a request for it gets: the same walk
+/* The limits at q->path (the section a request for it gets: the same walk
  * and merge, as a subrequest) and the client's budgets under them. */
-static const char *sl_client_make(sl_client_t *c, const sl_ask_t *a)
+static const char *sl_client_make(sl_client_t *c, const sl_query_t *q)
 {
     request_rec *r = c->r, *rr;
     const sl_server_conf_t *sc = sl_config_server(r->server);
@@ -317,17 +317,17 @@ static const char *sl_client_make(sl_client_t *c, const sl_ask_t *a)
     const char *identity, *err, *names = NULL;
     int i, all;
 
-    if ((err = sl_lookup(r, a, &rr))) {
+    if ((err = sl_lookup(r, q, &rr))) {
         return err;
     }
     dc = ap_get_module_config(rr->per_dir_config, &slidinglimit_module);
     all = dc->limits ? dc->limits->nelts : 0;
     if (!all) {
-        return apr_psprintf(r->pool, "no SlidingLimit applies to %s", a->path);
+        return apr_psprintf(r->pool, "no SlidingLimit applies to %s", q->path);
     }
     identity =
-        sl_key_identity_of(r->pool, sc, dc, sl_budget_counts(dc), a->source,
-                           a->value ? a->value : "", a->address, &err);
+        sl_key_identity_of(r->pool, sc, dc, sl_budget_counts(dc), q->source,
+                           q->value ? q->value : "", q->address, &err);
     if (!identity) {
         return err;
     }
@@ -341,7 +341,7 @@ static const char *sl_client_make(sl_client_t *c, const sl_ask_t *a)
 
         names =
             names ? apr_pstrcat(r->pool, names, ", ", l->name, NULL) : l->name;
-        if (a->name && strcmp(a->name, l->name)) {
+        if (q->name && strcmp(q->name, l->name)) {
             continue;
         }
         sl_budget_look(r->pool, sc, dc, l, identity, b);
@@ -349,7 +349,7 @@ static const char *sl_client_make(sl_client_t *c, const sl_ask_t *a)
     }
     if (!c->n) {
         return apr_psprintf(r->pool, "no limit named %s applies to %s (%s)",
-                            a->name, a->path, names);
+                            q->name, q->path, names);
     }
     return NULL;
 }
@@ -380,12 +380,6 @@ static apr_status_t sl_client_reset(const sl_client_t *c, int *forgotten,
     return rv;
 }
 
-/* Seconds, rounded up; 0 stays 0. */
-static const char *sl_seconds(apr_pool_t *p, apr_int64_t us)
-{
-    return sl_i64toa(p, us <= 0 ? 0 : sl_ceil_seconds(us));
-}
-
 /* A window in seconds, as a JSON number (to the microsecond). */
 static const char *sl_window(apr_pool_t *p, apr_int64_t us)
 {
@@ -406,8 +400,7 @@ static const char *sl_limit_json(apr_pool_t *p, const sl_limit_t *l,
                                  const sl_budget_t *b, const sl_quota_t *q,
                                  apr_int64_t blocked)
 {
-    apr_int64_t quota =
-        b->algorithm == SL_ALG_GCRA && b->burst ? b->burst : b->requests;
+    apr_int64_t quota = sl_budget_capacity(b);
     apr_int64_t used = quota - q->remaining;
 
     return apr_pstrcat(
@@ -418,8 +411,8 @@ static const char *sl_limit_json(apr_pool_t *p, const sl_limit_t *l,
         ",\"burst\":", sl_i64toa(p, quota),
         ",\"used\":", sl_i64toa(p, used < 0 ? 0 : used),
         ",\"remaining\":", sl_i64toa(p, q->remaining),
-        ",\"reset\":", sl_seconds(p, q->reset),
-        ",\"blocked\":", sl_seconds(p, blocked),
+        ",\"reset\":", sl_i64toa(p, sl_reset_seconds(q->reset)),
+        ",\"blocked\":", sl_i64toa(p, sl_reset_seconds(blocked)),
         ",\"key\":", sl_json_string(p, b->key), "}", NULL);
 }
 
@@ -435,7 +428,7 @@ static int sl_answer_error(request_rec *r, int status, const char *why)
     return OK;
 }
 
-static int sl_answer_state(const sl_client_t *c, const sl_ask_t *a,
+static int sl_answer_state(const sl_client_t *c, const sl_query_t *q,
                            const sl_decision_t *d, const apr_int64_t *blocked,
                            int forgotten)
 {
@@ -455,10 +448,10 @@ static int sl_answer_state(const sl_client_t *c, const sl_ask_t *a,
     if (!r->header_only) {
         ap_rputs(
             apr_pstrcat(
-                p, "{\"path\":", sl_json_string(p, a->path), ",\"identity\":",
+                p, "{\"path\":", sl_json_string(p, q->path), ",\"identity\":",
                 sl_json_string(
-                    p, apr_pstrcat(p, a->source, "=", a->value ? a->value : "",
-                                   a->address ? "&ip=" : "", a->address, NULL)),
+                    p, apr_pstrcat(p, q->source, "=", q->value ? q->value : "",
+                                   q->address ? "&ip=" : "", q->address, NULL)),
                 ",\"store\":", sl_json_string(p, sl_store_name(c->store)),
                 ",\"action\":",
                 r->method_number == M_POST ? "\"reset\"" : "\"show\"",
@@ -494,12 +487,12 @@ static const char *sl_section_line(apr_pool_t *p, const sl_limit_t *l)
  * value, as no log line of the module holds a client's address, name or
  * header, and the hashed identity its store keys hold), where (the
  * virtual host, the sections) and which policies. */
-static const char *sl_reset_said(const sl_client_t *c, const sl_ask_t *a)
+static const char *sl_reset_said(const sl_client_t *c, const sl_query_t *q)
 {
     request_rec *r = c->r;
     apr_pool_t *p = r->pool;
     const server_rec *s = r->server;
-    const char *client = a->address ? "user with ip" : a->source;
+    const char *client = q->address ? "user with ip" : q->source;
     const char *sections = NULL, *policies = NULL;
     int i;
 
@@ -521,7 +514,7 @@ static const char *sl_reset_said(const sl_client_t *c, const sl_ask_t *a)
         "reset by %s%s%s of the budgets of client %s (hashed identity %s) "
         "at %s on virtual host %s:%u, section %s, policies %s",
         r->useragent_ip, r->user ? " user " : "", r->user ? r->user : "",
-        client, c->identity, a->path,
+        client, c->identity, q->path,
         s->server_hostname ? s->server_hostname : "-",
         (unsigned) (s->port    ? s->port
                     : s->addrs ? s->addrs->host_port
@@ -546,7 +539,7 @@ static const char *sl_reset_refused(request_rec *r)
 
 int sl_inspect(request_rec *r, sl_proc_t *proc, int level)
 {
-    sl_ask_t a;
+    sl_query_t q;
     sl_client_t c = {r, proc, sl_store_of(r->server), NULL, NULL, 0, NULL};
     sl_decision_t d;
     apr_int64_t *blocked;
@@ -568,7 +561,7 @@ int sl_inspect(request_rec *r, sl_proc_t *proc, int level)
             "(SlidingLimitStatusPage metrics): a client's budgets need "
             "SlidingLimitStatusPage inspect in the server configuration");
     }
-    if ((err = sl_ask_parse(r, &a)) || (err = sl_client_make(&c, &a))) {
+    if ((err = sl_query_parse(r, &q)) || (err = sl_client_make(&c, &q))) {
         return sl_answer_error(r, HTTP_BAD_REQUEST, err);
     }
     if (!c.store) {
@@ -578,7 +571,7 @@ int sl_inspect(request_rec *r, sl_proc_t *proc, int level)
     if (r->method_number == M_POST) {
         apr_status_t rv = sl_client_reset(&c, &forgotten, &err);
         ap_log_rerror(APLOG_MARK, rv == APR_SUCCESS ? APLOG_NOTICE : APLOG_ERR,
-                      rv, r, "mod_slidinglimit: %s: %s", sl_reset_said(&c, &a),
+                      rv, r, "mod_slidinglimit: %s: %s", sl_reset_said(&c, &q),
                       rv == APR_SUCCESS ? "done"
                       : err             ? err
                                         : "failed");
@@ -599,5 +592,5 @@ int sl_inspect(request_rec *r, sl_proc_t *proc, int level)
                                            "the store did not answer: ",
                                            err ? err : "unknown error", NULL));
     }
-    return sl_answer_state(&c, &a, &d, blocked, forgotten);
+    return sl_answer_state(&c, &q, &d, blocked, forgotten);
 }

@@ -29,7 +29,7 @@ typedef struct sl_limit {
     const char *label;
     apr_int64_t cost; /* units per request (cost=); 1 by default */
     /* cost=expr:STRING: the expression's text (NULL: cost= is fixed), its
-     * compiled form (an ap_expr_info_t *, made by sl_config.c: the core
+     * compiled form (an ap_expr_info_t *, made by sl_config_limit.c: the core
      * has no httpd.h), and cost-unit= (1 by default). */
     const char *cost_expr;
     const void *cost_prog;
@@ -49,7 +49,7 @@ typedef struct sl_budget {
     /* The store that decides it (sl_store_url_t.tag): two virtual hosts
      * with their own stores and one key prefix make the same keys, which
      * are still two budgets. */
-    apr_uint32_t store;
+    apr_uint32_t store_tag;
     int algorithm;
     apr_int64_t requests;
     apr_int64_t window;

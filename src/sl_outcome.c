@@ -1,20 +1,20 @@
 /* The fail-mode ladder (see sl_outcome.h). */
 #include "sl_outcome.h"
 
-int sl_outcome_wants_fallback(const sl_mode_t *m, int store)
+int sl_outcome_wants_fallback(const sl_mode_t *m, int store_step)
 {
-    return store == SL_STEP_FAILED && !m->fail_closed && m->fallback;
+    return store_step == SL_STEP_FAILED && !m->fail_closed && m->fallback;
 }
 
-void sl_outcome_of(const sl_mode_t *m, int store, int fallback,
+void sl_outcome_of(const sl_mode_t *m, int store_step, int fallback,
                    sl_outcome_t *out)
 {
-    int step = store;
+    int step = store_step;
 
     out->status = 0;
     out->unavailable = 0;
     out->quota = 1;
-    if (store == SL_STEP_FAILED) {
+    if (store_step == SL_STEP_FAILED) {
         /* Also for the shm store (full, or this child outlived a restart):
          * a fail-closed login page stays closed. Dry run never refuses: it
          * passes as any request the store could not decide. */
@@ -25,7 +25,7 @@ void sl_outcome_of(const sl_mode_t *m, int store, int fallback,
             out->quota = 0;
             return;
         }
-        if (!sl_outcome_wants_fallback(m, store) ||
+        if (!sl_outcome_wants_fallback(m, store_step) ||
             fallback == SL_STEP_FAILED) {
             out->result = SL_RESULT_FAILED_OPEN;
             out->quota = 0;

@@ -34,12 +34,12 @@ typedef struct sl_outcome {
     int quota;       /* a decision backs it: quota headers, policy, remaining */
 } sl_outcome_t;
 
-/* 1 when the local fallback is to decide a request the store gave store. */
-int sl_outcome_wants_fallback(const sl_mode_t *m, int store);
+/* 1 when the local fallback is to decide, given what the store came to. */
+int sl_outcome_wants_fallback(const sl_mode_t *m, int store_step);
 
-/* store: what the deny cache or the store came to; fallback: what the local
- * fallback came to (SL_STEP_FAILED when it did not run). */
-void sl_outcome_of(const sl_mode_t *m, int store, int fallback,
+/* store_step: what the deny cache or the store came to; fallback: what the
+ * local fallback came to (SL_STEP_FAILED when it did not run). */
+void sl_outcome_of(const sl_mode_t *m, int store_step, int fallback,
                    sl_outcome_t *out);
 
 #endif

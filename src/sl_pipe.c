@@ -359,7 +359,7 @@ apr_status_t sl_pipe_init(sl_redis_t *rs, apr_pool_t *p)
         apr_threadkey_private_create(&rs->waiter_key, sl_waiter_release, p);
 
     if (rv == APR_SUCCESS) {
-        /* Registered after the client's mutex, so run before its
+        /* Registered after the Redis client's mutex, so run before its
          * destruction: no thread that exits later hands a waiter back. */
         apr_pool_cleanup_register(p, rs, sl_waiter_key_cleanup,
                                   apr_pool_cleanup_null);

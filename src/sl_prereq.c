@@ -105,21 +105,21 @@ const char *sl_info_parse(apr_pool_t *p, const char *text, apr_size_t len,
     return NULL;
 }
 
-static const char *sl_prereq_where(apr_pool_t *p, const sl_store_url_t *store,
+static const char *sl_prereq_where(apr_pool_t *p, const sl_store_url_t *url,
                                    const char *node)
 {
     /* A plain store's display names its one node already. */
-    if (store->kind == SL_STORE_CLUSTER || store->kind == SL_STORE_SENTINEL) {
-        return apr_psprintf(p, "store %s, node %s", store->display, node);
+    if (url->kind == SL_URL_CLUSTER || url->kind == SL_URL_SENTINEL) {
+        return apr_psprintf(p, "store %s, node %s", url->display, node);
     }
-    return apr_psprintf(p, "store %s", store->display);
+    return apr_psprintf(p, "store %s", url->display);
 }
 
 int sl_prereq_problems(apr_pool_t *p, const sl_info_t *info,
-                       const sl_store_url_t *store, const char *node,
+                       const sl_store_url_t *url, const char *node,
                        sl_prereq_t *out)
 {
-    const char *where = sl_prereq_where(p, store, node);
+    const char *where = sl_prereq_where(p, url, node);
     int n = 0;
 
     if (info->major < SL_PREREQ_MAJOR ||
@@ -132,7 +132,7 @@ int sl_prereq_problems(apr_pool_t *p, const sl_info_t *info,
             "so every decision fails; upgrade that Redis",
             where, info->version, SL_PREREQ_MAJOR, SL_PREREQ_MINOR);
     }
-    if (store->kind != SL_STORE_CLUSTER && info->cluster == 1) {
+    if (url->kind != SL_URL_CLUSTER && info->cluster == 1) {
         out[n].level = SL_PREREQ_WARNING;
         out[n++].text = apr_psprintf(
             p,
@@ -140,17 +140,17 @@ int sl_prereq_problems(apr_pool_t *p, const sl_info_t *info,
             "for a slot it does not serve is redirected (MOVED), a second "
             "round trip each time; use SlidingLimitStore %s://%s with the "
             "same credentials",
-            where, store->tls ? "clusters" : "cluster",
-            store->kind == SL_STORE_UNIX ? "HOST:PORT" : node);
+            where, url->tls ? "clusters" : "cluster",
+            url->kind == SL_URL_UNIX ? "HOST:PORT" : node);
     }
-    else if (store->kind == SL_STORE_CLUSTER && info->cluster == 0) {
+    else if (url->kind == SL_URL_CLUSTER && info->cluster == 0) {
         out[n].level = SL_PREREQ_WARNING;
         out[n++].text = apr_psprintf(
             p,
             "%s is not a Redis Cluster node (cluster_enabled:0): the slot "
             "map is asked for again and again; use SlidingLimitStore "
             "%s://%s with the same credentials",
-            where, store->tls ? "rediss" : "redis", node);
+            where, url->tls ? "rediss" : "redis", node);
     }
     /* Every key the scripts write has a TTL, so the volatile-* policies
      * choose them as readily as the allkeys-* ones. */
@@ -169,16 +169,17 @@ int sl_prereq_problems(apr_pool_t *p, const sl_info_t *info,
     return n;
 }
 
-/* ---- who asks, once per generation ---- */
+/* ---- who checks, once per generation ---- */
 
-typedef struct sl_prereq_slot {
+typedef struct sl_prereq_cell {
     sl_claim_id_t id;
-    volatile apr_uint32_t asked; /* generation + 1 of the last ask; 0 none */
-} sl_prereq_slot_t;
+    volatile apr_uint32_t
+        claimed; /* generation + 1 of the last claim; 0 none */
+} sl_prereq_cell_t;
 
-/* The segment itself: zeroed, every slot free. */
+/* The segment itself: zeroed, every cell free. */
 struct sl_prereqs {
-    sl_prereq_slot_t slot[SL_PREREQ_SLOTS];
+    sl_prereq_cell_t cell[SL_PREREQ_CELLS];
 };
 
 apr_size_t sl_prereqs_size(void)
@@ -191,9 +192,9 @@ sl_prereqs_t *sl_prereqs_attach(void *base)
     return base;
 }
 
-/* The slot of (display, node): a digest, as a cluster store's display
+/* The cell of (display, node): a digest, as a cluster store's display
  * may be long. */
-static sl_prereq_slot_t *sl_prereqs_slot(sl_prereqs_t *t, const char *display,
+static sl_prereq_cell_t *sl_prereqs_cell(sl_prereqs_t *t, const char *display,
                                          const char *node)
 {
     unsigned char digest[APR_SHA1_DIGESTSIZE];
@@ -204,39 +205,39 @@ static sl_prereq_slot_t *sl_prereqs_slot(sl_prereqs_t *t, const char *display,
     apr_sha1_update(&ctx, display, (unsigned int) strlen(display) + 1);
     apr_sha1_update(&ctx, node, (unsigned int) strlen(node));
     apr_sha1_final(digest, &ctx);
-    i = sl_claim_digest(t->slot, sizeof(sl_prereq_slot_t), SL_PREREQ_SLOTS,
+    i = sl_claim_digest(t->cell, sizeof(sl_prereq_cell_t), SL_PREREQ_CELLS,
                         digest, NULL);
-    return i < 0 ? NULL : &t->slot[i];
+    return i < 0 ? NULL : &t->cell[i];
 }
 
 int sl_prereqs_claim(sl_prereqs_t *t, const char *display, const char *node,
-                     apr_uint32_t gen)
+                     apr_uint32_t config_gen)
 {
-    sl_prereq_slot_t *slot = sl_prereqs_slot(t, display, node);
-    apr_uint32_t mine = gen + 1, seen;
+    sl_prereq_cell_t *cell = sl_prereqs_cell(t, display, node);
+    apr_uint32_t mine = config_gen + 1, seen;
 
-    if (!slot) {
+    if (!cell) {
         return 0;
     }
     /* Only forward: a child of the generation before, still finishing its
      * requests, does not ask again what the new one asked. */
     for (;;) {
-        seen = apr_atomic_read32(&slot->asked);
+        seen = apr_atomic_read32(&cell->claimed);
         if (seen >= mine) {
             return 0;
         }
-        if (apr_atomic_cas32(&slot->asked, mine, seen) == seen) {
+        if (apr_atomic_cas32(&cell->claimed, mine, seen) == seen) {
             return 1;
         }
     }
 }
 
 void sl_prereqs_release(sl_prereqs_t *t, const char *display, const char *node,
-                        apr_uint32_t gen)
+                        apr_uint32_t config_gen)
 {
-    sl_prereq_slot_t *slot = sl_prereqs_slot(t, display, node);
+    sl_prereq_cell_t *cell = sl_prereqs_cell(t, display, node);
 
-    if (slot) {
-        apr_atomic_cas32(&slot->asked, gen, gen + 1);
+    if (cell) {
+        apr_atomic_cas32(&cell->claimed, config_gen, config_gen + 1);
     }
 }

@@ -1,6 +1,6 @@
 /* What a Redis store must be for the module to work as documented, read
  * from the INFO text of the first connection to each of its nodes and
- * logged once per server generation (sl_store.c). APR only, no httpd.h:
+ * logged once per server generation (sl_store_redis.c). APR only, no httpd.h:
  * the reading and the rules are unit-tested (tests/unit). */
 #ifndef SL_PREREQ_H
 #define SL_PREREQ_H
@@ -36,10 +36,10 @@ typedef struct sl_prereq {
 
 #define SL_PREREQ_MAX 3
 
-/* The problems of node (host:port or a socket path) of store, at most
- * SL_PREREQ_MAX, in out; returns how many. */
+/* The problems of node (host:port or a socket path) of the store at url, at
+ * most SL_PREREQ_MAX, in out; returns how many. */
 int sl_prereq_problems(apr_pool_t *p, const sl_info_t *info,
-                       const sl_store_url_t *store, const char *node,
+                       const sl_store_url_t *url, const char *node,
                        sl_prereq_t *out);
 
 /* Which nodes were asked in this generation, in shared memory kept across
@@ -47,20 +47,20 @@ int sl_prereq_problems(apr_pool_t *p, const sl_info_t *info,
  * each store once per generation, whichever child connects first. */
 typedef struct sl_prereqs sl_prereqs_t;
 
-#define SL_PREREQ_SLOTS 256
+#define SL_PREREQ_CELLS 256
 
 /* The table's size, and the table in zeroed memory of that size. */
 apr_size_t sl_prereqs_size(void);
 sl_prereqs_t *sl_prereqs_attach(void *base);
 
 /* 1 when the caller is to ask node of the store shown as display in
- * generation gen (and no other process is); 0 when it was asked, or
- * when the table is full. */
+ * httpd generation config_gen (and no other process is); 0 when it was asked,
+ * or when the table is full. */
 int sl_prereqs_claim(sl_prereqs_t *t, const char *display, const char *node,
-                     apr_uint32_t gen);
+                     apr_uint32_t config_gen);
 
 /* The claimed question got no answer: the next new connection asks. */
 void sl_prereqs_release(sl_prereqs_t *t, const char *display, const char *node,
-                        apr_uint32_t gen);
+                        apr_uint32_t config_gen);
 
 #endif

@@ -44,7 +44,7 @@ static apr_status_t sl_proc_segments(apr_pool_t *pconf, apr_pool_t *ptemp,
                      "mod_slidinglimit: cannot create the statistics segment");
         return rv;
     }
-    id = sl_store_id(ptemp, msc->store);
+    id = sl_store_id(ptemp, msc->store_url);
     proc->breaker = sl_stats_breaker(proc->stats, id, strlen(id));
     rv = sl_denycache_shm_create(pconf, &proc->denycache_shm);
     if (rv != APR_SUCCESS) {

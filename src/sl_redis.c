@@ -59,10 +59,10 @@ static apr_status_t sl_redis_seeds(sl_redis_t *rs, apr_pool_t *p)
     rs->topo.node_free = sl_node_destroy;
     rs->topo.ctx = rs;
     apr_pool_cleanup_register(p, rs, sl_redis_cleanup, apr_pool_cleanup_null);
-    if (url->kind == SL_STORE_CLUSTER) {
+    if (url->kind == SL_URL_CLUSTER) {
         rs->topo.slots = apr_pcalloc(p, 16384 * sizeof(*rs->topo.slots));
     }
-    if (url->kind == SL_STORE_UNIX) {
+    if (url->kind == SL_URL_UNIX) {
         return sl_topo_node(&rs->topo, NULL, 0, 0) ? APR_SUCCESS : APR_ENOMEM;
     }
     for (i = 0; i < url->nodes->nelts; i++) {
@@ -92,9 +92,9 @@ apr_status_t sl_redis_create(apr_pool_t *p, const sl_store_url_t *url,
 #endif
     rs->queue_timeout = connect_timeout + command_timeout;
     sl_script_init(p, &rs->check, sl_script_check);
-    sl_script_init(p, &rs->refund, sl_script_refund);
+    sl_script_init(p, &rs->give_back, sl_script_give_back);
     rv = apr_thread_mutex_create(&rs->mutex, APR_THREAD_MUTEX_DEFAULT, p);
-    if (rv == APR_SUCCESS && url->kind == SL_STORE_SENTINEL) {
+    if (rv == APR_SUCCESS && url->kind == SL_URL_SENTINEL) {
         rs->master.sentinel.url = url;
         rs->master.sentinel.connect_timeout = connect_timeout;
         rs->master.sentinel.command_timeout = command_timeout;
@@ -115,20 +115,10 @@ apr_status_t sl_redis_create(apr_pool_t *p, const sl_store_url_t *url,
     return APR_SUCCESS;
 }
 
-void sl_redis_breaker_set(sl_redis_t *rs, sl_breaker_t *b)
-{
-    rs->breaker = b;
-}
-
-sl_breaker_t *sl_redis_breaker(const sl_redis_t *rs)
-{
-    return rs->breaker;
-}
-
-void sl_redis_prereq_set(sl_redis_t *rs, sl_redis_ask_fn *ask,
+void sl_redis_prereq_set(sl_redis_t *rs, sl_redis_claim_fn *claim,
                          sl_redis_info_fn *info, void *ctx)
 {
-    rs->prereq_ask = ask;
+    rs->prereq_claim = claim;
     rs->prereq_info = info;
     rs->prereq_ctx = ctx;
 }
@@ -206,7 +196,7 @@ static apr_status_t sl_direct(sl_redis_t *rs, sl_node_t *node, apr_pool_t *p,
     return APR_SUCCESS;
 }
 
-/* The real client's trip (sl_way_ops_t): the first shares a batch when
+/* The real Redis client's trip (sl_way_ops_t): the first shares a batch when
  * the pipeline is on; any other, or one this thread cannot queue, goes
  * the direct way. */
 static apr_status_t sl_redis_trip(const sl_way_t *w, int shared,
@@ -249,7 +239,7 @@ static apr_status_t sl_redis_call(sl_redis_t *rs, apr_pool_t *p,
                     .p = p,
                     .slot = sl_key_slot(budgets[0].key, budgets[0].key_len),
                     .cluster = rs->topo.slots != NULL,
-                    .sentinel = rs->url->kind == SL_STORE_SENTINEL,
+                    .sentinel = rs->url->kind == SL_URL_SENTINEL,
                     .buf = buf,
                     .len = len,
                     .script = script};
@@ -331,21 +321,22 @@ static const char *sl_decide_command(sl_redis_t *rs, apr_pool_t *p,
     return sl_script_call(p, argc, argv, argvlen, n, len);
 }
 
-/* lua/sl_refund.lua's arguments: the admission's store time, then per
+/* lua/sl_give_back.lua's arguments: the admission's store time, then per
  * budget its algorithm, requests, window and cost. EVALSHA like a
  * decision: under count=401,403 most requests are given back, and the
  * script's text would be most of each call's bytes. */
-static const char *sl_refund_command(sl_redis_t *rs, apr_pool_t *p,
-                                     const sl_budget_t *budgets, int n,
-                                     const char *member, apr_size_t member_len,
-                                     apr_time_t at, apr_size_t *len)
+static const char *sl_give_back_command(sl_redis_t *rs, apr_pool_t *p,
+                                        const sl_budget_t *budgets, int n,
+                                        const char *member,
+                                        apr_size_t member_len, apr_time_t at,
+                                        apr_size_t *len)
 {
     int argc = 5 + n + 4 * n, i, k;
     const char **argv = apr_palloc(p, sizeof(*argv) * argc);
     size_t *argvlen = apr_palloc(p, sizeof(*argvlen) * argc);
 
-    k = sl_script_head(p, argv, argvlen, "EVALSHA", rs->refund.sha, budgets, n,
-                       member, member_len);
+    k = sl_script_head(p, argv, argvlen, "EVALSHA", rs->give_back.sha, budgets,
+                       n, member, member_len);
     argv[k++] = apr_off_t_toa(p, (apr_off_t) at);
     for (i = 0; i < n; i++) {
         char code[2] = {sl_algorithm_code(budgets[i].algorithm), '\0'};
@@ -378,17 +369,17 @@ apr_status_t sl_redis_decide(sl_redis_t *rs, apr_pool_t *p,
     return rv;
 }
 
-apr_status_t sl_redis_refund(sl_redis_t *rs, apr_pool_t *p,
-                             const sl_budget_t *budgets, int n,
-                             const char *member, apr_size_t member_len,
-                             apr_time_t at, const char **err)
+apr_status_t sl_redis_give_back(sl_redis_t *rs, apr_pool_t *p,
+                                const sl_budget_t *budgets, int n,
+                                const char *member, apr_size_t member_len,
+                                apr_time_t at, const char **err)
 {
     redisReply *reply = NULL;
     apr_size_t len;
     const char *buf =
-        sl_refund_command(rs, p, budgets, n, member, member_len, at, &len);
+        sl_give_back_command(rs, p, budgets, n, member, member_len, at, &len);
     int trips;
-    apr_status_t rv = sl_redis_call(rs, p, budgets, &rs->refund, buf, len,
+    apr_status_t rv = sl_redis_call(rs, p, budgets, &rs->give_back, buf, len,
                                     &reply, err, &trips);
 
     if (reply) {

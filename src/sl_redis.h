@@ -4,7 +4,6 @@
 #ifndef SL_REDIS_H
 #define SL_REDIS_H
 
-#include "sl_breaker.h"
 #include "sl_limit.h"
 #include "sl_reply.h"
 #include "sl_url.h"
@@ -34,12 +33,12 @@ apr_status_t sl_redis_decide(sl_redis_t *rs, apr_pool_t *p,
                              const char *member, apr_size_t member_len,
                              sl_decision_t *d, const char **err, int *trips);
 
-/* The give-back of count= (lua/sl_refund.lua): undoes what the decision
+/* The give-back of count= (lua/sl_give_back.lua): undoes what the decision
  * with member at the store time at consumed on budgets. */
-apr_status_t sl_redis_refund(sl_redis_t *rs, apr_pool_t *p,
-                             const sl_budget_t *budgets, int n,
-                             const char *member, apr_size_t member_len,
-                             apr_time_t at, const char **err);
+apr_status_t sl_redis_give_back(sl_redis_t *rs, apr_pool_t *p,
+                                const sl_budget_t *budgets, int n,
+                                const char *member, apr_size_t member_len,
+                                apr_time_t at, const char **err);
 
 /* The operator's look at budgets (the status handler): the check script's
  * peek, which changes nothing. *d is the state now (quota[i]: whether the
@@ -55,11 +54,6 @@ apr_status_t sl_redis_reset(sl_redis_t *rs, apr_pool_t *p,
                             const sl_budget_t *budgets, int n,
                             const char **err);
 
-/* The store's circuit breaker (shared memory, set in child_init); the
- * request path consults it before calling sl_redis_decide. */
-void sl_redis_breaker_set(sl_redis_t *rs, sl_breaker_t *b);
-sl_breaker_t *sl_redis_breaker(const sl_redis_t *rs);
-
 /* Set in child_init, before the first request: a TLS store's client
  * context (sl_config_tls_setup), a Sentinel store's Sentinel credentials
  * (SlidingLimitSentinelAuth). */
@@ -68,14 +62,15 @@ void sl_redis_tls_set(sl_redis_t *rs, struct sl_tls *tls);
 void sl_redis_sentinel_auth(sl_redis_t *rs, const char *user,
                             const char *password);
 
-/* The store's prerequisites (sl_store.c): ask says whether a new
- * connection to node ("host:port", or a socket's path) asks INFO, and
- * info gets the answer: its text, else the error reply, else neither
- * (no answer: the connection failed first). Set in child_init. */
-typedef int sl_redis_ask_fn(void *ctx, const char *node);
+/* The store's prerequisites (sl_store_redis.c): claim says whether a new
+ * connection to node ("host:port", or a socket's path) sends INFO (this
+ * process checks that node in this generation), and info gets the
+ * answer: its text, else the error reply, else neither (no answer: the
+ * connection failed first). Set in child_init. */
+typedef int sl_redis_claim_fn(void *ctx, const char *node);
 typedef void sl_redis_info_fn(void *ctx, const char *node, const char *text,
                               apr_size_t len, const char *error);
-void sl_redis_prereq_set(sl_redis_t *rs, sl_redis_ask_fn *ask,
+void sl_redis_prereq_set(sl_redis_t *rs, sl_redis_claim_fn *claim,
                          sl_redis_info_fn *info, void *ctx);
 
 #endif

@@ -51,10 +51,10 @@ typedef struct sl_conn {
     char *out; /* commands sent with the next read */
     apr_size_t outlen, outcap;
     int uses;
-    apr_uint32_t gen; /* the node's generation when it was made */
+    apr_uint32_t node_epoch; /* the node's epoch when it was made */
     /* The node INFO was asked of (malloc'd), until its reply is read
      * ahead of the first command's: see sl_conn_read. */
-    char *asked;
+    char *info_node;
     struct sl_redis *rs;
 } sl_conn_t;
 
@@ -88,7 +88,7 @@ typedef struct sl_node {
     /* Bumped when a pooled connection is found closed by the server (a
      * restart closes all of them): idle connections from before are
      * dropped when next acquired instead of each failing a request. */
-    volatile apr_uint32_t gen;
+    volatile apr_uint32_t epoch;
     /* Auto-pipelining, under qlock (not lock, which the leaders take for
      * the idle stack): commands waiting for a batch (FIFO) and the
      * batches in flight. */
@@ -112,9 +112,9 @@ typedef struct sl_waiter {
     struct sl_waiter *next; /* in rs->spare */
 } sl_waiter_t;
 
-/* The nodes a client knows and, for a cluster, which serves each slot.
- * Pure data: sl_topology.c reads and changes it, under the client's mutex,
- * and makes and frees nodes only through node_new and node_free. */
+/* The nodes a Redis client knows and, for a cluster, which serves each slot.
+ * Pure data: sl_topology.c reads and changes it, under the Redis client's
+ * mutex, and makes and frees nodes only through node_new and node_free. */
 typedef struct sl_topology {
     sl_node_t **nodes; /* the table; NULL where a node left */
     int nnodes, cap;
@@ -122,7 +122,7 @@ typedef struct sl_topology {
     apr_time_t loaded_at; /* the map's last load */
     apr_time_t tried_at;  /* the last try to load it */
     int refreshing;       /* a thread is loading it */
-    int stale;            /* an error said it is out of date */
+    int outdated;         /* an error said it is out of date */
     sl_node_t *(*node_new)(void *ctx, const char *host, apr_size_t hostlen,
                            int port);
     void (*node_free)(sl_node_t *node);
@@ -135,10 +135,10 @@ typedef struct sl_master {
     apr_thread_mutex_t *lock;
     sl_sentinel_t sentinel;
     char host[256];
-    int port;  /* 0: none known yet */
-    int stale; /* it failed, timed out or said READONLY: ask again */
-    int asking;
-    apr_time_t asked_at;
+    int port;    /* 0: none known yet */
+    int doubted; /* it failed, timed out or said READONLY: discover it again */
+    int discovering;
+    apr_time_t discovered_at;
     char why[160]; /* the last answer, when it was no master */
 } sl_master_t;
 
@@ -164,10 +164,9 @@ struct sl_redis {
     apr_interval_time_t queue_timeout; /* connect + command timeouts */
     apr_threadkey_t *waiter_key;       /* this thread's sl_waiter_t */
     sl_waiter_t *spare;                /* of exited threads, under mutex */
-    sl_script_t check;  /* lua/sl_check.lua: decisions and looks */
-    sl_script_t refund; /* lua/sl_refund.lua: give-backs (count=) */
-    sl_breaker_t *breaker;
-    sl_redis_ask_fn *prereq_ask; /* sl_redis_prereq_set */
+    sl_script_t check;     /* lua/sl_check.lua: decisions and looks */
+    sl_script_t give_back; /* lua/sl_give_back.lua: give-backs (count=) */
+    sl_redis_claim_fn *prereq_claim; /* sl_redis_prereq_set */
     sl_redis_info_fn *prereq_info;
     void *prereq_ctx;
     /* Guards topo, the nodes' refs and allocations from pool: threads of
@@ -209,7 +208,7 @@ apr_status_t sl_pipe_exec(sl_redis_t *rs, sl_node_t *node, apr_pool_t *p,
                           const char *buf, apr_size_t len, redisReply **reply,
                           int *stale, const char **err, int *trips);
 
-/* sl_topology.c, called with the client's mutex held */
+/* sl_topology.c, called with the Redis client's mutex held */
 void sl_topo_ref(sl_node_t *node);
 void sl_topo_unref(sl_topology_t *t, sl_node_t *node);
 /* The table's node at host:port, made when new; NULL when out of memory. */
@@ -222,22 +221,22 @@ void sl_topo_clear(sl_topology_t *t);
 sl_node_t *sl_topo_route(sl_topology_t *t, unsigned int slot);
 int sl_topo_any_up(sl_topology_t *t);
 sl_node_t *sl_topo_redirect(sl_topology_t *t, const char *msg,
-                            const sl_node_t *asked);
-/* A CLUSTER SLOTS reply, from asked, becomes the map; nodes that serve no
+                            const sl_node_t *from_node);
+/* A CLUSTER SLOTS reply from from_node becomes the map; nodes that serve no
  * slot leave the table. NULL, or why the reply was refused (the map is
  * then unchanged). */
 const char *sl_topo_load(sl_topology_t *t, const redisReply *r,
-                         const sl_node_t *asked);
+                         const sl_node_t *from_node);
 /* 1 when the caller is to load the map now (and is the only one to). */
 int sl_topo_refresh_claim(sl_topology_t *t, apr_time_t now);
 void sl_topo_refresh_done(sl_topology_t *t, apr_time_t now, int loaded);
 
-/* sl_slots.c: the slot map's I/O, the real client's part of a call's
+/* sl_slots.c: the slot map's I/O, the real Redis client's part of a call's
  * way (sl_way_ops_t, whose comments say what each does). ctx: the
  * client. */
 sl_node_t *sl_slots_route(void *ctx, apr_pool_t *p, unsigned int slot,
-                          int stale);
-sl_node_t *sl_slots_redirect(void *ctx, const char *msg, sl_node_t *asked);
+                          int outdated);
+sl_node_t *sl_slots_redirect(void *ctx, const char *msg, sl_node_t *from_node);
 void sl_slots_unref(void *ctx, sl_node_t *node);
 void sl_slots_migrating(void *ctx, apr_interval_time_t wait);
 apr_status_t sl_slots_down(void *ctx, apr_status_t rv, const char **err);

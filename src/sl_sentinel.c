@@ -65,9 +65,11 @@ static apr_status_t sl_open(const sl_sentinel_t *s, const char *host, int port,
 }
 
 /* One Sentinel's answer: the address it has for the master. */
-static apr_status_t sl_ask(const sl_sentinel_t *s, const sl_hostport_t *hp,
-                           apr_time_t deadline, char *host, apr_size_t hostlen,
-                           int *port, char *why, apr_size_t whylen)
+static apr_status_t sl_master_named(const sl_sentinel_t *s,
+                                    const sl_hostport_t *hp,
+                                    apr_time_t deadline, char *host,
+                                    apr_size_t hostlen, int *port, char *why,
+                                    apr_size_t whylen)
 {
     sl_transport_t *t;
     redisReply *r = NULL;
@@ -158,7 +160,8 @@ apr_status_t sl_sentinel_master(sl_sentinel_t *s, apr_time_t deadline,
         char why[200];
         apr_status_t rv;
 
-        rv = sl_ask(s, hp, deadline, host, hostlen, port, why, sizeof(why));
+        rv = sl_master_named(s, hp, deadline, host, hostlen, port, why,
+                             sizeof(why));
         if (rv == APR_SUCCESS) {
             rv = sl_master_role(s, host, *port, deadline, why, sizeof(why));
             if (rv == APR_SUCCESS) {

@@ -17,7 +17,7 @@ typedef struct sl_sentinel {
     apr_interval_time_t connect_timeout;
     apr_interval_time_t command_timeout;
     /* The Sentinel that answered last is asked first next time. Not
-     * guarded: a stale read only changes which one is asked first. */
+     * guarded: reading an older value only changes which one is asked first. */
     volatile int first;
 } sl_sentinel_t;
 

@@ -138,7 +138,7 @@ static apr_status_t sl_stripe_create(apr_pool_t *pconf, server_rec *s,
 {
     sl_stripe_t *st = apr_pcalloc(pconf, sizeof(*st));
     sl_retained_t *rd;
-    apr_uint32_t nslots, nbuckets;
+    apr_uint32_t ncells, nbuckets;
     void *base;
     apr_status_t rv;
     int fresh, kept;
@@ -182,12 +182,12 @@ static apr_status_t sl_stripe_create(apr_pool_t *pconf, server_rec *s,
     }
     st->mutex = rd->mutex;
     st->s = s;
-    sl_table_geometry(st->table, &nslots, &nbuckets);
+    sl_table_geometry(st->table, &ncells, &nbuckets);
     ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
                  "mod_slidinglimit: shm store stripe %d %s: %" APR_SIZE_T_FMT
                  " bytes, %u slots of %d bytes, %u buckets",
-                 i, kept ? "kept" : "created", size, nslots,
-                 SL_TABLE_SLOT_BYTES, nbuckets);
+                 i, kept ? "kept" : "created", size, ncells,
+                 SL_TABLE_CELL_BYTES, nbuckets);
     *out = st;
     return APR_SUCCESS;
 }
@@ -509,8 +509,8 @@ static sl_stripe_t *sl_stripe_of(sl_shm_t *shm, const sl_budget_t *budgets)
         shm->key, budgets[0].key, budgets[0].key_len, (unsigned int) shm->n)];
 }
 
-void sl_shm_refund(sl_shm_t *shm, apr_pool_t *p, const sl_budget_t *budgets,
-                   int n, apr_time_t at, apr_time_t now)
+void sl_shm_give_back(sl_shm_t *shm, apr_pool_t *p, const sl_budget_t *budgets,
+                      int n, apr_time_t at, apr_time_t now)
 {
     sl_stripe_t *st;
     sl_shm_op_t *ops;
@@ -523,7 +523,7 @@ void sl_shm_refund(sl_shm_t *shm, apr_pool_t *p, const sl_budget_t *budgets,
         apr_global_mutex_lock(st->mutex) != APR_SUCCESS) {
         return;
     }
-    sl_table_refund(st->table, ops, n, at, now);
+    sl_table_give_back(st->table, ops, n, at, now);
     apr_global_mutex_unlock(st->mutex);
 }
 

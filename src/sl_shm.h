@@ -35,9 +35,9 @@ apr_status_t sl_shm_decide(sl_shm_t *shm, apr_pool_t *p,
                            sl_decision_t *d);
 
 /* The give-back of count=: the budgets' reservations admitted at the
- * store time at go back (see sl_table_refund). */
-void sl_shm_refund(sl_shm_t *shm, apr_pool_t *p, const sl_budget_t *budgets,
-                   int n, apr_time_t at, apr_time_t now);
+ * store time at go back (see sl_table_give_back). */
+void sl_shm_give_back(sl_shm_t *shm, apr_pool_t *p, const sl_budget_t *budgets,
+                      int n, apr_time_t at, apr_time_t now);
 
 /* The operator's look at budgets and their reset (sl_table_peek,
  * sl_table_reset), under the stripe's lock. */

@@ -1,9 +1,11 @@
 /* The module's keyed hash: SipHash-2-4 (Aumasson and Bernstein, 2012) with
  * a 128-bit secret, for anything a client could otherwise aim collisions
- * at (the shm store's stripes and hash chains). Our own code (APR's
- * apr_siphash24 needs APR-util 1.6), pinned by the reference vectors in
- * tests/unit/sl_siphash_test.c. For spreading names
- * that only the configuration chooses, sl_fnv1a (sl_ident.h) is enough. */
+ * at: the shm store's stripe of a key (sl_table_stripe) and its hash
+ * chains (each entry's 96-bit key hash, sl_table.c), and the deny cache's
+ * cell of a key (sl_denycache.c). Our own code (APR's apr_siphash24 needs
+ * APR-util 1.6), pinned by the reference vectors in
+ * tests/unit/sl_siphash_test.c. For spreading names that only the
+ * configuration chooses, sl_fnv1a (sl_ident.h) is enough. */
 #ifndef SL_SIPHASH_H
 #define SL_SIPHASH_H
 

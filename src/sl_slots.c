@@ -2,7 +2,7 @@
  * nodes when the map is due, and the slot map's part of a call's way
  * (sl_way.h): route, redirect, a migration's wait, a node that is down.
  * The map itself is sl_topology.c's, pure; everything here takes the
- * client's mutex around it, never across a round trip. */
+ * Redis client's mutex around it, never across a round trip. */
 #include "sl_redis_private.h"
 
 #include <string.h>
@@ -68,12 +68,12 @@ static int sl_refresh_pass(sl_redis_t *rs, apr_pool_t *p, int seeds,
                            apr_time_t start)
 {
     const sl_store_url_t *url = rs->url;
-    sl_node_t **ask;
+    sl_node_t **candidates;
     int n, loaded = 0, i;
 
     apr_thread_mutex_lock(rs->mutex);
     n = seeds ? url->nodes->nelts : rs->topo.nnodes;
-    ask = apr_pcalloc(p, sizeof(*ask) * (n ? n : 1));
+    candidates = apr_pcalloc(p, sizeof(*candidates) * (n ? n : 1));
     for (i = 0; i < n; i++) {
         sl_node_t *node;
         if (seeds) {
@@ -87,19 +87,19 @@ static int sl_refresh_pass(sl_redis_t *rs, apr_pool_t *p, int seeds,
         }
         if (node && sl_breaker_allow(&node->health, start)) {
             sl_topo_ref(node);
-            ask[i] = node;
+            candidates[i] = node;
         }
     }
     apr_thread_mutex_unlock(rs->mutex);
     for (i = 0; i < n && !loaded; i++) {
-        if (ask[i] && apr_time_now() - start < rs->queue_timeout) {
-            loaded = sl_load_from(rs, ask[i]);
+        if (candidates[i] && apr_time_now() - start < rs->queue_timeout) {
+            loaded = sl_load_from(rs, candidates[i]);
         }
     }
     apr_thread_mutex_lock(rs->mutex);
     for (i = 0; i < n; i++) {
-        if (ask[i]) {
-            sl_topo_unref(&rs->topo, ask[i]);
+        if (candidates[i]) {
+            sl_topo_unref(&rs->topo, candidates[i]);
         }
     }
     apr_thread_mutex_unlock(rs->mutex);
@@ -123,14 +123,14 @@ static void sl_refresh(sl_redis_t *rs, apr_pool_t *p)
 /* A cluster whose map is due (first use, an error, or the period) is
  * loaded first by this thread if no other is loading it. */
 sl_node_t *sl_slots_route(void *ctx, apr_pool_t *p, unsigned int slot,
-                          int stale)
+                          int outdated)
 {
     sl_redis_t *rs = ctx;
     sl_node_t *node;
 
     apr_thread_mutex_lock(rs->mutex);
-    if (stale) {
-        rs->topo.stale = 1;
+    if (outdated) {
+        rs->topo.outdated = 1;
     }
     if (sl_topo_refresh_claim(&rs->topo, apr_time_now())) {
         apr_thread_mutex_unlock(rs->mutex);
@@ -145,17 +145,17 @@ sl_node_t *sl_slots_route(void *ctx, apr_pool_t *p, unsigned int slot,
     return node;
 }
 
-sl_node_t *sl_slots_redirect(void *ctx, const char *msg, sl_node_t *asked)
+sl_node_t *sl_slots_redirect(void *ctx, const char *msg, sl_node_t *from_node)
 {
     sl_redis_t *rs = ctx;
     sl_node_t *node;
 
     apr_thread_mutex_lock(rs->mutex);
-    node = sl_topo_redirect(&rs->topo, msg, asked);
+    node = sl_topo_redirect(&rs->topo, msg, from_node);
     if (node) {
         sl_topo_ref(node);
     }
-    sl_topo_unref(&rs->topo, asked);
+    sl_topo_unref(&rs->topo, from_node);
     apr_thread_mutex_unlock(rs->mutex);
     return node;
 }
@@ -188,7 +188,7 @@ void sl_slots_migrating(void *ctx, apr_interval_time_t wait)
     sl_redis_t *rs = ctx;
 
     apr_thread_mutex_lock(rs->mutex);
-    rs->topo.stale = 1;
+    rs->topo.outdated = 1;
     apr_thread_mutex_unlock(rs->mutex);
     apr_sleep(wait);
 }

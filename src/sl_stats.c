@@ -42,12 +42,12 @@ static const char *const sl_bucket_labels[SL_NBUCKETS] = {
 #define SL_COUNTED    0
 #define SL_GIVEN_BACK 1
 
-typedef struct sl_policy_slot {
+typedef struct sl_policy_cell {
     volatile apr_uint32_t state; /* SL_CLAIM_* */
     char name[SL_STATS_NAME];
     volatile apr_uint64_t count[SL_RESULT_COUNT];
     volatile apr_uint64_t counted[2];
-} sl_policy_slot_t;
+} sl_policy_cell_t;
 
 /* Stores are found by their display URL (no credentials: it is a label),
  * like policies; one past the table's end, or with a longer URL, is counted
@@ -63,11 +63,11 @@ typedef struct sl_store_counters {
     volatile apr_uint64_t latency_sum_us;
 } sl_store_counters_t;
 
-typedef struct sl_store_slot {
+typedef struct sl_store_cell {
     volatile apr_uint32_t state; /* SL_CLAIM_* */
     char name[SL_STATS_STORE_NAME];
     sl_store_counters_t c;
-} sl_store_slot_t;
+} sl_store_cell_t;
 
 typedef struct sl_stats_seg {
     sl_breaker_t breaker;
@@ -75,9 +75,9 @@ typedef struct sl_stats_seg {
     volatile apr_uint64_t deny_cached;
     volatile apr_uint64_t other[SL_RESULT_COUNT];
     volatile apr_uint64_t other_counted[2];
-    sl_policy_slot_t policies[SL_STATS_POLICIES];
+    sl_policy_cell_t policies[SL_STATS_POLICIES];
     sl_store_counters_t other_store;
-    sl_store_slot_t stores[SL_STATS_STORES];
+    sl_store_cell_t stores[SL_STATS_STORES];
     volatile apr_uint64_t blocks;
     /* A digest of the store the breaker belongs to (sl_stats_breaker). */
     unsigned char breaker_of[APR_SHA1_DIGESTSIZE];
@@ -134,17 +134,17 @@ sl_breaker_t *sl_stats_breaker(sl_stats_t *st, const char *id,
     return &st->seg->breaker;
 }
 
-static int sl_policy_match(const void *slot, const void *name)
+static int sl_policy_match(const void *cell, const void *name)
 {
-    return !strcmp(((const sl_policy_slot_t *) slot)->name, name);
+    return !strcmp(((const sl_policy_cell_t *) cell)->name, name);
 }
 
-static void sl_policy_fill(void *slot, const void *name)
+static void sl_policy_fill(void *cell, const void *name)
 {
-    strcpy(((sl_policy_slot_t *) slot)->name, name);
+    strcpy(((sl_policy_cell_t *) cell)->name, name);
 }
 
-static sl_policy_slot_t *sl_policy_slot(sl_stats_t *st, const char *policy)
+static sl_policy_cell_t *sl_policy_cell(sl_stats_t *st, const char *policy)
 {
     apr_size_t len = strlen(policy);
     int i;
@@ -152,7 +152,7 @@ static sl_policy_slot_t *sl_policy_slot(sl_stats_t *st, const char *policy)
     if (len >= SL_STATS_NAME) {
         return NULL;
     }
-    i = sl_claim(st->seg->policies, sizeof(sl_policy_slot_t), SL_STATS_POLICIES,
+    i = sl_claim(st->seg->policies, sizeof(sl_policy_cell_t), SL_STATS_POLICIES,
                  sl_fnv1a(SL_FNV_INIT, policy, len), policy, sl_policy_match,
                  sl_policy_fill);
     return i < 0 ? NULL : &st->seg->policies[i];
@@ -192,52 +192,52 @@ const char *sl_stats_policy(apr_pool_t *p, const sl_limit_t *l)
 
 void sl_stats_decision(sl_stats_t *st, const char *policy, int result)
 {
-    sl_policy_slot_t *slot;
+    sl_policy_cell_t *cell;
 
     if (!st || result < 0 || result >= SL_RESULT_COUNT) {
         return;
     }
-    slot = sl_policy_slot(st, policy);
-    sl_atomic_inc64(slot ? &slot->count[result] : &st->seg->other[result]);
+    cell = sl_policy_cell(st, policy);
+    sl_atomic_inc64(cell ? &cell->count[result] : &st->seg->other[result]);
 }
 
 void sl_stats_counted(sl_stats_t *st, const char *policy, int counted)
 {
-    sl_policy_slot_t *slot;
+    sl_policy_cell_t *cell;
     int k = counted ? SL_COUNTED : SL_GIVEN_BACK;
 
     if (!st) {
         return;
     }
-    slot = sl_policy_slot(st, policy);
-    sl_atomic_inc64(slot ? &slot->counted[k] : &st->seg->other_counted[k]);
+    cell = sl_policy_cell(st, policy);
+    sl_atomic_inc64(cell ? &cell->counted[k] : &st->seg->other_counted[k]);
 }
 
-static int sl_store_match(const void *slot, const void *name)
+static int sl_store_match(const void *cell, const void *name)
 {
-    return !strcmp(((const sl_store_slot_t *) slot)->name, name);
+    return !strcmp(((const sl_store_cell_t *) cell)->name, name);
 }
 
-static void sl_store_fill(void *slot, const void *name)
+static void sl_store_fill(void *cell, const void *name)
 {
-    strcpy(((sl_store_slot_t *) slot)->name, name);
+    strcpy(((sl_store_cell_t *) cell)->name, name);
 }
 
-static sl_store_counters_t *sl_store_counters(sl_stats_t *st, const char *store)
+static sl_store_counters_t *sl_store_counters(sl_stats_t *st, const char *name)
 {
-    apr_size_t len = strlen(store);
+    apr_size_t len = strlen(name);
     int i;
 
     if (len >= SL_STATS_STORE_NAME) {
         return &st->seg->other_store;
     }
-    i = sl_claim(st->seg->stores, sizeof(sl_store_slot_t), SL_STATS_STORES,
-                 sl_fnv1a(SL_FNV_INIT, store, len), store, sl_store_match,
+    i = sl_claim(st->seg->stores, sizeof(sl_store_cell_t), SL_STATS_STORES,
+                 sl_fnv1a(SL_FNV_INIT, name, len), name, sl_store_match,
                  sl_store_fill);
     return i < 0 ? &st->seg->other_store : &st->seg->stores[i].c;
 }
 
-void sl_stats_store(sl_stats_t *st, const char *store,
+void sl_stats_store(sl_stats_t *st, const char *name,
                     apr_interval_time_t latency, int error, int trips)
 {
     sl_store_counters_t *c;
@@ -246,7 +246,7 @@ void sl_stats_store(sl_stats_t *st, const char *store,
     if (!st) {
         return;
     }
-    c = sl_store_counters(st, store);
+    c = sl_store_counters(st, name);
     sl_atomic_inc64(&c->calls);
     if (error) {
         sl_atomic_inc64(&c->errors);
@@ -371,7 +371,7 @@ static void sl_store_row(request_rec *r, apr_array_header_t *rows,
 }
 
 /* Sums each policy's decisions into seen and its count= outcomes into
- * counted, by name: children that named one policy in different slots
+ * counted, by name: children that named one policy in different cells
  * add up to one series. */
 static void sl_sum_policies(sl_stats_seg_t *g, apr_pool_t *p, apr_hash_t *seen,
                             apr_hash_t *counted)
@@ -379,27 +379,27 @@ static void sl_sum_policies(sl_stats_seg_t *g, apr_pool_t *p, apr_hash_t *seen,
     int i, k;
 
     for (i = 0; i < SL_STATS_POLICIES; i++) {
-        sl_policy_slot_t *slot = &g->policies[i];
+        sl_policy_cell_t *cell = &g->policies[i];
         apr_uint64_t *sum, c0, c1;
-        if (apr_atomic_read32(&slot->state) != SL_CLAIM_READY) {
+        if (apr_atomic_read32(&cell->state) != SL_CLAIM_READY) {
             continue;
         }
-        sum = apr_hash_get(seen, slot->name, APR_HASH_KEY_STRING);
+        sum = apr_hash_get(seen, cell->name, APR_HASH_KEY_STRING);
         if (!sum) {
             sum = apr_pcalloc(p, sizeof(*sum) * SL_RESULT_COUNT);
-            apr_hash_set(seen, apr_pstrdup(p, slot->name), APR_HASH_KEY_STRING,
+            apr_hash_set(seen, apr_pstrdup(p, cell->name), APR_HASH_KEY_STRING,
                          sum);
         }
         for (k = 0; k < SL_RESULT_COUNT; k++) {
-            sum[k] += sl_atomic_read64(&slot->count[k]);
+            sum[k] += sl_atomic_read64(&cell->count[k]);
         }
-        c0 = sl_atomic_read64(&slot->counted[SL_COUNTED]);
-        c1 = sl_atomic_read64(&slot->counted[SL_GIVEN_BACK]);
+        c0 = sl_atomic_read64(&cell->counted[SL_COUNTED]);
+        c1 = sl_atomic_read64(&cell->counted[SL_GIVEN_BACK]);
         if (c0 || c1) {
-            sum = apr_hash_get(counted, slot->name, APR_HASH_KEY_STRING);
+            sum = apr_hash_get(counted, cell->name, APR_HASH_KEY_STRING);
             if (!sum) {
                 sum = apr_pcalloc(p, sizeof(*sum) * 2);
-                apr_hash_set(counted, apr_pstrdup(p, slot->name),
+                apr_hash_set(counted, apr_pstrdup(p, cell->name),
                              APR_HASH_KEY_STRING, sum);
             }
             sum[SL_COUNTED] += c0;
@@ -408,7 +408,7 @@ static void sl_sum_policies(sl_stats_seg_t *g, apr_pool_t *p, apr_hash_t *seen,
     }
 }
 
-/* The policies that found no slot, as "other", where they decided
+/* The policies that found no cell, as "other", where they decided
  * anything. */
 static void sl_sum_other(sl_stats_seg_t *g, apr_pool_t *p, apr_hash_t *seen,
                          apr_hash_t *counted)
@@ -507,12 +507,12 @@ static void sl_write_globals(sl_stats_seg_t *g, request_rec *r,
     for (i = 0; breakers && i < breakers->nelts; i++) {
         const sl_stats_breaker_state_t *b =
             &APR_ARRAY_IDX(breakers, i, sl_stats_breaker_state_t);
-        if (apr_hash_get(stores, b->store, APR_HASH_KEY_STRING)) {
+        if (apr_hash_get(stores, b->name, APR_HASH_KEY_STRING)) {
             continue;
         }
-        apr_hash_set(stores, b->store, APR_HASH_KEY_STRING, b);
+        apr_hash_set(stores, b->name, APR_HASH_KEY_STRING, b);
         ap_rprintf(r, "slidinglimit_breaker_open{store=\"%s\"} %d\n",
-                   sl_label(r->pool, b->store), b->open);
+                   sl_label(r->pool, b->name), b->open);
     }
 }
 
@@ -529,13 +529,13 @@ static void sl_write_store_rows(sl_stats_seg_t *g, request_rec *r,
     int i;
 
     for (i = 0; i < SL_STATS_STORES; i++) {
-        sl_store_slot_t *slot = &g->stores[i];
-        if (apr_atomic_read32(&slot->state) != SL_CLAIM_READY ||
-            apr_hash_get(done, slot->name, APR_HASH_KEY_STRING)) {
+        sl_store_cell_t *cell = &g->stores[i];
+        if (apr_atomic_read32(&cell->state) != SL_CLAIM_READY ||
+            apr_hash_get(done, cell->name, APR_HASH_KEY_STRING)) {
             continue;
         }
-        apr_hash_set(done, slot->name, APR_HASH_KEY_STRING, slot);
-        sl_store_row(r, rows, slot->name, &slot->c);
+        apr_hash_set(done, cell->name, APR_HASH_KEY_STRING, cell);
+        sl_store_row(r, rows, cell->name, &cell->c);
     }
     if (sl_atomic_read64(&g->other_store.calls)) {
         sl_store_row(r, rows, "other", &g->other_store);

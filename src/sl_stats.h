@@ -33,10 +33,10 @@ void sl_stats_decision(sl_stats_t *st, const char *policy, int result);
 /* A count= policy's admission once the status is known: counted (1) or
  * given back (0). */
 void sl_stats_counted(sl_stats_t *st, const char *policy, int counted);
-/* One call to the Redis store shown as store (its display URL): its time,
+/* One call to the Redis store shown as name (its URL's display): its time,
  * whether it failed, and the round trips it made itself (several calls
  * share one when the client batches them). */
-void sl_stats_store(sl_stats_t *st, const char *store,
+void sl_stats_store(sl_stats_t *st, const char *name,
                     apr_interval_time_t latency, int error, int trips);
 void sl_stats_fallback(sl_stats_t *st);
 void sl_stats_deny_cached(sl_stats_t *st);
@@ -45,7 +45,7 @@ void sl_stats_blocks(sl_stats_t *st, int started);
 
 /* A Redis store's breaker as the status page shows it. */
 typedef struct sl_stats_breaker_state {
-    const char *store; /* display URL */
+    const char *name; /* its URL's display */
     int open;
 } sl_stats_breaker_state_t;
 

@@ -30,7 +30,7 @@ const char *sl_store_id(apr_pool_t *p, const sl_store_url_t *u)
  * its own, one that does not inherits the main server's. */
 int sl_store_shared(const sl_server_conf_t *a, const sl_server_conf_t *b)
 {
-    return a->store == b->store && a->tls_verify == b->tls_verify &&
+    return a->store_url == b->store_url && a->tls_verify == b->tls_verify &&
            a->tls_ca == b->tls_ca && a->tls_cert == b->tls_cert &&
            a->sentinel_password == b->sentinel_password;
 }
@@ -62,7 +62,7 @@ apr_status_t sl_store_post_config(apr_pool_t *pconf, apr_pool_t *ptemp,
 
 /* The main server's store uses the breaker the status page reports; any
  * other store its own, so that one host's outage leaves the others' stores
- * alone. The slot is found by the URL with its credentials. */
+ * alone. The cell is found by the URL with its credentials. */
 static sl_breaker_t *sl_store_breaker(apr_pool_t *p, sl_proc_t *proc,
                                       server_rec *main, server_rec *vs,
                                       const sl_store_url_t *u)
@@ -79,7 +79,7 @@ static sl_breaker_t *sl_store_breaker(apr_pool_t *p, sl_proc_t *proc,
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, vs,
                      "mod_slidinglimit: more than %d stores; %s shares the "
                      "main server's circuit breaker",
-                     SL_BREAKER_SLOTS, u->display);
+                     SL_BREAKER_CELLS, u->display);
         return proc->breaker;
     }
     return b;
@@ -88,8 +88,8 @@ static sl_breaker_t *sl_store_breaker(apr_pool_t *p, sl_proc_t *proc,
 /* The one place that knows which kind a store URL names. */
 static const sl_store_ops_t *sl_store_kind(const sl_store_url_t *u)
 {
-    return !u || u->kind == SL_STORE_SHM ? &sl_store_shm_ops
-                                         : &sl_store_redis_ops;
+    return !u || u->kind == SL_URL_SHM ? &sl_store_shm_ops
+                                       : &sl_store_redis_ops;
 }
 
 /* This child's shm store: of every record that names it, and the local
@@ -114,8 +114,8 @@ static sl_store_t *sl_store_make(apr_pool_t *pchild, server_rec *main,
     sl_store_t *st = apr_pcalloc(pchild, sizeof(*st));
     apr_status_t rv;
 
-    st->ops = sl_store_kind(sc->store);
-    st->url = sc->store;
+    st->ops = sl_store_kind(sc->store_url);
+    st->url = sc->store_url;
     st->proc = proc;
     rv = st->ops->make(st, pchild, vs, sc, threads);
     if (rv != APR_SUCCESS) {
@@ -124,11 +124,11 @@ static sl_store_t *sl_store_make(apr_pool_t *pchild, server_rec *main,
         ap_log_error(APLOG_MARK, APLOG_CRIT, rv, vs,
                      "mod_slidinglimit: cannot set up the client for %s; "
                      "the fail mode applies to every request it decides",
-                     sc->store->display);
+                     sc->store_url->display);
         st->ctx = NULL;
         return st;
     }
-    st->breaker = sl_store_breaker(pchild, proc, main, vs, sc->store);
+    st->breaker = sl_store_breaker(pchild, proc, main, vs, sc->store_url);
     return st;
 }
 
@@ -138,31 +138,31 @@ void sl_store_child_init(apr_pool_t *pchild, server_rec *s, sl_proc_t *proc,
     server_rec *vs, *other;
 
     proc->local = sl_store_local(pchild, s, proc);
-    /* One client per server record with its own store; virtual hosts that
+    /* One store client per server record with its own store; virtual hosts that
      * inherit the main server's store share its pool. */
     for (vs = s; vs; vs = vs->next) {
         sl_server_conf_t *sc = sl_config_server(vs);
-        sc->backend = NULL;
-        if (sl_store_kind(sc->store) == &sl_store_shm_ops) {
-            sc->backend = proc->local;
+        sc->store = NULL;
+        if (sl_store_kind(sc->store_url) == &sl_store_shm_ops) {
+            sc->store = proc->local;
             continue;
         }
         for (other = s; other != vs; other = other->next) {
             sl_server_conf_t *oc = sl_config_server(other);
-            if (oc->backend && sl_store_shared(oc, sc)) {
-                sc->backend = oc->backend;
+            if (oc->store && sl_store_shared(oc, sc)) {
+                sc->store = oc->store;
                 break;
             }
         }
-        if (!sc->backend) {
-            sc->backend = sl_store_make(pchild, s, vs, proc, threads);
+        if (!sc->store) {
+            sc->store = sl_store_make(pchild, s, vs, proc, threads);
         }
     }
 }
 
 sl_store_t *sl_store_of(server_rec *s)
 {
-    return sl_config_server(s)->backend;
+    return sl_config_server(s)->store;
 }
 
 sl_store_t *sl_store_fallback(sl_proc_t *proc)
@@ -344,13 +344,13 @@ apr_array_header_t *sl_store_breakers(apr_pool_t *p, server_rec *main)
 
     /* The main server's first: a store shared with it is shown once. */
     for (s = main; s; s = s->next) {
-        const sl_store_t *st = sl_config_server(s)->backend;
+        const sl_store_t *st = sl_config_server(s)->store;
         sl_stats_breaker_state_t *b;
         if (!st || !st->url || !st->breaker) {
             continue;
         }
         b = apr_array_push(out);
-        b->store = st->url->display;
+        b->name = st->url->display;
         b->open = sl_breaker_is_open(st->breaker);
     }
     return out;

@@ -1,4 +1,4 @@
-/* The Redis store as a kind of store (sl_store_kind.h): the client of one
+/* The Redis store as a kind of store (sl_store_kind.h): the Redis client of one
  * SlidingLimitStore (sl_redis.h) with its TLS context, its Sentinel
  * credentials and the check of its nodes' prerequisites. */
 #include "sl_store_kind.h"
@@ -22,7 +22,7 @@ typedef struct sl_prereq_ctx {
     server_rec *s;
     const sl_store_url_t *url;
     sl_prereqs_t *table;
-    apr_uint32_t gen;
+    apr_uint32_t config_gen;
 } sl_prereq_ctx_t;
 
 /* A cluster's nodes, and a Sentinel store's masters, are each asked; a
@@ -31,17 +31,17 @@ typedef struct sl_prereq_ctx {
 static const char *sl_prereq_key(sl_prereq_ctx_t *c, const char *node)
 {
     int many =
-        c->url->kind == SL_STORE_CLUSTER || c->url->kind == SL_STORE_SENTINEL;
+        c->url->kind == SL_URL_CLUSTER || c->url->kind == SL_URL_SENTINEL;
 
     return many ? node : "";
 }
 
-static int sl_prereq_ask(void *data, const char *node)
+static int sl_prereq_claim_node(void *data, const char *node)
 {
     sl_prereq_ctx_t *c = data;
 
     return sl_prereqs_claim(c->table, c->url->display, sl_prereq_key(c, node),
-                            c->gen);
+                            c->config_gen);
 }
 
 static void sl_prereq_log(sl_prereq_ctx_t *c, apr_pool_t *p, const char *node,
@@ -91,7 +91,7 @@ static void sl_prereq_info(void *data, const char *node, const char *text,
     else if (!text) {
         /* The connection failed before the answer: the next one asks. */
         sl_prereqs_release(c->table, c->url->display, sl_prereq_key(c, node),
-                           c->gen);
+                           c->config_gen);
     }
     else if (apr_pool_create_unmanaged_ex(&p, NULL, NULL) == APR_SUCCESS) {
         sl_prereq_log(c, p, node, text, len);
@@ -107,7 +107,7 @@ static apr_status_t sl_redis_store_make(sl_store_t *st, apr_pool_t *pchild,
     sl_redis_t *rs;
     apr_status_t rv;
 
-    rv = sl_redis_create(pchild, sc->store,
+    rv = sl_redis_create(pchild, sc->store_url,
                          SL_OR(sc->connect_timeout, SL_DEFAULT_CONNECT_TIMEOUT),
                          SL_OR(sc->command_timeout, SL_DEFAULT_COMMAND_TIMEOUT),
                          threads, &rs);
@@ -119,16 +119,16 @@ static apr_status_t sl_redis_store_make(sl_store_t *st, apr_pool_t *pchild,
     if (proc->prereqs) {
         sl_prereq_ctx_t *c = apr_pcalloc(pchild, sizeof(*c));
         c->s = vs;
-        c->url = sc->store;
+        c->url = sc->store_url;
         c->table = proc->prereqs;
-        c->gen = (apr_uint32_t) ap_state_query(AP_SQ_CONFIG_GEN);
-        sl_redis_prereq_set(rs, sl_prereq_ask, sl_prereq_info, c);
+        c->config_gen = (apr_uint32_t) ap_state_query(AP_SQ_CONFIG_GEN);
+        sl_redis_prereq_set(rs, sl_prereq_claim_node, sl_prereq_info, c);
     }
     st->ctx = rs;
     return APR_SUCCESS;
 }
 
-/* The client's own status for a cluster slot whose master is away, in the
+/* The Redis client's own status for a cluster slot whose master is away, in the
  * word every kind uses for it. */
 static apr_status_t sl_redis_store_rv(apr_status_t rv)
 {
@@ -156,8 +156,8 @@ static apr_status_t sl_redis_store_give_back(sl_store_t *st, apr_pool_t *p,
                                              apr_size_t member_len,
                                              apr_time_t at, const char **err)
 {
-    return sl_redis_store_rv(
-        sl_redis_refund(st->ctx, p, budgets, n, member, member_len, at, err));
+    return sl_redis_store_rv(sl_redis_give_back(st->ctx, p, budgets, n, member,
+                                                member_len, at, err));
 }
 
 static apr_status_t sl_redis_store_peek(sl_store_t *st, apr_pool_t *p,

@@ -48,7 +48,7 @@ static apr_status_t sl_shm_store_give_back(sl_store_t *st, apr_pool_t *p,
     (void) member;
     (void) member_len;
     (void) err;
-    sl_shm_refund(st->ctx, p, budgets, n, at, apr_time_now());
+    sl_shm_give_back(st->ctx, p, budgets, n, at, apr_time_now());
     return APR_SUCCESS;
 }
 

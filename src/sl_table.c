@@ -4,16 +4,16 @@
  * sl_table_news_t say what happened), so that tests/unit/sl_shm_test.c
  * drives it in malloc'd memory. sl_shm.c makes the regions shared.
  *
- * Layout. Every link inside the region is a 32-bit slot index, never a
+ * Layout. Every link inside the region is a 32-bit cell index, never a
  * pointer, so the region means the same wherever it is mapped:
  *
  *   header   magic, layout version, sizes, free list, LRU ends, counters
  *            and the hash secret (64-byte aligned)
  *   buckets  nbuckets x uint32, heads of the hash chains (a power of two,
- *            between a quarter and a half of the slot count)
- *   slots    nslots x 64 bytes; each one is free, an entry or a log chunk
+ *            between a quarter and a half of the cell count)
+ *   cells    ncells x 64 bytes; each one is free, an entry or a log chunk
  *
- * An entry is one 64-byte slot per store key: a 96-bit keyed hash of the
+ * An entry is one 64-byte cell per store key: a 96-bit keyed hash of the
  * key (two SipHash-2-4 with secrets drawn when the region is formatted, so
  * nobody can aim keys at one chain), the algorithm and key length (entries
  * must match all three: a collision across algorithms gives two entries,
@@ -24,14 +24,14 @@
  * first, and the units the log holds), the chain link and the two LRU
  * links. A log holds one entry per admitted request, whatever its cost: its
  * admission time (int64) and its weight (uint32, the units it consumed),
- * four to a chunk (one slot each, linked by index, oldest first), so a log
- * of N live requests takes 1 + ceil(N / 4) slots: 64 bytes per key plus 16
- * bytes per request, plus 1-2 bytes of bucket per slot. Entries and chunks
- * share one pool of slots, so no ratio between algorithms has to be
+ * four to a chunk (one cell each, linked by index, oldest first), so a log
+ * of N live requests takes 1 + ceil(N / 4) cells: 64 bytes per key plus 16
+ * bytes per request, plus 1-2 bytes of bucket per cell. Entries and chunks
+ * share one pool of cells, so no ratio between algorithms has to be
  * guessed.
  *
  * When it fills. A refused request never needs space. An admitted one
- * takes free slots; when there are none, an entry whose key has expired
+ * takes free cells; when there are none, an entry whose key has expired
  * (its data is worthless: the script's TTL would have deleted it) is
  * reused first, looked for among the least recently used, then the least
  * recently used entry is evicted with its chunks, and that budget starts
@@ -43,10 +43,10 @@
  * budgets), the request is refused: never admitted for want of space.
  *
  * Corruption. Every link is checked before it is followed; one that leads
- * nowhere (a slot of the wrong kind, an index out of range, a loop) stops
+ * nowhere (a cell of the wrong kind, an index out of range, a loop) stops
  * the decision, and the table is emptied rather than trusted.
  *
- * This file holds the region (layout, slots, hash chains, the LRU list,
+ * This file holds the region (layout, cells, hash chains, the LRU list,
  * eviction) and the budgets' preparation; a log's chunks are
  * sl_table_log.c's, the decision sl_table_decide.c's, the give-back, peek
  * and reset sl_table_ops.c's, behind sl_table_private.h. */
@@ -66,8 +66,8 @@
 #define SL_TABLE_MAGIC 0x4d534c53U /* "SLSM" */
 /* 3: a log's entry is a request with its weight, no longer a unit. */
 #define SL_TABLE_LAYOUT 3
-#define SL_MIN_SLOTS    64
-#define SL_MAX_SLOTS    (1U << 28)
+#define SL_MIN_CELLS    64
+#define SL_MAX_CELLS    (1U << 28)
 /* Entries looked at, from the LRU end, for an expired one to reuse before
  * a live one is evicted: bounded, because it runs under the lock (refusing
  * entries, which are skipped, are moved to the front as they are met). */
@@ -75,14 +75,14 @@
 
 /* The layout in sl_table_private.h is the documented one: refuse to build
  * otherwise. */
-typedef char sl_assert_slot[sizeof(sl_slot_t) == SL_TABLE_SLOT_BYTES ? 1 : -1];
+typedef char sl_assert_cell[sizeof(sl_cell_t) == SL_TABLE_CELL_BYTES ? 1 : -1];
 typedef char
-    sl_assert_entry[sizeof(sl_entry_t) == SL_TABLE_SLOT_BYTES ? 1 : -1];
+    sl_assert_entry[sizeof(sl_entry_t) == SL_TABLE_CELL_BYTES ? 1 : -1];
 typedef char
-    sl_assert_chunk[sizeof(sl_chunk_t) == SL_TABLE_SLOT_BYTES ? 1 : -1];
+    sl_assert_chunk[sizeof(sl_chunk_t) == SL_TABLE_CELL_BYTES ? 1 : -1];
 typedef char sl_assert_kind
     [offsetof(sl_entry_t, kind) == offsetof(sl_chunk_t, kind) ? 1 : -1];
-typedef char sl_assert_ts[SL_CHUNK_TS == SL_TABLE_LOG_PER_SLOT ? 1 : -1];
+typedef char sl_assert_ts[SL_CHUNK_TS == SL_TABLE_LOG_PER_CELL ? 1 : -1];
 
 static apr_size_t sl_align64(apr_size_t n)
 {
@@ -91,32 +91,32 @@ static apr_size_t sl_align64(apr_size_t n)
 
 /* How a segment of size bytes is cut; 0 when it is too small. */
 static int sl_layout(apr_size_t size, apr_uint32_t *nbuckets,
-                     apr_uint32_t *nslots)
+                     apr_uint32_t *ncells)
 {
-    apr_size_t hdr = sl_align64(sizeof(sl_table_hdr_t)), avail, slots;
+    apr_size_t hdr = sl_align64(sizeof(sl_table_hdr_t)), avail, cells;
     apr_size_t nb = 1;
 
-    if (size < hdr + SL_MIN_SLOTS * SL_TABLE_SLOT_BYTES) {
+    if (size < hdr + SL_MIN_CELLS * SL_TABLE_CELL_BYTES) {
         return 0;
     }
     avail = size - hdr;
-    slots = avail / SL_TABLE_SLOT_BYTES;
-    if (slots > SL_MAX_SLOTS) {
-        slots = SL_MAX_SLOTS;
+    cells = avail / SL_TABLE_CELL_BYTES;
+    if (cells > SL_MAX_CELLS) {
+        cells = SL_MAX_CELLS;
     }
-    while (nb * 2 <= slots / 2) {
+    while (nb * 2 <= cells / 2) {
         nb *= 2;
     }
-    slots =
-        (avail - sl_align64(nb * sizeof(apr_uint32_t))) / SL_TABLE_SLOT_BYTES;
-    if (slots > SL_MAX_SLOTS) {
-        slots = SL_MAX_SLOTS;
+    cells =
+        (avail - sl_align64(nb * sizeof(apr_uint32_t))) / SL_TABLE_CELL_BYTES;
+    if (cells > SL_MAX_CELLS) {
+        cells = SL_MAX_CELLS;
     }
-    if (slots < SL_MIN_SLOTS) {
+    if (cells < SL_MIN_CELLS) {
         return 0;
     }
     *nbuckets = (apr_uint32_t) nb;
-    *nslots = (apr_uint32_t) slots;
+    *ncells = (apr_uint32_t) cells;
     return 1;
 }
 
@@ -127,8 +127,8 @@ static void sl_map(sl_table_t *tab, void *base)
 
     tab->hdr = base;
     tab->buckets = (apr_uint32_t *) (b + hdr);
-    tab->slots =
-        (sl_slot_t *) (b + hdr +
+    tab->cells =
+        (sl_cell_t *) (b + hdr +
                        sl_align64(tab->hdr->nbuckets * sizeof(apr_uint32_t)));
 }
 
@@ -139,13 +139,13 @@ void sl_format(sl_table_t *tab)
     apr_uint32_t i;
 
     memset(tab->buckets, 0xff, h->nbuckets * sizeof(apr_uint32_t));
-    for (i = 0; i < h->nslots; i++) {
-        memset(&tab->slots[i], 0, sizeof(sl_slot_t));
-        tab->slots[i].c.kind = SL_KIND_FREE;
-        tab->slots[i].c.next = i + 1 < h->nslots ? i + 1 : SL_NIL;
+    for (i = 0; i < h->ncells; i++) {
+        memset(&tab->cells[i], 0, sizeof(sl_cell_t));
+        tab->cells[i].c.kind = SL_KIND_FREE;
+        tab->cells[i].c.next = i + 1 < h->ncells ? i + 1 : SL_NIL;
     }
     h->free_head = 0;
-    h->nfree = h->nslots;
+    h->nfree = h->ncells;
     h->lru_head = SL_NIL;
     h->lru_tail = SL_NIL;
     h->nentries = 0;
@@ -153,57 +153,57 @@ void sl_format(sl_table_t *tab)
     h->evicted = 0;
 }
 
-/* ---- slots ---- */
+/* ---- cells ---- */
 
 sl_entry_t *sl_entry(sl_txn_t *t, apr_uint32_t i)
 {
     sl_table_t *tab = t->tab;
 
-    if (i >= tab->hdr->nslots || tab->slots[i].e.kind != SL_KIND_ENTRY) {
+    if (i >= tab->hdr->ncells || tab->cells[i].e.kind != SL_KIND_ENTRY) {
         t->corrupt = 1;
         return NULL;
     }
-    return &tab->slots[i].e;
+    return &tab->cells[i].e;
 }
 
 sl_chunk_t *sl_chunk(sl_txn_t *t, apr_uint32_t i)
 {
     sl_table_t *tab = t->tab;
 
-    if (i >= tab->hdr->nslots || tab->slots[i].c.kind != SL_KIND_CHUNK) {
+    if (i >= tab->hdr->ncells || tab->cells[i].c.kind != SL_KIND_CHUNK) {
         t->corrupt = 1;
         return NULL;
     }
-    return &tab->slots[i].c;
+    return &tab->cells[i].c;
 }
 
 /* Callers reserve first: nfree > 0 here. */
-apr_uint32_t sl_slot_take(sl_txn_t *t, unsigned char kind)
+apr_uint32_t sl_cell_take(sl_txn_t *t, unsigned char kind)
 {
     sl_table_t *tab = t->tab;
     apr_uint32_t i = tab->hdr->free_head;
-    sl_slot_t *slot;
+    sl_cell_t *cell;
 
-    if (i >= tab->hdr->nslots || tab->slots[i].c.kind != SL_KIND_FREE) {
+    if (i >= tab->hdr->ncells || tab->cells[i].c.kind != SL_KIND_FREE) {
         t->corrupt = 1;
         return SL_NIL;
     }
-    slot = &tab->slots[i];
-    tab->hdr->free_head = slot->c.next;
+    cell = &tab->cells[i];
+    tab->hdr->free_head = cell->c.next;
     tab->hdr->nfree--;
-    memset(slot, 0, sizeof(*slot));
-    slot->c.kind = kind;
+    memset(cell, 0, sizeof(*cell));
+    cell->c.kind = kind;
     return i;
 }
 
-void sl_slot_give(sl_txn_t *t, apr_uint32_t i)
+void sl_cell_give(sl_txn_t *t, apr_uint32_t i)
 {
     sl_table_t *tab = t->tab;
-    sl_slot_t *slot = &tab->slots[i];
+    sl_cell_t *cell = &tab->cells[i];
 
-    memset(slot, 0, sizeof(*slot));
-    slot->c.kind = SL_KIND_FREE;
-    slot->c.next = tab->hdr->free_head;
+    memset(cell, 0, sizeof(*cell));
+    cell->c.kind = SL_KIND_FREE;
+    cell->c.next = tab->hdr->free_head;
     tab->hdr->free_head = i;
     tab->hdr->nfree++;
 }
@@ -274,7 +274,7 @@ void sl_entry_drop(sl_txn_t *t, apr_uint32_t i)
         sl_log_clear(t, e);
     }
     link = sl_bucket(t->tab, e->hash);
-    while (*link != SL_NIL && *link != i && n++ < t->tab->hdr->nslots) {
+    while (*link != SL_NIL && *link != i && n++ < t->tab->hdr->ncells) {
         if (!(o = sl_entry(t, *link))) {
             return;
         }
@@ -287,7 +287,7 @@ void sl_entry_drop(sl_txn_t *t, apr_uint32_t i)
     *link = e->hnext;
     sl_lru_unlink(t, e);
     t->tab->hdr->nentries--;
-    sl_slot_give(t, i);
+    sl_cell_give(t, i);
 }
 
 apr_uint32_t sl_entry_find(sl_txn_t *t, const sl_shm_op_t *q)
@@ -295,7 +295,7 @@ apr_uint32_t sl_entry_find(sl_txn_t *t, const sl_shm_op_t *q)
     apr_uint32_t i = *sl_bucket(t->tab, q->hash), n = 0;
     sl_entry_t *e;
 
-    while (i != SL_NIL && n++ < t->tab->hdr->nslots && (e = sl_entry(t, i))) {
+    while (i != SL_NIL && n++ < t->tab->hdr->ncells && (e = sl_entry(t, i))) {
         if (!memcmp(e->hash, q->hash, sizeof(q->hash)) && e->alg == q->alg &&
             e->klen == q->klen) {
             return i;
@@ -307,13 +307,13 @@ apr_uint32_t sl_entry_find(sl_txn_t *t, const sl_shm_op_t *q)
 
 apr_uint32_t sl_entry_new(sl_txn_t *t, const sl_shm_op_t *q)
 {
-    apr_uint32_t i = sl_slot_take(t, SL_KIND_ENTRY), *bucket;
+    apr_uint32_t i = sl_cell_take(t, SL_KIND_ENTRY), *bucket;
     sl_entry_t *e;
 
     if (i == SL_NIL) {
         return SL_NIL;
     }
-    e = &t->tab->slots[i].e;
+    e = &t->tab->cells[i].e;
     memcpy(e->hash, q->hash, sizeof(e->hash));
     e->alg = q->alg;
     e->klen = q->klen;
@@ -357,7 +357,7 @@ static apr_uint32_t sl_victim(sl_txn_t *t, const sl_shm_op_t *q, int n)
     sl_entry_t *e;
 
     while (i != SL_NIL && (seen < SL_SCAN || fallback == SL_NIL) &&
-           seen++ < t->tab->hdr->nslots && (e = sl_entry(t, i))) {
+           seen++ < t->tab->hdr->ncells && (e = sl_entry(t, i))) {
         apr_uint32_t prev = e->lprev;
         if (!sl_ops_hold(q, n, i)) {
             if (e->expires <= t->now) {
@@ -385,7 +385,7 @@ int sl_reserve(sl_txn_t *t, const sl_shm_op_t *q, int n, apr_uint32_t need,
         if (v == SL_NIL) {
             return 0;
         }
-        if (t->tab->slots[v].e.expires > t->now) {
+        if (t->tab->cells[v].e.expires > t->now) {
             (*evicted)++;
             t->tab->hdr->evicted++;
         }
@@ -436,9 +436,7 @@ apr_status_t sl_table_prepare(apr_pool_t *p, const sl_table_t *tab,
         q[i].block = c->block > 0 ? c->block : 0;
         /* The script refuses the same arguments. */
         if (!c->key || c->key_len > 0xffff || q[i].limit < 1 || q[i].win < 1 ||
-            q[i].burst < 1 ||
-            q[i].cost >
-                (c->algorithm == SL_ALG_GCRA ? q[i].burst : q[i].limit) ||
+            q[i].burst < 1 || q[i].cost > sl_budget_capacity(c) ||
             (c->algorithm != SL_ALG_LOG && c->algorithm != SL_ALG_COUNTER &&
              c->algorithm != SL_ALG_GCRA)) {
             return APR_EINVAL;
@@ -466,12 +464,12 @@ apr_status_t sl_table_prepare(apr_pool_t *p, const sl_table_t *tab,
 apr_size_t sl_table_min_size(void)
 {
     apr_size_t size = sl_align64(sizeof(sl_table_hdr_t)) +
-                      (apr_size_t) SL_MIN_SLOTS * SL_TABLE_SLOT_BYTES;
+                      (apr_size_t) SL_MIN_CELLS * SL_TABLE_CELL_BYTES;
     apr_uint32_t nb, ns;
 
-    /* The buckets come on top: a few slots' worth. */
+    /* The buckets come on top: a few cells' worth. */
     while (!sl_layout(size, &nb, &ns)) {
-        size += SL_TABLE_SLOT_BYTES;
+        size += SL_TABLE_CELL_BYTES;
     }
     return size;
 }
@@ -481,16 +479,16 @@ apr_status_t sl_table_attach(apr_pool_t *p, void *base, apr_size_t size,
 {
     sl_table_t *tab;
     sl_table_hdr_t *h = base;
-    apr_uint32_t nbuckets, nslots;
+    apr_uint32_t nbuckets, ncells;
     apr_status_t rv;
 
-    if (!sl_layout(size, &nbuckets, &nslots)) {
+    if (!sl_layout(size, &nbuckets, &ncells)) {
         return APR_EINVAL;
     }
     tab = apr_pcalloc(p, sizeof(*tab));
     *kept = !fresh && h->magic == SL_TABLE_MAGIC &&
             h->layout == SL_TABLE_LAYOUT && h->size == size &&
-            h->nbuckets == nbuckets && h->nslots == nslots;
+            h->nbuckets == nbuckets && h->ncells == ncells;
     if (!*kept) {
         memset(h, 0, sizeof(*h));
         rv = sl_siphash_key(h->secret);
@@ -504,7 +502,7 @@ apr_status_t sl_table_attach(apr_pool_t *p, void *base, apr_size_t size,
         h->layout = SL_TABLE_LAYOUT;
         h->size = size;
         h->nbuckets = nbuckets;
-        h->nslots = nslots;
+        h->ncells = ncells;
         sl_map(tab, h);
         sl_format(tab);
     }
@@ -515,10 +513,10 @@ apr_status_t sl_table_attach(apr_pool_t *p, void *base, apr_size_t size,
     return APR_SUCCESS;
 }
 
-void sl_table_geometry(const sl_table_t *tab, apr_uint32_t *nslots,
+void sl_table_geometry(const sl_table_t *tab, apr_uint32_t *ncells,
                        apr_uint32_t *nbuckets)
 {
-    *nslots = tab->hdr->nslots;
+    *ncells = tab->hdr->ncells;
     *nbuckets = tab->hdr->nbuckets;
 }
 

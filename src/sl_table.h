@@ -13,10 +13,10 @@
 #include "sl_siphash.h"
 
 /* Sizing, for the documentation and the size directive: every store key
- * takes one slot, and a sliding log also one slot per SL_TABLE_LOG_PER_SLOT
+ * takes one cell, and a sliding log also one cell per SL_TABLE_LOG_PER_CELL
  * live requests (whatever each one cost). */
-#define SL_TABLE_SLOT_BYTES   64
-#define SL_TABLE_LOG_PER_SLOT 4
+#define SL_TABLE_CELL_BYTES   64
+#define SL_TABLE_LOG_PER_CELL 4
 
 typedef struct sl_table sl_table_t;
 
@@ -41,8 +41,8 @@ unsigned int sl_table_stripe(const unsigned char key[SL_TABLE_STRIPE_KEY],
                              const char *budget_key, apr_size_t len,
                              unsigned int n);
 
-/* The table's slot and bucket counts (for the log). */
-void sl_table_geometry(const sl_table_t *t, apr_uint32_t *nslots,
+/* The table's cell and bucket counts (for the log). */
+void sl_table_geometry(const sl_table_t *t, apr_uint32_t *ncells,
                        apr_uint32_t *nbuckets);
 
 /* Validates and hashes the budgets (n >= 1); no lock needed: the hash
@@ -71,11 +71,11 @@ apr_status_t sl_table_decide(sl_table_t *t, sl_shm_op_t *ops, int n,
                              apr_time_t now, sl_decision_t *d,
                              sl_table_news_t *news);
 
-/* The give-back of count= (lua/sl_refund.lua): each prepared budget's
+/* The give-back of count= (lua/sl_give_back.lua): each prepared budget's
  * cost, admitted at the store time at, goes back as sl_algo.c's
- * sl_*_refund says. */
-void sl_table_refund(sl_table_t *t, sl_shm_op_t *ops, int n, apr_time_t at,
-                     apr_time_t now);
+ * sl_*_give_back says. */
+void sl_table_give_back(sl_table_t *t, sl_shm_op_t *ops, int n, apr_time_t at,
+                        apr_time_t now);
 
 /* The operator's look (lua/sl_check.lua's peek): the state of each
  * prepared budget at now as its next request would find it, into *d (the
@@ -93,7 +93,7 @@ void sl_table_reset(sl_table_t *t, sl_shm_op_t *ops, int n, apr_time_t now);
 /* The region the table lives in (sl_shm.c writes it out at a stop). */
 void *sl_table_base(const sl_table_t *t);
 
-/* Live budgets and free slots (the unit tests). */
+/* Live budgets and free cells (the unit tests). */
 apr_uint32_t sl_table_entries(const sl_table_t *t);
 apr_uint32_t sl_table_free(const sl_table_t *t);
 

@@ -137,7 +137,7 @@ static void sl_apply(sl_txn_t *t, sl_shm_op_t *q)
 /* A budget that needs room the table cannot give is refused, as if it had
  * no quota left: never admitted for want of space (that would let one
  * client past every limit once its state fills its stripe). The wait told
- * is a hint: for a log, until its oldest chunk empties and frees a slot;
+ * is a hint: for a log, until its oldest chunk empties and frees a cell;
  * otherwise a window. */
 static void sl_no_room(sl_txn_t *t, sl_shm_op_t *q)
 {
@@ -216,7 +216,7 @@ static apr_uint32_t sl_need(sl_txn_t *t, const sl_shm_op_t *q, int n)
             need++;
         }
         else {
-            e = &t->tab->slots[q[i].entry].e;
+            e = &t->tab->cells[q[i].entry].e;
         }
         if (q[i].alg == SL_ALG_LOG && sl_log_room(e) == 0) {
             need++;

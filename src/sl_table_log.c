@@ -16,10 +16,10 @@ void sl_log_clear(sl_txn_t *t, sl_entry_t *e)
     apr_uint32_t c = e->st.log.head, n = 0;
     sl_chunk_t *ch;
 
-    /* Bounded by the slot count even if a link loops. */
-    while (c != SL_NIL && n++ < t->tab->hdr->nslots && (ch = sl_chunk(t, c))) {
+    /* Bounded by the cell count even if a link loops. */
+    while (c != SL_NIL && n++ < t->tab->hdr->ncells && (ch = sl_chunk(t, c))) {
         apr_uint32_t next = ch->next;
-        sl_slot_give(t, c);
+        sl_cell_give(t, c);
         c = next;
     }
     e->st.log.head = e->st.log.tail = SL_NIL;
@@ -50,7 +50,7 @@ void sl_log_drop(sl_txn_t *t, sl_entry_t *e, apr_int64_t horizon)
         if (e->st.log.off == SL_CHUNK_TS) {
             e->st.log.head = c->next;
             e->st.log.off = 0;
-            sl_slot_give(t, head);
+            sl_cell_give(t, head);
         }
     }
 }
@@ -149,7 +149,7 @@ apr_int64_t sl_log_remove(sl_txn_t *t, sl_entry_t *e, apr_int64_t at,
     e->st.log.tail = wc;
     while (rc != SL_NIL && (r = sl_chunk(t, rc))) {
         apr_uint32_t next = r->next;
-        sl_slot_give(t, rc);
+        sl_cell_give(t, rc);
         rc = next;
     }
     return cost;
@@ -186,7 +186,7 @@ void sl_log_insert(sl_txn_t *t, sl_entry_t *e, apr_int64_t now, apr_int64_t w)
         last = c->ts[(end - 1) % SL_CHUNK_TS];
     }
     if (sl_log_needs_chunk(e)) {
-        apr_uint32_t n = sl_slot_take(t, SL_KIND_CHUNK);
+        apr_uint32_t n = sl_cell_take(t, SL_KIND_CHUNK);
         if (n == SL_NIL) {
             return;
         }
@@ -198,7 +198,7 @@ void sl_log_insert(sl_txn_t *t, sl_entry_t *e, apr_int64_t now, apr_int64_t w)
         else if ((c = sl_chunk(t, e->st.log.tail))) {
             c->next = n;
         }
-        t->tab->slots[n].c.next = SL_NIL;
+        t->tab->cells[n].c.next = SL_NIL;
         e->st.log.tail = n;
     }
     if (!(c = sl_chunk(t, e->st.log.tail))) {

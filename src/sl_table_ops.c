@@ -1,5 +1,5 @@
 /* The shm store's table: what is done to budgets besides deciding: the
- * give-back of count= (lua/sl_refund.lua), the operator's peek, which
+ * give-back of count= (lua/sl_give_back.lua), the operator's peek, which
  * changes nothing, and the operator's reset. */
 
 /* What apr-1-config --cppflags gives the real build: apr.h needs it for
@@ -9,8 +9,8 @@
 #endif
 #include "sl_table_private.h"
 
-void sl_table_refund(sl_table_t *tab, sl_shm_op_t *q, int n, apr_time_t at,
-                     apr_time_t now)
+void sl_table_give_back(sl_table_t *tab, sl_shm_op_t *q, int n, apr_time_t at,
+                        apr_time_t now)
 {
     sl_txn_t t = {tab, now, 0};
     int i;
@@ -27,11 +27,11 @@ void sl_table_refund(sl_table_t *tab, sl_shm_op_t *q, int n, apr_time_t at,
             sl_log_remove(&t, e, at, q[i].cost);
             break;
         case SL_ALG_COUNTER:
-            sl_counter_refund(now, q[i].win, at, q[i].cost, &e->st.counter);
+            sl_counter_give_back(now, q[i].win, at, q[i].cost, &e->st.counter);
             break;
         default:
-            sl_gcra_refund(now, q[i].limit, q[i].win, at, q[i].cost,
-                           &e->st.gcra);
+            sl_gcra_give_back(now, q[i].limit, q[i].win, at, q[i].cost,
+                              &e->st.gcra);
             break;
         }
     }

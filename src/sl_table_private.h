@@ -1,5 +1,5 @@
 /* What the shm store's table files share: sl_table.c (the region's
- * layout, slots, hash chains, the LRU list and eviction, preparing the
+ * layout, cells, hash chains, the LRU list and eviction, preparing the
  * budgets), sl_table_log.c (a sliding log in chunks), sl_table_decide.c
  * (the decision) and sl_table_ops.c (the give-back, the operator's peek
  * and reset). The layout is described at the top of sl_table.c. Nothing
@@ -28,7 +28,7 @@ typedef struct sl_table_hdr {
     apr_uint32_t layout;
     apr_uint64_t size;
     apr_uint32_t nbuckets;
-    apr_uint32_t nslots;
+    apr_uint32_t ncells;
     apr_uint32_t free_head;
     apr_uint32_t nfree;
     apr_uint32_t lru_head; /* most recently used entry */
@@ -79,15 +79,15 @@ typedef struct sl_chunk {
     unsigned char pad[3];
 } sl_chunk_t;
 
-typedef union sl_slot {
+typedef union sl_cell {
     sl_entry_t e;
     sl_chunk_t c;
-} sl_slot_t;
+} sl_cell_t;
 
 struct sl_table {
     sl_table_hdr_t *hdr;
     apr_uint32_t *buckets;
-    sl_slot_t *slots;
+    sl_cell_t *cells;
 };
 
 /* One limit of the request being decided. */
@@ -113,33 +113,33 @@ typedef struct sl_txn {
     int corrupt;
 } sl_txn_t;
 
-/* ---- slots (sl_table.c) ---- */
+/* ---- cells (sl_table.c) ---- */
 
 /* Empties the table; the secret stays. */
 void sl_format(sl_table_t *tab);
 
-/* The entry or chunk at slot i; NULL (and t->corrupt) when slot i is not
+/* The entry or chunk at cell i; NULL (and t->corrupt) when cell i is not
  * one. */
 sl_entry_t *sl_entry(sl_txn_t *t, apr_uint32_t i);
 sl_chunk_t *sl_chunk(sl_txn_t *t, apr_uint32_t i);
 
 /* Callers reserve first: nfree > 0 here. */
-apr_uint32_t sl_slot_take(sl_txn_t *t, unsigned char kind);
-void sl_slot_give(sl_txn_t *t, apr_uint32_t i);
+apr_uint32_t sl_cell_take(sl_txn_t *t, unsigned char kind);
+void sl_cell_give(sl_txn_t *t, apr_uint32_t i);
 
 /* ---- entries (sl_table.c) ---- */
 
 /* Entry i becomes the most recently used. */
 void sl_lru_touch(sl_txn_t *t, apr_uint32_t i, sl_entry_t *e);
-/* Entry i and its chunks go back to the free slots, out of its chain and
+/* Entry i and its chunks go back to the free cells, out of its chain and
  * the LRU list. */
 void sl_entry_drop(sl_txn_t *t, apr_uint32_t i);
 /* q's entry, or SL_NIL. */
 apr_uint32_t sl_entry_find(sl_txn_t *t, const sl_shm_op_t *q);
-/* A new empty entry for q, most recently used; SL_NIL without a slot. */
+/* A new empty entry for q, most recently used; SL_NIL without a cell. */
 apr_uint32_t sl_entry_new(sl_txn_t *t, const sl_shm_op_t *q);
 
-/* Frees entries until need slots are free: 0 when nothing more can be
+/* Frees entries until need cells are free: 0 when nothing more can be
  * evicted, or a link led nowhere. *evicted counts the live ones. */
 int sl_reserve(sl_txn_t *t, const sl_shm_op_t *q, int n, apr_uint32_t need,
                int *evicted);
@@ -152,7 +152,7 @@ typedef struct sl_log_ctx {
     apr_int64_t skip; /* requests before the first one to read */
 } sl_log_ctx_t;
 
-/* The log's chunks go back to the free slots; the log is empty. */
+/* The log's chunks go back to the free cells; the log is empty. */
 void sl_log_clear(sl_txn_t *t, sl_entry_t *e);
 void sl_log_drop(sl_txn_t *t, sl_entry_t *e, apr_int64_t horizon);
 /* sl_log_evaluate's reader over a log's chunks; ctx is an sl_log_ctx_t. */

@@ -1,6 +1,6 @@
 /* Redis Cluster routing, without I/O: the node table, the slot map read
  * from CLUSTER SLOTS, MOVED and ASK, and when to load the map again.
- * Every function is called with the client's mutex held; nodes are made
+ * Every function is called with the Redis client's mutex held; nodes are made
  * and freed through the table's callbacks, so that
  * tests/unit/sl_topology_test.c drives all of it without a server. */
 #include "sl_redis_private.h"
@@ -128,11 +128,12 @@ int sl_topo_any_up(sl_topology_t *t)
 }
 
 /* "MOVED 3999 127.0.0.1:6381" or "ASK 3999 :6381" (Redis leaves the host
- * out when it is the one asked). A known node costs nothing; MOVED also
- * moves the slot in the map, and says the map is out of date (even when
- * it names no node). NULL for a message that names no node. */
+ * out when it is from_node, the node that answered). A known node costs
+ * nothing; MOVED also moves the slot in the map, and says the map is out
+ * of date (even when it names no node). NULL for a message that names no
+ * node. */
 sl_node_t *sl_topo_redirect(sl_topology_t *t, const char *msg,
-                            const sl_node_t *asked)
+                            const sl_node_t *from_node)
 {
     const char *sp = strchr(msg, ' '), *addr, *colon;
     char *end;
@@ -140,7 +141,7 @@ sl_node_t *sl_topo_redirect(sl_topology_t *t, const char *msg,
     sl_node_t *node;
 
     if (msg[0] == 'M') {
-        t->stale = 1;
+        t->outdated = 1;
     }
     if (!sp || !(addr = strchr(sp + 1, ' '))) {
         return NULL;
@@ -156,10 +157,10 @@ sl_node_t *sl_topo_redirect(sl_topology_t *t, const char *msg,
         return NULL;
     }
     if (colon == addr) {
-        if (!asked || !asked->host) {
+        if (!from_node || !from_node->host) {
             return NULL;
         }
-        addr = asked->host;
+        addr = from_node->host;
         colon = addr + strlen(addr);
     }
     node = sl_topo_node(t, addr, (apr_size_t) (colon - addr), (int) port);
@@ -197,7 +198,7 @@ static int sl_topo_entry(const redisReply *e, long long *from, long long *to,
 }
 
 const char *sl_topo_load(sl_topology_t *t, const redisReply *r,
-                         const sl_node_t *asked)
+                         const sl_node_t *from_node)
 {
     long long from, to;
     const char *host;
@@ -225,9 +226,9 @@ const char *sl_topo_load(sl_topology_t *t, const redisReply *r,
     for (k = 0; k < r->elements; k++) {
         sl_node_t *node;
         sl_topo_entry(r->element[k], &from, &to, &host, &hostlen, &port);
-        if (!hostlen && asked && asked->host) {
+        if (!hostlen && from_node && from_node->host) {
             /* An empty endpoint: the node that answered. */
-            host = asked->host;
+            host = from_node->host;
             hostlen = strlen(host);
         }
         if (!hostlen || (hostlen == 1 && *host == '?')) {
@@ -255,7 +256,7 @@ int sl_topo_refresh_claim(sl_topology_t *t, apr_time_t now)
     if (!t->slots || t->refreshing || now - t->tried_at < SL_TOPO_RETRY) {
         return 0;
     }
-    if (t->loaded_at && !t->stale && now - t->loaded_at < SL_TOPO_PERIOD) {
+    if (t->loaded_at && !t->outdated && now - t->loaded_at < SL_TOPO_PERIOD) {
         return 0;
     }
     t->refreshing = 1;
@@ -268,6 +269,6 @@ void sl_topo_refresh_done(sl_topology_t *t, apr_time_t now, int loaded)
     t->refreshing = 0;
     if (loaded) {
         t->loaded_at = now;
-        t->stale = 0;
+        t->outdated = 0;
     }
 }

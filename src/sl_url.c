@@ -158,7 +158,7 @@ static const char *sl_parse_unix(apr_pool_t *p, const char *url,
     const char *rest = url + 5, *q, *at = NULL, *s;
     const char *err;
 
-    out->kind = SL_STORE_UNIX;
+    out->kind = SL_URL_UNIX;
     if (!strncmp(rest, "//", 2)) {
         rest += 2;
     }
@@ -193,7 +193,7 @@ static const char *sl_parse_network(apr_pool_t *p, const char *scheme,
     const char *slash, *err, *nodes;
     const char *at = strrchr(rest, '@');
 
-    if (out->kind == SL_STORE_SENTINEL) {
+    if (out->kind == SL_URL_SENTINEL) {
         /* An '@' after the last '/' is the master name's. */
         const char *last = strrchr(rest, '/');
         if (at && last && last < at) {
@@ -207,11 +207,11 @@ static const char *sl_parse_network(apr_pool_t *p, const char *scheme,
         return apr_psprintf(p, "'%s': no host", rest);
     }
     if ((err = sl_parse_nodes(p, nodes,
-                              out->kind == SL_STORE_SENTINEL ? 26379 : 6379,
-                              out->kind != SL_STORE_TCP, out))) {
+                              out->kind == SL_URL_SENTINEL ? 26379 : 6379,
+                              out->kind != SL_URL_TCP, out))) {
         return err;
     }
-    if (out->kind == SL_STORE_SENTINEL) {
+    if (out->kind == SL_URL_SENTINEL) {
         const char *name = slash ? slash + 1 : "";
         const char *db = strchr(name, '/');
         out->master = db ? apr_pstrmemdup(p, name, db - name) : name;
@@ -231,7 +231,7 @@ static const char *sl_parse_network(apr_pool_t *p, const char *scheme,
             return err;
         }
     }
-    else if (out->kind == SL_STORE_CLUSTER) {
+    else if (out->kind == SL_URL_CLUSTER) {
         /* A cluster has only database 0. */
         if (slash && slash[1] && strcmp(slash + 1, "0")) {
             return apr_psprintf(p, "'%s': a cluster has only database 0",
@@ -245,7 +245,7 @@ static const char *sl_parse_network(apr_pool_t *p, const char *scheme,
         p, "%s://%s%s%s%s%s", scheme, sl_display_userinfo(p, out),
         sl_nodes_text(p, out), out->master ? "/" : "",
         out->master ? out->master : "",
-        out->kind == SL_STORE_CLUSTER ? "" : apr_psprintf(p, "/%d", out->db));
+        out->kind == SL_URL_CLUSTER ? "" : apr_psprintf(p, "/%d", out->db));
     return NULL;
 }
 
@@ -255,18 +255,16 @@ static const char *sl_parse_store_url_only(apr_pool_t *p, const char *url,
     static const struct {
         const char *scheme;
         int kind, tls;
-    } schemes[] = {{"redis", SL_STORE_TCP, 0},
-                   {"rediss", SL_STORE_TCP, 1},
-                   {"cluster", SL_STORE_CLUSTER, 0},
-                   {"clusters", SL_STORE_CLUSTER, 1},
-                   {"sentinel", SL_STORE_SENTINEL, 0},
-                   {"sentinels", SL_STORE_SENTINEL, 1}};
+    } schemes[] = {
+        {"redis", SL_URL_TCP, 0},         {"rediss", SL_URL_TCP, 1},
+        {"cluster", SL_URL_CLUSTER, 0},   {"clusters", SL_URL_CLUSTER, 1},
+        {"sentinel", SL_URL_SENTINEL, 0}, {"sentinels", SL_URL_SENTINEL, 1}};
     apr_size_t i;
 
     memset(out, 0, sizeof(*out));
     out->nodes = apr_array_make(p, 1, sizeof(sl_hostport_t));
     if (!strcasecmp(url, "shm")) {
-        out->kind = SL_STORE_SHM;
+        out->kind = SL_URL_SHM;
         out->display = "shm";
         return NULL;
     }

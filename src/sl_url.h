@@ -7,11 +7,11 @@
 #include <apr_pools.h>
 #include <apr_tables.h>
 
-#define SL_STORE_SHM      0
-#define SL_STORE_TCP      1
-#define SL_STORE_UNIX     2
-#define SL_STORE_CLUSTER  3
-#define SL_STORE_SENTINEL 4
+#define SL_URL_SHM      0
+#define SL_URL_TCP      1
+#define SL_URL_UNIX     2
+#define SL_URL_CLUSTER  3
+#define SL_URL_SENTINEL 4
 
 typedef struct sl_hostport {
     const char *host;

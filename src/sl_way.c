@@ -86,11 +86,11 @@ static int sl_way_next(sl_way_t *w, int cls, const redisReply *reply,
          * store's master that is one no more (a child idle through a
          * failover finds the old master back as a replica): once more, on
          * the master the Sentinels name now (sl_conn_error_reply made the
-         * address this child knew stale). */
+         * address this child knew doubted). */
         if (!w->cluster) {
-            if (w->sentinel && !w->asked_again &&
+            if (w->sentinel && !w->rediscovered &&
                 sl_error_demoted(reply->str)) {
-                w->asked_again = 1;
+                w->rediscovered = 1;
                 return 1;
             }
             break;

@@ -2,7 +2,7 @@
  * each reply asks next (reload the script, follow MOVED or ASK, retry on
  * a fresh connection, wait out a migration, reroute after a failover),
  * within a bound of trips. The way reaches the network and the slot map
- * only through sl_way_ops_t: sl_redis.c fills it with the real client,
+ * only through sl_way_ops_t: sl_redis.c fills it with the real Redis client,
  * tests/unit/sl_way_test.c with a scripted one. */
 #ifndef SL_WAY_H
 #define SL_WAY_H
@@ -25,12 +25,13 @@ typedef struct sl_way_ops {
      * closed). *trips counts the round trips this thread made. */
     apr_status_t (*trip)(const sl_way_t *w, int shared, redisReply **reply,
                          int *stale, const char **err, int *trips);
-    /* The node of slot, held (NULL: none); stale: the caller's error says
+    /* The node of slot, held (NULL: none); outdated: the caller's error says
      * the map is out of date, which loads it now if due. */
-    sl_node_t *(*route)(void *ctx, apr_pool_t *p, unsigned int slot, int stale);
-    /* Follows MOVED or ASK (msg) from asked, let go of, to the node it
+    sl_node_t *(*route)(void *ctx, apr_pool_t *p, unsigned int slot,
+                        int outdated);
+    /* Follows MOVED or ASK (msg) from from_node (let go of) to the node it
      * names, held (NULL: none). MOVED also says the map is out of date. */
-    sl_node_t *(*redirect)(void *ctx, const char *msg, sl_node_t *asked);
+    sl_node_t *(*redirect)(void *ctx, const char *msg, sl_node_t *from_node);
     /* Lets go of a held node (NULL: none). */
     void (*unref)(void *ctx, sl_node_t *node);
     /* TRYAGAIN: the map is out of date, and the next trip waits this
@@ -47,15 +48,15 @@ struct sl_way {
     void *ctx; /* the ops' */
     apr_pool_t *p;
     unsigned int slot;
-    int cluster;     /* a Redis Cluster: per-node health, reroutes */
-    int sentinel;    /* a Sentinel store: a demoted master is asked again */
+    int cluster;  /* a Redis Cluster: per-node health, reroutes */
+    int sentinel; /* a Sentinel store: a demoted master is discovered again */
     const char *buf; /* the call, in RESP */
     apr_size_t len;
     const sl_script_t *script; /* what buf runs (loaded after NOSCRIPT) */
-    /* The way's own: the node it asks (held), what its next trip sends
+    /* The way's own: the node it sends to (held), what its next trip sends
      * before buf, and how often it reloaded, retried and waited. */
     sl_node_t *node;
-    int asking, reload, reloads, retried, waits, asked_again;
+    int asking, reload, reloads, retried, waits, rediscovered;
 };
 
 /* The way's call through the store, rerouted, redirected and retried as

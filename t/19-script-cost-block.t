@@ -1,4 +1,4 @@
-# lua/sl_check.lua's cost and block arguments and lua/sl_refund.lua (the
+# lua/sl_check.lua's cost and block arguments and lua/sl_give_back.lua (the
 # give-back of count=), called directly in the suite's Redis: a request of
 # cost N consumes N units and waits until N fit; a refusal with a block
 # keeps the limit refused in the store until the block ends, whatever the
@@ -22,7 +22,7 @@ sub slurp {
     return <$fh>;
 }
 my $check  = slurp('sl_check.lua');
-my $refund = slurp('sl_refund.lua');
+my $give_back = slurp('sl_give_back.lua');
 my $p      = 'sltest:{cost-' . $$ . '}';
 
 END {
@@ -31,7 +31,7 @@ END {
 }
 
 sub check  { redis('EVAL', $check,  @_) }
-sub refund { redis('EVAL', $refund, @_) }
+sub give_back { redis('EVAL', $give_back, @_) }
 
 sub err_of {
     my ($script, @a) = @_;
@@ -184,23 +184,23 @@ for my $alg (qw(l c g)) {
 
 # The give-back.
 {
-    my $key = "$p.refund.l";
+    my $key = "$p.give_back.l";
     check(1, $key, 'keep', 'l', 10, 60e6, 10, 1, 0);
     my $r = check(1, $key, 'req', 'l', 10, 60e6, 10, 3, 0);
     my $at = $r->[0] * 1e6 + $r->[1];
-    my $back = refund(1, $key, 'req', $at, 'l', 10, 60e6, 3);
+    my $back = give_back(1, $key, 'req', $at, 'l', 10, 60e6, 3);
     ok t_cmp("@$back", '3', 'log: 3 units back');
     ok t_cmp(join(',', @{ redis('ZRANGE', $key, 0, -1) }), '1*keep', '... the request\'s own entry, no other, and no total left');
-    $back = refund(1, $key, 'req', $at, 'l', 10, 60e6, 3);
+    $back = give_back(1, $key, 'req', $at, 'l', 10, 60e6, 3);
     ok t_cmp("@$back", '0', '... and only once');
 }
 {
-    my $key = "$p.refund.c";
+    my $key = "$p.give_back.c";
     my $win = 366 * 86400e6;    # one window for the whole test
     my $r = check(1, $key, 'm', 'c', 10, $win, 10, 2, 0);
     check(1, $key, 'm', 'c', 10, $win, 10, 2, 0);
     my $at = $r->[0] * 1e6 + $r->[1];
-    my $back = refund(1, $key, 'm', $at, 'c', 10, $win, 2);
+    my $back = give_back(1, $key, 'm', $at, 'c', 10, $win, 2);
     my $now = store_now();
     my ($idx, $cur, $prev) = counter_decode(redis('GET', $key), $now, $win);
     ok($back->[0] == 2 && $cur == 2, "counter: 2 units back from the current window (cur $cur)");
@@ -213,23 +213,23 @@ for my $alg (qw(l c g)) {
     my $ri = $idx - 1;
     my $at1 = $ri * $w + 1;
     redis('SET', $key, sprintf('%d%09d%09d', $ri % 8 + 1, 0, 3), "PX", 60000);
-    refund(1, $key, 'm', $at1, 'c', 10, $w, 1);
+    give_back(1, $key, 'm', $at1, 'c', 10, $w, 1);
     ok t_cmp(redis('GET', $key), sprintf('%d%09d%09d', $ri % 8 + 1, 0, 2),
         'counter: window moved on, nothing written since: its count, the current one then');
     redis('SET', $key, sprintf('%d%09d%09d', $idx % 8 + 1, 3, 1), "PX", 60000);
-    refund(1, $key, 'm', $at1, 'c', 10, $w, 1);
+    give_back(1, $key, 'm', $at1, 'c', 10, $w, 1);
     ok t_cmp(redis('GET', $key), sprintf('%d%09d%09d', $idx % 8 + 1, 2, 1),
         'counter: window moved on and written since: the previous count');
-    refund(1, $key, 'm', ($idx - 2) * $w, 'c', 10, $w, 1);
+    give_back(1, $key, 'm', ($idx - 2) * $w, 'c', 10, $w, 1);
     ok t_cmp(redis('GET', $key), sprintf('%d%09d%09d', $idx % 8 + 1, 2, 1),
         'counter: a reservation two windows old weighs nothing: unchanged');
 }
 {
-    my $key = "$p.refund.g";
+    my $key = "$p.give_back.g";
     my $r = check(1, $key, 'm', 'g', 10, 10e6, 10, 2, 0);
     my $at = $r->[0] * 1e6 + $r->[1];
     ok t_cmp(redis('GET', $key), $at + 2e6, 'gcra: cost 2 moved the TAT by 2 intervals');
-    my $back = refund(1, $key, 'm', $at, 'g', 10, 10e6, 2);
+    my $back = give_back(1, $key, 'm', $at, 'g', 10, 10e6, 2);
     my $tat = redis('GET', $key);
     my $now = store_now();
     ok($back->[0] == 2 && $tat >= $at && $tat <= $now, "gcra: the TAT back to now, never below ($tat)");
@@ -239,12 +239,12 @@ for my $alg (qw(l c g)) {
     # left. Only that goes back: the other request's charge stays.
     my $now0 = store_now();
     redis('SET', $key, $now0 + 2.5e6, 'PX', 10000);
-    $back = refund(1, $key, 'm', $now0 - 1.5e6, 'g', 10, 10e6, 2);
+    $back = give_back(1, $key, 'm', $now0 - 1.5e6, 'g', 10, 10e6, 2);
     $tat = redis('GET', $key);
     ok($tat >= $now0 + 2e6 && $tat < $now0 + 2.5e6,
         sprintf('gcra: a charge decayed to 0.5 s gives back no more (TAT %.3f s ahead)', ($tat - $now0) / 1e6));
     ok t_cmp($back->[0], 1, '... which is one unit, rounded up');
-    ok t_cmp(err_of($refund, 1, $key, 'm', 'x', 'g', 10, 10e6, 2), qr/bad arguments/, 'refund: a bad time is refused');
-    ok t_cmp(err_of($refund, 1, $key, 'm', $at, 'g', 10, 10e6), qr/bad arguments/, 'refund: missing arguments are refused');
-    ok t_cmp(err_of($refund, 1, $key, 'm', $at, 'z', 10, 10e6, 1), qr/bad algorithm 1/, 'refund: unknown algorithm');
+    ok t_cmp(err_of($give_back, 1, $key, 'm', 'x', 'g', 10, 10e6, 2), qr/bad arguments/, 'give back: a bad time is refused');
+    ok t_cmp(err_of($give_back, 1, $key, 'm', $at, 'g', 10, 10e6), qr/bad arguments/, 'give back: missing arguments are refused');
+    ok t_cmp(err_of($give_back, 1, $key, 'm', $at, 'z', 10, 10e6, 1), qr/bad algorithm 1/, 'give back: unknown algorithm');
 }

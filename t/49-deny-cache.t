@@ -5,7 +5,8 @@
 #    with the headers the store would have given, until the exact earliest
 #    time one more fits, and is admitted right after it;
 #  - a GCRA flood from concurrent clients costs about one store call per
-#    free slot, not one per thread or child that finds the slot open;
+#    opening (room for one more request), not one per thread or child
+#    that finds the opening;
 #  - the table is shared by the server's children: a limit exhausted in
 #    one child is refused by every other child without a store call;
 #  - the cache never refuses what the store admits: a concurrent burst
@@ -266,26 +267,27 @@ sub exhaust {
     # admission (no later than the first answer) to the last decision (no
     # earlier than the last request sent); had the store been asked all
     # along, it admitted the burst plus the rate over that time. Not asking
-    # while a slot is open (a cache that refuses too long) loses slots: at
-    # least half the rate must be admitted. The other half is the margin for
-    # a host that stalls every request of the flood past the burst's 1 s (on
-    # a loaded host a slot not asked for is lost, not a refusal too many).
+    # while there is an opening (a cache that refuses too long) loses
+    # openings: at least half the rate must be admitted. The other half is
+    # the margin for a host that stalls every request of the flood past the
+    # burst's 1 s (on a loaded host an opening not asked for is lost, not a
+    # refusal too many).
     my $lasted = ($last - $first) / 1e6;
     t_debug(sprintf 'flood: the full rate over %.2f s is %d admissions',
         $lasted, $N + int($N * $lasted));
     ok($ok >= $N + int($N * $lasted / 2) && $ok <= $N + $N * $elapsed + 1,
         sprintf "flood: $ok admitted: the burst plus at least half the rate over %.2f s, "
           . 'at most the rate over %.2f s', $lasted, $elapsed);
-    # Each admission is one store call. When a slot opens, one request
+    # Each admission is one store call. When an opening comes, one request
     # asks for every thread and every child, the others wait for its
     # answer; beyond that, a call early (the cache ends a refusal at its
     # start on this host's clock, earlier than the store by as much as the
-    # call took) or a refused ask (another request took the slot). About
-    # two calls per slot here; on a host where a store call takes a good
-    # part of the 200 ms slot (sanitizers beside two busy cores: one run in
-    # three went over two) a slot takes a few more asks, one at a time:
-    # at most four. Without single flight every thread that finds the slot
-    # open asks (16 flood here), and without caching the exhausting
+    # call took) or a refused ask (another request took the opening). About
+    # two calls per opening here; on a host where a store call takes a good
+    # part of the 200 ms between openings (sanitizers beside two busy cores:
+    # one run in three went over two) an opening takes a few more asks, one
+    # at a time: at most four. Without single flight every thread that finds
+    # the opening asks (16 flood here), and without caching the exhausting
     # admission the admitting thread's next request asks again.
     my $bound = 4 * ($ok + 1);
     ok($children >= 1 && $calls <= $bound,

@@ -727,7 +727,7 @@ static void test_log_walk(void)
 
 /* The give-back undoes the reservation: after reserve + give-back every
  * algorithm answers as if the request had never come. */
-static void test_refund(void)
+static void test_give_back(void)
 {
     static key_t_ k, before;
     sl_eval_t a, b;
@@ -745,15 +745,15 @@ static void test_refund(void)
         key_hit(&k, now, &a);
         switch (alg) {
         case SL_ALG_LOG:
-            EXPECT(sl_log_refund(&k.log, now, 2) == 2 && k.log.count == 1,
+            EXPECT(sl_log_give_back(&k.log, now, 2) == 2 && k.log.count == 1,
                    "log: the entry of 2 units back");
             break;
         case SL_ALG_COUNTER:
-            EXPECT(sl_counter_refund(now, w, now, 2, &k.counter) == 2,
+            EXPECT(sl_counter_give_back(now, w, now, 2, &k.counter) == 2,
                    "counter: 2 units back");
             break;
         default:
-            EXPECT(sl_gcra_refund(now, 10, w, now, 2, &k.gcra) == 2,
+            EXPECT(sl_gcra_give_back(now, 10, w, now, 2, &k.gcra) == 2,
                    "gcra: 2 units back");
             break;
         }
@@ -774,24 +774,24 @@ static void test_refund(void)
     key_hit(&k, now, &a);
     key_hit(&k, now + 2 * SEC, &a); /* the next window: prev 2, cur 1 */
     EXPECT(k.counter.prev == 2 && k.counter.cur == 1, "counter moved on");
-    EXPECT(sl_counter_refund(now + 2 * SEC, w, now, 1, &k.counter) == 1 &&
+    EXPECT(sl_counter_give_back(now + 2 * SEC, w, now, 1, &k.counter) == 1 &&
                k.counter.prev == 1 && k.counter.cur == 1,
            "counter: the give-back goes to the window it was reserved in");
-    EXPECT(sl_counter_refund(now + 2 * SEC, w, now + 2 * SEC, 5, &k.counter) ==
-                   1 &&
+    EXPECT(sl_counter_give_back(now + 2 * SEC, w, now + 2 * SEC, 5,
+                                &k.counter) == 1 &&
                k.counter.cur == 0,
            "counter: never below zero");
-    EXPECT(sl_counter_refund(now + 2 * w, w, now, 1, &k.counter) == 0,
+    EXPECT(sl_counter_give_back(now + 2 * w, w, now, 1, &k.counter) == 0,
            "counter: nothing once the window weighs nothing");
 
     /* GCRA: never below now. */
     {
         sl_gcra_t g = {(double) now + 1.5 * SEC};
-        EXPECT(sl_gcra_refund(now, 10, 10 * SEC, now, 3, &g) == 2 &&
+        EXPECT(sl_gcra_give_back(now, 10, 10 * SEC, now, 3, &g) == 2 &&
                    g.tat == (double) now,
                "gcra: the TAT goes back, never below now (1.5 units, "
                "rounded up)");
-        EXPECT(sl_gcra_refund(now, 10, 10 * SEC, now, 1, &g) == 0,
+        EXPECT(sl_gcra_give_back(now, 10, 10 * SEC, now, 1, &g) == 0,
                "gcra: nothing to give back from an empty bucket");
     }
     /* GCRA at 1 per second: a and b, 2 units each, admitted at now into an
@@ -802,13 +802,15 @@ static void test_refund(void)
         sl_gcra_t g = {0};
         sl_gcra_apply(now, 10, 10 * SEC, 10, 2, &g);
         sl_gcra_apply(now, 10, 10 * SEC, 10, 2, &g);
-        EXPECT(sl_gcra_refund(now + 1500000, 10, 10 * SEC, now, 2, &g) == 1 &&
+        EXPECT(sl_gcra_give_back(now + 1500000, 10, 10 * SEC, now, 2, &g) ==
+                       1 &&
                    g.tat == (double) now + 3.5 * SEC,
                "gcra: a give-back returns only what is still charged (TAT "
                "now + %.6f s)",
                (g.tat - (double) now) / SEC);
         g.tat = (double) now + 4 * SEC;
-        EXPECT(sl_gcra_refund(now + 2500000, 10, 10 * SEC, now, 2, &g) == 0 &&
+        EXPECT(sl_gcra_give_back(now + 2500000, 10, 10 * SEC, now, 2, &g) ==
+                       0 &&
                    g.tat == (double) now + 4 * SEC,
                "gcra: nothing once the charge has decayed; later charges "
                "stay");
@@ -817,12 +819,12 @@ static void test_refund(void)
     {
         apr_int64_t ts[8] = {100, 200, 200, 300}, w[8] = {1, 2, 3, 1};
         sl_log_t log = {ts, w, 4, 7};
-        EXPECT(sl_log_refund(&log, 200, 3) == 3 && log.count == 3 &&
+        EXPECT(sl_log_give_back(&log, 200, 3) == 3 && log.count == 3 &&
                    log.units == 4 && ts[1] == 200 && w[1] == 2 && ts[2] == 300,
                "log: only the admission's entry goes");
-        EXPECT(sl_log_refund(&log, 200, 5) == 0 && log.count == 3,
+        EXPECT(sl_log_give_back(&log, 200, 5) == 0 && log.count == 3,
                "log: none of another weight");
-        EXPECT(sl_log_refund(&log, 250, 1) == 0 && log.count == 3,
+        EXPECT(sl_log_give_back(&log, 250, 1) == 0 && log.count == 3,
                "log: none at another time");
     }
 }
@@ -850,15 +852,15 @@ static void test_reservation(void)
         for (i = 0; i < 5; i++) {
             switch (alg) {
             case SL_ALG_LOG:
-                sl_log_refund(&k.log, now, 1);
+                sl_log_give_back(&k.log, now, 1);
                 break;
             case SL_ALG_COUNTER:
-                sl_counter_refund(now + 1, 60 * SEC, now, 1, &k.counter);
+                sl_counter_give_back(now + 1, 60 * SEC, now, 1, &k.counter);
                 break;
             default:
                 /* At once: nothing of the charge decayed (1 us later,
-                 * 1 us of it is kept: gcra_refund). */
-                sl_gcra_refund(now, 5, 60 * SEC, now, 1, &k.gcra);
+                 * 1 us of it is kept: sl_gcra_give_back). */
+                sl_gcra_give_back(now, 5, 60 * SEC, now, 1, &k.gcra);
                 break;
             }
         }
@@ -918,7 +920,7 @@ static void test_expiry(void)
     e = sl_gcra_apply(T0, 4, 10 * SEC, 4, 1, &g);
     EXPECT(g.tat == (double) T0 + 2500000 && e == T0 + 2500000 + 1000,
            "gcra key lives until its TAT");
-    /* A stale state counts as no state. */
+    /* An expired state counts as no state. */
     c.idx -= 2;
     c.cur = 1000;
     {
@@ -945,7 +947,7 @@ int main(void)
     test_cost();
     test_log_cost_retry();
     test_log_walk();
-    test_refund();
+    test_give_back();
     test_reservation();
     test_block();
     apr_terminate();

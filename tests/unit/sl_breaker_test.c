@@ -94,12 +94,12 @@ static void sl_stuck(int sig)
     exit(1);
 }
 
-/* A process killed between claiming a slot and naming it leaves the slot
+/* A process killed between claiming a cell and naming it leaves the cell
  * BUSY for good: later children must neither wait for it forever nor
- * disagree on which slot is a store's. */
+ * disagree on which cell is a store's. */
 static void test_half_claimed(apr_pool_t *p)
 {
-    apr_size_t size = sl_breakers_size(), stride = size / SL_BREAKER_SLOTS;
+    apr_size_t size = sl_breakers_size(), stride = size / SL_BREAKER_CELLS;
     char *mem = calloc(1, size), *mem2 = calloc(1, size);
     sl_breakers_t *t = sl_breakers_attach(p, mem), *t2;
     sl_breaker_t *a, *b;
@@ -108,7 +108,7 @@ static void test_half_claimed(apr_pool_t *p)
 
     signal(SIGALRM, sl_stuck);
     alarm(10);
-    /* Where "a" lands in an empty table: its home slot. */
+    /* Where "a" lands in an empty table: its home cell. */
     a = sl_breakers_get(t, "a", 1);
     home = (int) (((char *) a - mem) / stride);
     t2 = sl_breakers_attach(p, mem2);
@@ -117,7 +117,7 @@ static void test_half_claimed(apr_pool_t *p)
     start = apr_time_now();
     a = sl_breakers_get(t2, "a", 1);
     EXPECT(a != NULL && (int) (((char *) a - mem2) / stride) != home,
-           "a half-claimed home slot is given up for the next one");
+           "a half-claimed home cell is given up for the next one");
     EXPECT(apr_time_now() - start < apr_time_from_sec(2),
            "after a bounded wait (%ld us)", (long) (apr_time_now() - start));
     start = apr_time_now();
@@ -128,9 +128,9 @@ static void test_half_claimed(apr_pool_t *p)
     b = sl_breakers_get(t2, "b", 1);
     EXPECT(b != NULL && b != a, "other stores still get their own");
 
-    /* Every slot left half-claimed: no breaker, but an answer. */
+    /* Every cell left half-claimed: no breaker, but an answer. */
     memset(mem, 0, size);
-    for (i = 0; i < SL_BREAKER_SLOTS; i++) {
+    for (i = 0; i < SL_BREAKER_CELLS; i++) {
         *(volatile apr_uint32_t *) (mem + (apr_size_t) i * stride) =
             SL_CLAIM_BUSY;
     }

@@ -122,7 +122,7 @@ static void test_what_is_cached(apr_pool_t *p)
     EXPECT(sl_denycache_find(dc, two, 2, MS(200), &now, ra, flights) == 2,
            "both refusing limits found");
     EXPECT(ra[1] > ra[0] && ra[0] > 0, "each with its own retry_at");
-    EXPECT(flights[0] == 0 && flights[1] == 0, "no asker without threads");
+    EXPECT(flights[0] == 0 && flights[1] == 0, "no leader without threads");
 
     /* The same key with another limit is not the same refusal. */
     b = a;
@@ -132,7 +132,7 @@ static void test_what_is_cached(apr_pool_t *p)
 
     /* Nor is the same key of another store (a virtual host's own Redis). */
     b = a;
-    b.store = a.store + 1;
+    b.store_tag = a.store_tag + 1;
     EXPECT(sl_request(dc, &b, NULL, ra) == 0,
            "the same key in another store: no hit");
     EXPECT(sl_request(dc, &a, NULL, ra) == 1, "... while its own still is");
@@ -228,19 +228,19 @@ static void sl_join(apr_thread_t *t)
     apr_thread_join(&rv, t);
 }
 
-/* A key name whose slot is c's. The placement is keyed by the table's
+/* A key name whose cell is c's. The placement is keyed by the table's
  * secret, so only a handle on the table can find one. */
 static const char *sl_collider(apr_pool_t *p, const sl_denycache_t *dc,
                                const sl_budget_t *c)
 {
     char *name = NULL;
-    unsigned int i, want = sl_denycache_slot(dc, c);
+    unsigned int i, want = sl_denycache_cell(dc, c);
 
     for (i = 0; i < 10000000; i++) {
         sl_budget_t k;
         name = apr_psprintf(p, "t:{k%u}x.g", i);
         k = sl_mk(name);
-        if (sl_denycache_slot(dc, &k) == want) {
+        if (sl_denycache_cell(dc, &k) == want) {
             break;
         }
     }
@@ -271,19 +271,19 @@ static void test_single_flight(apr_pool_t *p)
     apr_uint32_t flight, none = 0;
     sl_decision_t d;
 
-    /* A key never refused: nobody waits, nobody is the asker. */
+    /* A key never refused: nobody waits, nobody is the leader. */
     t = sl_spawn(p, &w, dc, &fresh, MS(200));
     sl_join(t);
     EXPECT(!w.hits && !w.flight && w.took < MS(50),
            "a key not recently refused never waits (%d ms)",
            (int) (w.took / 1000));
 
-    /* The asker is admitted and leaves nothing: the waiter is answered. */
+    /* The leader is admitted and leaves nothing: the waiter is answered. */
     flight = sl_recent_with_asker(p, dc, &c, &sent);
-    EXPECT(flight != 0, "the first request after the refusal is the asker");
+    EXPECT(flight != 0, "the first request after the refusal is the leader");
     t = sl_spawn(p, &w, dc, &c, MS(500));
     apr_sleep(MS(50));
-    EXPECT(!w.done, "another thread waits for the asker's answer");
+    EXPECT(!w.done, "another thread waits for the leader's answer");
     d = sl_answer(p, 1, 1, 0, MS(200));
     sl_denycache_settle(dc, &c, 1, &d, sent, apr_time_now(), &flight);
     sl_join(t);
@@ -291,7 +291,7 @@ static void test_single_flight(apr_pool_t *p)
            "the exhausting answer refuses the waiter here, no store call");
     EXPECT(w.took < MS(200), "released at once (%d ms)", (int) (w.took / 1000));
 
-    /* The asker's store call fails: the waiter goes to the store itself,
+    /* The leader's store call fails: the waiter goes to the store itself,
      * and the key is no longer one to wait for. */
     apr_sleep(MS(250)); /* the exhausting answer's entry ends */
     flight = sl_recent_with_asker(p, dc, &c, &sent);
@@ -307,8 +307,8 @@ static void test_single_flight(apr_pool_t *p)
                none == 0,
            "after a failure the key is not recent: nobody asks for others");
 
-    /* The asker never settles: the waiter gives up at the bound and asks
-     * itself, in place of the lost asker. */
+    /* The leader never settles: the waiter gives up at the bound and asks
+     * itself, in place of the lost leader. */
     c = sl_mk("t:{g}x.g");
     flight = sl_recent_with_asker(p, dc, &c, &sent);
     t = sl_spawn(p, &w, dc, &c, MS(200));
@@ -318,13 +318,13 @@ static void test_single_flight(apr_pool_t *p)
     EXPECT(w.flight != 0 && w.flight != flight,
            "the waiter asks itself, for the others, once the first is late");
 
-    /* The asker is refused a little early (until already past): one
+    /* The leader is refused a little early (until already past): one
      * waiter asks next, the other follows it and is answered from its
      * exhausting answer. */
     {
         sl_waiter_t w2;
         apr_thread_t *t2;
-        sl_waiter_t *asker, *follower;
+        sl_waiter_t *leader, *follower;
         apr_thread_t *ta, *tf;
 
         c = sl_mk("t:{h}x.g");
@@ -338,23 +338,23 @@ static void test_single_flight(apr_pool_t *p)
         apr_sleep(MS(30));
         EXPECT(w.done + w2.done == 1,
                "an early refusal: one waiter asks next, the other waits on");
-        asker = w.done ? &w : &w2;
+        leader = w.done ? &w : &w2;
         follower = w.done ? &w2 : &w;
         ta = w.done ? t : t2;
         tf = w.done ? t2 : t;
         sl_join(ta);
-        EXPECT(asker->hits == 0 && asker->flight != 0,
-               "the next asker asks for the others");
+        EXPECT(leader->hits == 0 && leader->flight != 0,
+               "the next leader asks for the others");
         d = sl_answer(p, 1, 1, 0, MS(50));
         sl_denycache_settle(dc, &c, 1, &d, apr_time_now(), apr_time_now(),
-                            &asker->flight);
+                            &leader->flight);
         sl_join(tf);
         EXPECT(follower->hits == 1 && follower->flight == 0,
-               "the follower is answered from the next asker's answer");
+               "the follower is answered from the next leader's answer");
     }
 
-    /* Another key takes the slot (direct-mapped): the waiter stops
-     * waiting, and the first asker's late settle leaves the new key alone. */
+    /* Another key takes the cell (direct-mapped): the waiter stops
+     * waiting, and the first leader's late settle leaves the new key alone. */
     {
         const char *name;
         sl_budget_t k2;
@@ -365,19 +365,20 @@ static void test_single_flight(apr_pool_t *p)
         flight = sl_recent_with_asker(p, dc, &c, &sent);
         t = sl_spawn(p, &w, dc, &c, MS(500));
         apr_sleep(MS(30));
-        EXPECT(!w.done, "waiting for the asker of one key");
+        EXPECT(!w.done, "waiting for the leader of one key");
         d = sl_answer(p, 0, 0, 0, MS(300));
         sl_request(dc, &k2, &d, &ra);
         sl_join(t);
         EXPECT(w.hits == 0 && w.took < MS(200),
-               "a colliding key's refusal takes the slot: the waiter goes to "
+               "a colliding key's refusal takes the cell: the waiter goes to "
                "the store (%d ms)",
                (int) (w.took / 1000));
         d = sl_answer(p, 1, 1, 5, MS(300));
         sl_denycache_settle(dc, &c, 1, &d, sent, apr_time_now(), &flight);
-        EXPECT(sl_request(dc, &k2, NULL, &ra) == 1,
-               "the first asker's late answer with room leaves the other key's "
-               "refusal alone");
+        EXPECT(
+            sl_request(dc, &k2, NULL, &ra) == 1,
+            "the first leader's late answer with room leaves the other key's "
+            "refusal alone");
     }
 }
 
@@ -391,7 +392,7 @@ static int sl_wait(pid_t pid)
 }
 
 /* Children of one server share the table: what one learns, every other
- * answers, and a reader never takes a half-written slot for a refusal. */
+ * answers, and a reader never takes a half-written cell for a refusal. */
 static void test_processes(apr_pool_t *p)
 {
     sl_denycache_shm_t *shm;
@@ -428,7 +429,7 @@ static void test_processes(apr_pool_t *p)
            "an exhausting admission in one process: a child refuses locally");
 
     /* Torn reads: two writers put two keys, with different limits and
-     * resets, into the same slot as fast as they can; a reader must never
+     * resets, into the same cell as fast as they can; a reader must never
      * see one key with the other's limit or the other's reset. */
     b = sl_mk(sl_collider(p, dc, &a));
     b.requests = 51;
@@ -475,7 +476,7 @@ static void test_processes(apr_pool_t *p)
 
 /* In another process: one request on c, waiting at most 500 ms. Exit 0
  * when it is answered as want (1: refused here; 0: to the store, as the
- * asker) after between lo and hi ms; else 1 (wrong answer), 2 (answered
+ * leader) after between lo and hi ms; else 1 (wrong answer), 2 (answered
  * sooner than lo: it did not wait, so the case was not set up) or 3 (too
  * late). Tells the parent through ready just before it asks. */
 static void sl_child_request(apr_pool_t *p, sl_denycache_shm_t *shm,
@@ -502,16 +503,16 @@ static void sl_child_request(apr_pool_t *p, sl_denycache_shm_t *shm,
     _exit(took >= MS(hi) ? 3 : 0);
 }
 
-/* How the asker's call ends in sl_flight_case. */
+/* How the leader's call ends in sl_flight_case. */
 typedef enum {
     SL_ASKER_EXHAUSTED, /* an answer without room */
     SL_ASKER_ROOM,      /* an answer with room */
     SL_ASKER_LOST       /* never (its child died) */
 } sl_asker_end_t;
 
-/* One asker in this process and a second child asking for the same
+/* One leader in this process and a second child asking for the same
  * recently refused key: the child's exit (see sl_child_request). The child
- * must be waiting when the asker settles; a loaded host can delay it past
+ * must be waiting when the leader settles; a loaded host can delay it past
  * that, which is not the case under test, so such a run (exit 2 or 3) is
  * repeated on a fresh key, a few times at most. */
 static int sl_flight_case(apr_pool_t *p, sl_denycache_shm_t *shm,
@@ -570,7 +571,7 @@ static void test_children_single_flight(apr_pool_t *p)
            "every child");
     rc = sl_flight_case(p, shm, dc, "sx", SL_ASKER_EXHAUSTED, 1, 40, 300);
     EXPECT(rc == 0,
-           "another child waits for the asker's exhausting answer and refuses "
+           "another child waits for the leader's exhausting answer and refuses "
            "from it, no store call (exit %d)",
            rc);
 
@@ -581,16 +582,16 @@ static void test_children_single_flight(apr_pool_t *p)
            "%d)",
            rc);
 
-    /* The asker never settles (its child died): the other child waits
-     * until the asker's bound (200 ms from its start), then asks itself. */
+    /* The leader never settles (its child died): the other child waits
+     * until the leader's bound (200 ms from its start), then asks itself. */
     rc = sl_flight_case(p, shm, dc, "sg", SL_ASKER_LOST, 0, 120, 450);
     EXPECT(rc == 0,
-           "a lost asker holds the other children for its bound only (exit "
+           "a lost leader holds the other children for its bound only (exit "
            "%d)",
            rc);
 }
 
-/* Slots are placed by a secret drawn for each table: another generation
+/* Cells are placed by a secret drawn for each table: another generation
  * (another table) places the same keys elsewhere, so a client cannot work
  * out offline which keys evict another's refusal. */
 static void test_placement(apr_pool_t *p)
@@ -600,11 +601,11 @@ static void test_placement(apr_pool_t *p)
 
     for (i = 0; i < 16; i++) {
         sl_budget_t k = sl_mk(apr_psprintf(p, "t:{place%d}x.g", i));
-        same += sl_denycache_slot(one, &k) == sl_denycache_slot(two, &k);
-        same_in_one += sl_denycache_slot(one, &k) == sl_denycache_slot(one, &k);
+        same += sl_denycache_cell(one, &k) == sl_denycache_cell(two, &k);
+        same_in_one += sl_denycache_cell(one, &k) == sl_denycache_cell(one, &k);
     }
-    EXPECT(same_in_one == 16, "one table places a key in one slot");
-    /* 16 keys in the same slots by chance: about 2^-190 */
+    EXPECT(same_in_one == 16, "one table places a key in one cell");
+    /* 16 keys in the same cells by chance: about 2^-190 */
     EXPECT(same < 16, "two tables place keys differently (%d of 16 alike)",
            same);
 }

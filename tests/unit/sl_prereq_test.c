@@ -202,11 +202,11 @@ static void test_table(void)
            "released (no answer): asked again");
     EXPECT(!sl_prereqs_claim(t, "redis://a:1/0", "a:1", 1), "then not");
 
-    for (i = 0, claimed = 0; i < SL_PREREQ_SLOTS + 10; i++) {
+    for (i = 0, claimed = 0; i < SL_PREREQ_CELLS + 10; i++) {
         apr_snprintf(node, sizeof(node), "n%d:1", i);
         claimed += sl_prereqs_claim(t, "cluster://x:1", node, 0);
     }
-    EXPECT(claimed == SL_PREREQ_SLOTS - 2,
+    EXPECT(claimed == SL_PREREQ_CELLS - 2,
            "a full table asks no more (claimed %d)", claimed);
     free(base);
 }

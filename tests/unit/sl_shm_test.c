@@ -110,7 +110,7 @@ static void test_attach(void)
     free(region);
 }
 
-/* The smallest table, full: one counter key per slot, k0 the least
+/* The smallest table, full: one counter key per cell, k0 the least
  * recently used; key "k<short>" has a one-second window. Returns n. */
 static apr_uint32_t fill(sl_table_t *t, apr_uint32_t short_one)
 {
@@ -126,7 +126,7 @@ static apr_uint32_t fill(sl_table_t *t, apr_uint32_t short_one)
     return n;
 }
 
-/* Every key takes one slot: fill the smallest table, then watch who goes. */
+/* Every key takes one cell: fill the smallest table, then watch who goes. */
 static void test_eviction_order(void)
 {
     void *region;
@@ -136,7 +136,7 @@ static void test_eviction_order(void)
     sl_decision_t d;
 
     EXPECT(sl_table_free(t) == 0 && sl_table_entries(t) == n,
-           "%u keys fill %u slots", n, n);
+           "%u keys fill %u cells", n, n);
     /* k0 is used again: k1 is now the least recently used. */
     EXPECT(remaining(t, "k0", T0 + n) == 98, "k0 kept its count");
     EXPECT(decide(t, budget("new", SL_ALG_COUNTER, 100, HOUR), T0 + n + 1, &d,
@@ -371,7 +371,7 @@ static void test_corruption(void)
         apr_snprintf(key, sizeof(key), "k%d", i);
         remaining(t, key, T0 + i);
     }
-    /* Everything after the header: buckets, slots, links. */
+    /* Everything after the header: buckets, cells, links. */
     memset((char *) region + 256, 0x5a, size - 256);
     EXPECT(decide(t, budget("k7", SL_ALG_COUNTER, 100, HOUR), T0 + 100, &d,
                   &news) == APR_EGENERAL,
@@ -411,7 +411,7 @@ static void test_atomic(void)
  * giving back the middle admission's entries leaves the others in order
  * (the oldest still decides the reset) and frees the chunks left empty;
  * counter and GCRA give back their units. */
-static void test_cost_refund(void)
+static void test_cost_give_back(void)
 {
     void *region;
     sl_table_t *t = table_new(64 * 1024, &region);
@@ -432,7 +432,7 @@ static void test_cost_refund(void)
            d.quota[0].remaining);
     b.cost = 10;
     sl_table_prepare(pool, t, &b, 1, &ops);
-    sl_table_refund(t, ops, 1, T0 + SEC, T0 + 3 * SEC);
+    sl_table_give_back(t, ops, 1, T0 + SEC, T0 + 3 * SEC);
     b.cost = 1;
     decide(t, b, T0 + 3 * SEC, &d, NULL);
     EXPECT(d.admitted && d.quota[0].remaining == 22 &&
@@ -442,13 +442,13 @@ static void test_cost_refund(void)
            d.quota[0].remaining, d.quota[0].reset);
     b.cost = 3;
     sl_table_prepare(pool, t, &b, 1, &ops);
-    sl_table_refund(t, ops, 1, T0, T0 + 3 * SEC);
+    sl_table_give_back(t, ops, 1, T0, T0 + 3 * SEC);
     b.cost = 4;
     sl_table_prepare(pool, t, &b, 1, &ops);
-    sl_table_refund(t, ops, 1, T0 + 2 * SEC, T0 + 3 * SEC);
+    sl_table_give_back(t, ops, 1, T0 + 2 * SEC, T0 + 3 * SEC);
     b.cost = 1;
     sl_table_prepare(pool, t, &b, 1, &ops);
-    sl_table_refund(t, ops, 1, T0 + 3 * SEC, T0 + 3 * SEC);
+    sl_table_give_back(t, ops, 1, T0 + 3 * SEC, T0 + 3 * SEC);
     EXPECT(sl_table_free(t) == free0 - 1,
            "log: every chunk back when all went (the entry stays)");
 
@@ -458,7 +458,7 @@ static void test_cost_refund(void)
         c.cost = 4;
         decide(t, c, T0, &d, NULL);
         sl_table_prepare(pool, t, &c, 1, &ops);
-        sl_table_refund(t, ops, 1, T0, T0 + 1);
+        sl_table_give_back(t, ops, 1, T0, T0 + 1);
         c.cost = 1;
         decide(t, c, T0 + 2, &d, NULL);
         EXPECT(d.admitted && d.quota[0].remaining == 9,
@@ -550,7 +550,7 @@ static void test_peek_reset(void)
                !e.admitted && e.quota[0].reset == d.quota[0].reset,
            "log: the decision refuses with the same reset");
     /* The first time is out of the window: a look counts it out without
-     * removing it (the free slots stay as they are). */
+     * removing it (the free cells stay as they are). */
     EXPECT(peek(t, lg, T0 + 60 * SEC + 1, &d, &blocked) == APR_SUCCESS &&
                d.admitted && d.quota[0].remaining == 1 &&
                d.quota[0].reset == SEC - 1 && sl_table_free(t) == free0,
@@ -623,7 +623,7 @@ int main(void)
     test_out_of_order();
     test_corruption();
     test_atomic();
-    test_cost_refund();
+    test_cost_give_back();
     test_cost_million();
     test_peek_reset();
     printf("sl_shm_test: %d passed, %d failed\n", passed, failed);

@@ -181,7 +181,7 @@ static void test_load(void)
     seed = sl_topo_route(&t, 0);
     EXPECT(sl_topo_load(&t, r, seed) == NULL && port_of(&t, 42) == 7009 &&
                !strcmp(sl_topo_route(&t, 42)->host, "127.0.0.1"),
-           "empty host: the asked node's host");
+           "empty host: the answering node's host");
     r_free(r);
     topo_fini(&t);
     EXPECT(made == freed, "every node freed (made %d, freed %d)", made, freed);
@@ -251,15 +251,15 @@ static void test_redirect(void)
     EXPECT(n && n->port == 7003 && made == before,
            "MOVED to a known node allocates nothing");
     EXPECT(port_of(&t, 42) == 7003, "MOVED moves the slot");
-    EXPECT(t.stale, "MOVED: the map is out of date");
-    t.stale = 0;
+    EXPECT(t.outdated, "MOVED: the map is out of date");
+    t.outdated = 0;
     n = sl_topo_redirect(&t, "ASK 43 127.0.0.1:7002", a);
     EXPECT(n && n->port == 7002 && port_of(&t, 43) == 7001,
            "ASK does not move the slot");
-    EXPECT(!t.stale, "ASK: the map is not out of date");
+    EXPECT(!t.outdated, "ASK: the map is not out of date");
     n = sl_topo_redirect(&t, "MOVED 44 :7002", sl_topo_route(&t, 5000));
     EXPECT(n && n->port == 7002 && made == before,
-           "an empty host is the asked node's");
+           "an empty host is the answering node's");
     n = sl_topo_redirect(&t, "MOVED 45 :7003", a);
     EXPECT(n && !strcmp(n->host, "127.0.0.1") && n->port == 7003,
            "... not the first seed's");
@@ -277,8 +277,8 @@ static void test_redirect(void)
     EXPECT(!sl_topo_redirect(&t, "MOVED x 127.0.0.1:7001", a), "bad slot");
     EXPECT(!sl_topo_redirect(&t, "MOVED 12", a), "no address");
     EXPECT(!sl_topo_redirect(&t, "MOVED 12 127.0.0.1", a), "no port");
-    t.stale = 0;
-    EXPECT(!sl_topo_redirect(&t, "MOVED 12", a) && t.stale,
+    t.outdated = 0;
+    EXPECT(!sl_topo_redirect(&t, "MOVED 12", a) && t.outdated,
            "MOVED that names no node: the map is out of date all the same");
     /* The next map drops the node that serves nothing. */
     sl_topo_load(&t, r, NULL);
@@ -333,11 +333,11 @@ static void test_refresh(void)
     EXPECT(sl_topo_refresh_claim(&t, now + MS(110)), "... then again");
     sl_topo_refresh_done(&t, now + MS(111), 1);
     EXPECT(!sl_topo_refresh_claim(&t, now + MS(300)), "loaded: not again");
-    t.stale = 1;
+    t.outdated = 1;
     EXPECT(!sl_topo_refresh_claim(&t, now + MS(150)), "an error: rate-limited");
     EXPECT(sl_topo_refresh_claim(&t, now + MS(220)), "an error: load again");
     sl_topo_refresh_done(&t, now + MS(221), 1);
-    EXPECT(!t.stale, "loaded: not stale");
+    EXPECT(!t.outdated, "loaded: not out of date");
     EXPECT(!sl_topo_refresh_claim(&t, now + MS(5000)), "within the period");
     EXPECT(sl_topo_refresh_claim(&t, now + MS(5300)), "periodically");
     sl_topo_refresh_done(&t, now + MS(5301), 1);

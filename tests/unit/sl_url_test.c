@@ -17,7 +17,7 @@ static void test_store_urls_tls_sentinel(apr_pool_t *p)
     const char *err;
 
     err = sl_parse_store_url(p, "rediss://app:pw@cache.example:6380/1", &u);
-    EXPECT(!err && u.kind == SL_STORE_TCP && u.tls && u.db == 1 &&
+    EXPECT(!err && u.kind == SL_URL_TCP && u.tls && u.db == 1 &&
                !strcmp(u.user, "app") && !strcmp(u.password, "pw"),
            "rediss url: %s", err ? err : "");
     EXPECT(!strcmp(u.display, "rediss://***@cache.example:6380/1"),
@@ -25,9 +25,8 @@ static void test_store_urls_tls_sentinel(apr_pool_t *p)
     err = sl_parse_store_url(p, "redis://h", &u);
     EXPECT(!err && !u.tls, "redis:// is plain");
     err = sl_parse_store_url(p, "cluster://app:p@ss@a:7000,b", &u);
-    EXPECT(!err && u.kind == SL_STORE_CLUSTER && !u.tls &&
-               u.nodes->nelts == 2 && !strcmp(u.user, "app") &&
-               !strcmp(u.password, "p@ss") &&
+    EXPECT(!err && u.kind == SL_URL_CLUSTER && !u.tls && u.nodes->nelts == 2 &&
+               !strcmp(u.user, "app") && !strcmp(u.password, "p@ss") &&
                APR_ARRAY_IDX(u.nodes, 1, sl_hostport_t).port == 6379,
            "cluster url with credentials: %s", err ? err : "");
     EXPECT(!strcmp(u.display, "cluster://***@a:7000,b:6379"),
@@ -37,7 +36,7 @@ static void test_store_urls_tls_sentinel(apr_pool_t *p)
                !strcmp(u.display, "clusters://***@a:7000"),
            "clusters url: %s", err ? err : u.display);
     err = sl_parse_store_url(p, "unix:app:pw@/run/redis.sock?db=2", &u);
-    EXPECT(!err && u.kind == SL_STORE_UNIX && !strcmp(u.user, "app") &&
+    EXPECT(!err && u.kind == SL_URL_UNIX && !strcmp(u.user, "app") &&
                !strcmp(u.password, "pw") && u.db == 2 &&
                !strcmp(u.path, "/run/redis.sock") &&
                !strcmp(u.display, "unix:***@/run/redis.sock"),
@@ -48,10 +47,9 @@ static void test_store_urls_tls_sentinel(apr_pool_t *p)
 
     err = sl_parse_store_url(
         p, "sentinel://app:pw@10.0.0.1:26380,s2,[::1]:26381/mymaster/3", &u);
-    EXPECT(!err && u.kind == SL_STORE_SENTINEL && !u.tls &&
-               u.nodes->nelts == 3 && !strcmp(u.master, "mymaster") &&
-               u.db == 3 && !strcmp(u.user, "app") &&
-               !strcmp(u.password, "pw") &&
+    EXPECT(!err && u.kind == SL_URL_SENTINEL && !u.tls && u.nodes->nelts == 3 &&
+               !strcmp(u.master, "mymaster") && u.db == 3 &&
+               !strcmp(u.user, "app") && !strcmp(u.password, "pw") &&
                APR_ARRAY_IDX(u.nodes, 1, sl_hostport_t).port == 26379 &&
                APR_ARRAY_IDX(u.nodes, 0, sl_hostport_t).port == 26380,
            "sentinel url: %s", err ? err : "");
@@ -151,7 +149,7 @@ static void test_store_urls(apr_pool_t *p)
     const char *err;
 
     err = sl_parse_store_url(p, "redis://user:s3cr@t@10.1.2.3:6380/2", &u);
-    EXPECT(!err && u.kind == SL_STORE_TCP && u.db == 2 &&
+    EXPECT(!err && u.kind == SL_URL_TCP && u.db == 2 &&
                !strcmp(u.user, "user") && !strcmp(u.password, "s3cr@t"),
            "redis url: %s", err ? err : "");
     EXPECT(!strstr(u.display, "s3cr"), "password never displayed: %s",
@@ -160,7 +158,7 @@ static void test_store_urls(apr_pool_t *p)
     EXPECT(!err && APR_ARRAY_IDX(u.nodes, 0, sl_hostport_t).port == 6379,
            "default port");
     err = sl_parse_store_url(p, "unix:/run/redis.sock?db=3", &u);
-    EXPECT(!err && u.kind == SL_STORE_UNIX && u.db == 3 &&
+    EXPECT(!err && u.kind == SL_URL_UNIX && u.db == 3 &&
                !strcmp(u.path, "/run/redis.sock"),
            "unix url");
     err = sl_parse_store_url(p, "cluster://a:7000,b:7001,[::1]:7002", &u);

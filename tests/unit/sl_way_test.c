@@ -45,7 +45,7 @@ static struct {
     seen_t seen[MAX_STEPS];
     int ntrips;
     long long answer; /* the script's answer, when it came */
-    int routes, stale_routes;
+    int routes, outdated_routes;
     /* A map loaded after an error names this node for the slot (NULL:
      * the same map); cycle: the next node of the table each time. */
     sl_node_t *reroute_to;
@@ -111,19 +111,19 @@ static apr_status_t fake_trip(const sl_way_t *w, int shared, redisReply **reply,
     return s->rv;
 }
 
-/* The slot map's part, as sl_slots.c does it without the I/O: a stale
+/* The slot map's part, as sl_slots.c does it without the I/O: an outdated
  * route "loads" the map the test prepared. */
 static sl_node_t *fake_route(void *ctx, apr_pool_t *p, unsigned int slot,
-                             int stale)
+                             int outdated)
 {
     sl_node_t *node;
 
     (void) ctx;
     (void) p;
     net.routes++;
-    if (stale) {
-        net.stale_routes++;
-        topo.stale = 1;
+    if (outdated) {
+        net.outdated_routes++;
+        topo.outdated = 1;
         if (net.cycle && topo.slots[slot]) {
             int next = topo.slots[slot] % topo.nnodes;
             topo.slots[slot] = (apr_uint16_t) (next + 1);
@@ -139,15 +139,16 @@ static sl_node_t *fake_route(void *ctx, apr_pool_t *p, unsigned int slot,
     return node;
 }
 
-static sl_node_t *fake_redirect(void *ctx, const char *msg, sl_node_t *asked)
+static sl_node_t *fake_redirect(void *ctx, const char *msg,
+                                sl_node_t *from_node)
 {
-    sl_node_t *node = sl_topo_redirect(&topo, msg, asked);
+    sl_node_t *node = sl_topo_redirect(&topo, msg, from_node);
 
     (void) ctx;
     if (node) {
         sl_topo_ref(node);
     }
-    sl_topo_unref(&topo, asked);
+    sl_topo_unref(&topo, from_node);
     return node;
 }
 
@@ -162,7 +163,7 @@ static void fake_unref(void *ctx, sl_node_t *node)
 static void fake_migrating(void *ctx, apr_interval_time_t wait)
 {
     (void) ctx;
-    topo.stale = 1;
+    topo.outdated = 1;
     net.waits[net.nwaits++ % MAX_STEPS] = wait;
 }
 
@@ -278,7 +279,7 @@ static void test_answer(void)
     EXPECT(net.seen[0].port == 7001 && net.seen[0].shared &&
                !net.seen[0].asking && !net.seen[0].reload,
            "answer: the slot's master, the first trip may share a batch");
-    EXPECT(net.routes == 1 && !net.stale_routes && !topo.stale,
+    EXPECT(net.routes == 1 && !net.outdated_routes && !topo.outdated,
            "answer: routed once, the map not out of date");
     EXPECT(balanced(), "answer: every node let go");
 }
@@ -300,7 +301,7 @@ static void test_moved(void)
                !net.seen[1].shared && !net.seen[1].reload,
            "MOVED: the named node, without ASKING, on its own");
     EXPECT(topo.slots[SLOT] == mapped(n2), "MOVED: the slot moves in the map");
-    EXPECT(topo.stale, "MOVED: the map is out of date (loaded again)");
+    EXPECT(topo.outdated, "MOVED: the map is out of date (loaded again)");
     EXPECT(balanced(), "MOVED: every node let go");
 
     setup(CLUSTER);
@@ -332,14 +333,14 @@ static void test_ask(void)
            "ASK: followed, two trips");
     EXPECT(net.seen[1].port == 7002 && net.seen[1].asking,
            "ASK: ASKING first, to the named node");
-    EXPECT(topo.slots[SLOT] == mapped(n1) && !topo.stale,
+    EXPECT(topo.slots[SLOT] == mapped(n1) && !topo.outdated,
            "ASK: the map unchanged");
     EXPECT(balanced(), "ASK: every node let go");
 
     setup(CLUSTER);
     EXPECT(RUN(CLUSTER, &script, ask_here, &err, &trips) == APR_SUCCESS &&
                net.seen[1].port == 7003 && net.seen[1].asking,
-           "ASK without a host: the asked node's host");
+           "ASK without a host: the answering node's host");
 
     setup(CLUSTER);
     EXPECT(RUN(CLUSTER, &script, ask_noscript, &err, &trips) == APR_SUCCESS &&
@@ -407,7 +408,7 @@ static void test_tryagain(void)
     EXPECT(net.nwaits == 2 && net.waits[0] == apr_time_from_msec(5) &&
                net.waits[1] == apr_time_from_msec(10),
            "TRYAGAIN: waits 5ms, then 10ms");
-    EXPECT(topo.stale, "TRYAGAIN: the map is out of date");
+    EXPECT(topo.outdated, "TRYAGAIN: the map is out of date");
 
     setup(CLUSTER);
     EXPECT(RUN(CLUSTER, &script, always, &err, &trips) == APR_EGENERAL &&
@@ -445,7 +446,7 @@ static void test_reroute(void)
     EXPECT(RUN(CLUSTER, &script, readonly, &err, &trips) == APR_SUCCESS &&
                net.ntrips == 2 && net.seen[1].port == 7002,
            "READONLY: the master of a map loaded now");
-    EXPECT(net.stale_routes == 1, "READONLY: the map loaded again, once");
+    EXPECT(net.outdated_routes == 1, "READONLY: the map loaded again, once");
     EXPECT(balanced(), "READONLY: every node let go");
 
     setup(CLUSTER);
@@ -453,7 +454,7 @@ static void test_reroute(void)
                    SL_REDIS_SLOT_DOWN &&
                net.ntrips == 1 && starts(err, "CLUSTERDOWN"),
            "CLUSTERDOWN, the map unchanged: the slot is down");
-    EXPECT(net.stale_routes == 1 && !net.downs,
+    EXPECT(net.outdated_routes == 1 && !net.downs,
            "CLUSTERDOWN: the map asked for again, the cluster not down");
     EXPECT(balanced(), "CLUSTERDOWN: every node let go");
 
