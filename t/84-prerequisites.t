@@ -36,7 +36,10 @@ sub serve {
           . "LogLevel warn slidinglimit:debug\n");
     my @st;
     for (1 .. $CHILDREN) {
-        my $ua = HTTP::Tiny->new(timeout => 15, keep_alive => 0);
+        # Every connection is a new child, which the parent makes at its own
+        # pace (slow under the sanitizers on a loaded machine): a generous
+        # wait, which only a failure uses up.
+        my $ua = HTTP::Tiny->new(timeout => 60, keep_alive => 0);
         my $r = $ua->get($h->url . '/alg/log/',
             { headers => { 'X-Forwarded-For' => fresh_ip() } });
         push @st, $r->{status} . ($r->{headers}{ratelimit} ? '' : '-undecided');

@@ -136,12 +136,17 @@ my $login = http_get({ vhost => 'sl_dash' }, '/dash/login.html', 'X-Forwarded-Fo
     Authorization => 'Basic ' . MIME::Base64::encode_base64('alice:wrong', ''))->{status};
 ok t_cmp($got{sl_dash}, '200 429 429', 'redis: admitted, refused (the block starts), refused');
 ok t_cmp($got{sl_dash_shm}, '200 429 429', 'shm: the same');
-my $text = page();
-my ($after, $names) = samples($text);
+# A count= outcome is recorded when the request is logged, after the client
+# has its answer: the page is read again until it shows (or 10 s pass).
+my $C = 'slidinglimit_counted_total{policy="dash-login",outcome="counted"}';
+my ($text, $after, $names);
+wait_until(sub {
+    $text = page();
+    ($after, $names) = samples($text);
+    ($after->{$C} // 0) - ($before->{$C} // 0) >= 1;
+}, 10);
 my $B = 'slidinglimit_blocks_total';
-ok t_cmp(($after->{'slidinglimit_counted_total{policy="dash-login",outcome="counted"}'} // 0)
-      - ($before->{'slidinglimit_counted_total{policy="dash-login",outcome="counted"}'} // 0),
-    1, "the failed login ($login) is counted");
+ok t_cmp(($after->{$C} // 0) - ($before->{$C} // 0), 1, "the failed login ($login) is counted");
 my @unlabelled = grep { /^slidinglimit_(?:breaker_open|store_[a-z_]+)(?:\{(?![^}]*store=)[^}]*\})?$/ } keys %$after;
 ok(!@unlabelled && grep({ /^slidinglimit_breaker_open\{store="/ } keys %$after),
     'every store series has its store= label') or diag("@unlabelled");
