@@ -421,7 +421,7 @@ static int sl_refuse(const sl_case_t *c, int status, int unavailable,
     request_rec *r = c->r;
 
     apr_table_setn(r->err_headers_out, "Retry-After",
-                   apr_psprintf(r->pool, "%" APR_INT64_T_FMT, retry));
+                   sl_i64toa(r->pool, retry));
     return sl_respond(c, status, sl_json_body(r->pool, unavailable, retry));
 }
 

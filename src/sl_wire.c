@@ -51,11 +51,51 @@ apr_int64_t sl_retry_after(const sl_decision_t *d)
     return sl_ceil_seconds(d->quota[sl_decision_pick(d)].reset);
 }
 
-const char *sl_sf_string(apr_pool_t *p, const char *s)
-{
-    /* RFC 8941 sf-string: printable ASCII, '"' and '\' escaped. */
-    char *out = apr_palloc(p, 2 * strlen(s) + 3), *o = out;
+/* Every request with a limit writes its headers and variables, and every
+ * refusal its body, so they are written into buffers of known size with
+ * these rather than with apr_psprintf, apr_pstrcat and apr_off_t_toa, which
+ * cost the request path several times as much (bench/profile.sh). */
+#define SL_PUT(o, lit) sl_put((o), (lit), sizeof(lit) - 1)
 
+static char *sl_put(char *o, const char *s, apr_size_t n)
+{
+    memcpy(o, s, n);
+    return o + n;
+}
+
+/* The decimal text of v at o, without a NUL: at most SL_I64_TEXT - 1
+ * bytes. Returns its end. */
+#define SL_I64_TEXT 21
+
+static char *sl_put_i64(char *o, apr_int64_t v)
+{
+    char digits[SL_I64_TEXT], *d = digits + sizeof(digits);
+    apr_uint64_t u = v < 0 ? 0 - (apr_uint64_t) v : (apr_uint64_t) v;
+
+    do {
+        *--d = (char) ('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0) {
+        *o++ = '-';
+    }
+    return sl_put(o, d, (apr_size_t) (digits + sizeof(digits) - d));
+}
+
+/* The text of v at *o, NUL included; *o moves past it. */
+static const char *sl_put_num(char **o, apr_int64_t v)
+{
+    char *text = *o;
+
+    *o = sl_put_i64(*o, v);
+    *(*o)++ = '\0';
+    return text;
+}
+
+/* RFC 8941 sf-string: printable ASCII, '"' and '\' escaped; at most
+ * 2 * strlen(s) + 2 bytes, no NUL. */
+static char *sl_put_sf(char *o, const char *s)
+{
     *o++ = '"';
     for (; *s; s++) {
         if (*s == '"' || *s == '\\') {
@@ -64,7 +104,14 @@ const char *sl_sf_string(apr_pool_t *p, const char *s)
         *o++ = (*s >= 0x20 && *s < 0x7f) ? *s : '_';
     }
     *o++ = '"';
-    *o = '\0';
+    return o;
+}
+
+const char *sl_sf_string(apr_pool_t *p, const char *s)
+{
+    char *out = apr_palloc(p, 2 * strlen(s) + 3);
+
+    *sl_put_sf(out, s) = '\0';
     return out;
 }
 
@@ -96,13 +143,46 @@ apr_int64_t sl_reset_seconds(apr_int64_t us)
     return us <= 0 ? 0 : sl_ceil_seconds(us);
 }
 
-/* Every request with a limit carries these headers, so they are built with
- * apr_pstrcat and apr_off_t_toa: apr_psprintf's formatter took a third of
- * the request path's instructions (bench/profile.sh). apr_off_t is 64 bits
- * (large-file builds, as sl_redis.c also assumes). */
 const char *sl_i64toa(apr_pool_t *p, apr_int64_t v)
 {
-    return apr_off_t_toa(p, (apr_off_t) v);
+    char *out = apr_palloc(p, SL_I64_TEXT);
+
+    *sl_put_i64(out, v) = '\0';
+    return out;
+}
+
+/* A limit's RateLimit-Policy item, "\"api\";q=100;w=60": at most
+ * sl_item_size(l) bytes, no NUL. */
+static apr_size_t sl_item_size(const sl_limit_t *l)
+{
+    return l->policy_item ? l->policy_item_len
+                          : 2 * strlen(l->name) + 2 + 6 + 2 * SL_I64_TEXT;
+}
+
+static char *sl_put_item(char *o, const sl_limit_t *l)
+{
+    if (l->policy_item) {
+        return sl_put(o, l->policy_item, l->policy_item_len);
+    }
+    o = sl_put_sf(o, l->name);
+    o = SL_PUT(o, ";q=");
+    o = sl_put_i64(o, l->requests);
+    o = SL_PUT(o, ";w=");
+    return sl_put_i64(o, sl_ceil_seconds(l->window));
+}
+
+void sl_wire_limit(apr_pool_t *p, sl_limit_t *l)
+{
+    char *item;
+
+    l->sf_name = sl_sf_string(p, l->name);
+    l->sf_name_len = strlen(l->sf_name);
+    l->requests_text = sl_i64toa(p, l->requests);
+    l->policy_item = NULL;
+    item = apr_palloc(p, sl_item_size(l) + 1);
+    l->policy_item_len = (apr_size_t) (sl_put_item(item, l) - item);
+    item[l->policy_item_len] = '\0';
+    l->policy_item = item;
 }
 
 /* What the header sets read of one decision. */
@@ -117,47 +197,91 @@ typedef struct sl_quota_view {
     void *ctx;
 } sl_quota_view_t;
 
+/* Every policy, ", " between them: one limit's is its item as it is. */
+static const char *sl_policy_list(const sl_quota_view_t *v)
+{
+    apr_size_t size = 1;
+    char *out, *o;
+    int i;
+
+    if (v->d->n == 1 && v->l[0]->policy_item) {
+        return v->l[0]->policy_item;
+    }
+    for (i = 0; i < v->d->n; i++) {
+        size += sl_item_size(v->l[i]) + 2;
+    }
+    out = o = apr_palloc(v->p, size);
+    for (i = 0; i < v->d->n; i++) {
+        if (i) {
+            o = SL_PUT(o, ", ");
+        }
+        o = sl_put_item(o, v->l[i]);
+    }
+    *o = '\0';
+    return out;
+}
+
 /* draft-ietf-httpapi-ratelimit-headers: every policy, then the one that
  * binds. */
 static void sl_headers_ietf(const sl_quota_view_t *v)
 {
-    apr_pool_t *p = v->p;
-    char *policy = NULL;
-    int i;
+    const sl_limit_t *l = v->l[v->pick];
+    char *out, *o;
 
-    for (i = 0; i < v->d->n; i++) {
-        char *one = apr_pstrcat(
-            p, sl_sf_string(p, v->l[i]->name),
-            ";q=", sl_i64toa(p, v->l[i]->requests),
-            ";w=", sl_i64toa(p, sl_ceil_seconds(v->l[i]->window)), NULL);
-        policy = policy ? apr_pstrcat(p, policy, ", ", one, NULL) : one;
-    }
-    v->add(v->ctx, "RateLimit-Policy", policy);
-    v->add(v->ctx, "RateLimit",
-           apr_pstrcat(p, sl_sf_string(p, v->l[v->pick]->name),
-                       ";r=", sl_i64toa(p, v->r->remaining),
-                       ";t=", sl_i64toa(p, v->t), NULL));
+    v->add(v->ctx, "RateLimit-Policy", sl_policy_list(v));
+    out = o = apr_palloc(
+        v->p, (l->sf_name ? l->sf_name_len : 2 * strlen(l->name) + 2) + 6 +
+                  2 * SL_I64_TEXT);
+    o = l->sf_name ? sl_put(o, l->sf_name, l->sf_name_len)
+                   : sl_put_sf(o, l->name);
+    o = SL_PUT(o, ";r=");
+    o = sl_put_i64(o, v->r->remaining);
+    o = SL_PUT(o, ";t=");
+    *sl_put_i64(o, v->t) = '\0';
+    v->add(v->ctx, "RateLimit", out);
+}
+
+/* The limit, the remaining and the reset of the draft's third version and
+ * of X-RateLimit-*, in one buffer: the limit's text is the line's. */
+typedef struct sl_counts_text {
+    const char *limit, *remaining, *reset;
+} sl_counts_text_t;
+
+static void sl_counts_text(const sl_quota_view_t *v, apr_int64_t reset,
+                           sl_counts_text_t *text)
+{
+    const sl_limit_t *l = v->l[v->pick];
+    char *o = apr_palloc(v->p, 3 * SL_I64_TEXT);
+
+    text->limit =
+        l->requests_text ? l->requests_text : sl_put_num(&o, l->requests);
+    text->remaining = sl_put_num(&o, v->r->remaining);
+    text->reset = sl_put_num(&o, reset);
 }
 
 /* The draft's third version, still what many clients read. */
 static void sl_headers_draft03(const sl_quota_view_t *v)
 {
-    v->add(v->ctx, "RateLimit-Limit", sl_i64toa(v->p, v->l[v->pick]->requests));
-    v->add(v->ctx, "RateLimit-Remaining", sl_i64toa(v->p, v->r->remaining));
-    v->add(v->ctx, "RateLimit-Reset", sl_i64toa(v->p, v->t));
+    sl_counts_text_t text;
+
+    sl_counts_text(v, v->t, &text);
+    v->add(v->ctx, "RateLimit-Limit", text.limit);
+    v->add(v->ctx, "RateLimit-Remaining", text.remaining);
+    v->add(v->ctx, "RateLimit-Reset", text.reset);
 }
 
 /* The de facto X-RateLimit-*: its reset is an absolute Unix time. */
 static void sl_headers_xrl(const sl_quota_view_t *v)
 {
     apr_int64_t reset = v->r->reset > 0 ? v->r->reset : 0;
+    sl_counts_text_t text;
 
-    v->add(v->ctx, "X-RateLimit-Limit",
-           sl_i64toa(v->p, v->l[v->pick]->requests));
-    v->add(v->ctx, "X-RateLimit-Remaining", sl_i64toa(v->p, v->r->remaining));
-    v->add(v->ctx, "X-RateLimit-Reset",
-           sl_i64toa(v->p, (v->d->now + reset + APR_USEC_PER_SEC - 1) /
-                               APR_USEC_PER_SEC));
+    sl_counts_text(
+        v, (v->d->now + reset + APR_USEC_PER_SEC - 1) / APR_USEC_PER_SEC,
+        &text);
+    v->add(v->ctx, "X-RateLimit-Limit", text.limit);
+    v->add(v->ctx, "X-RateLimit-Remaining", text.remaining);
+    v->add(v->ctx, "X-RateLimit-Reset", text.reset);
 }
 
 /* The header sets of SlidingLimitHeaders, in the order they are sent: a
@@ -241,20 +365,25 @@ const char *sl_json_cost_body(apr_pool_t *p, int why, const char *policy,
 
 const char *sl_json_body(apr_pool_t *p, int unavailable, apr_int64_t retry)
 {
-    const char *unit = retry == 1 ? "second" : "seconds";
+    static const char busy[] =
+        "{\"error\":{\"code\":\"SERVICE_UNAVAILABLE\",\"message\":"
+        "\"Rate limiting is unavailable. Try again in ";
+    static const char over[] = "{\"error\":{\"code\":\"TOO_MANY_REQUESTS\","
+                               "\"message\":\"Rate limit exceeded. Try "
+                               "again in ";
+    static const char then[] = ".\",\"retry_after_seconds\":";
+    char *out = apr_palloc(
+             p, (sizeof(busy) > sizeof(over) ? sizeof(busy) : sizeof(over)) +
+                    sizeof(" seconds") + sizeof(then) + 2 * SL_I64_TEXT +
+                    sizeof("}}\n")),
+         *o = out;
 
-    if (unavailable) {
-        return apr_psprintf(
-            p,
-            "{\"error\":{\"code\":\"SERVICE_UNAVAILABLE\",\"message\":"
-            "\"Rate limiting is unavailable. Try again in %" APR_INT64_T_FMT
-            " %s.\",\"retry_after_seconds\":%" APR_INT64_T_FMT "}}\n",
-            retry, unit, retry);
-    }
-    return apr_psprintf(
-        p,
-        "{\"error\":{\"code\":\"TOO_MANY_REQUESTS\",\"message\":"
-        "\"Rate limit exceeded. Try again in %" APR_INT64_T_FMT
-        " %s.\",\"retry_after_seconds\":%" APR_INT64_T_FMT "}}\n",
-        retry, unit, retry);
+    o = unavailable ? SL_PUT(o, busy) : SL_PUT(o, over);
+    o = sl_put_i64(o, retry);
+    o = retry == 1 ? SL_PUT(o, " second") : SL_PUT(o, " seconds");
+    o = SL_PUT(o, then);
+    o = sl_put_i64(o, retry);
+    o = SL_PUT(o, "}}\n");
+    *o = '\0';
+    return out;
 }
