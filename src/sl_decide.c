@@ -492,6 +492,7 @@ static int sl_answer(const sl_case_t *c, const sl_outcome_t *o,
 {
     request_rec *r = c->r;
     const sl_limit_t *decider;
+    const char *remaining;
     int pick;
 
     if (!o->quota) {
@@ -505,18 +506,26 @@ static int sl_answer(const sl_case_t *c, const sl_outcome_t *o,
     pick = sl_decision_pick(d);
     decider = APR_ARRAY_IDX(c->limits, pick, sl_limit_t *);
     if (o->status) {
-        sl_quota_headers(r->pool, SL_OR(c->dc->headers, SL_DEFAULT_HEADERS),
-                         c->limits, d, sl_add_header, r);
+        remaining =
+            sl_quota_headers(r->pool, SL_OR(c->dc->headers, SL_DEFAULT_HEADERS),
+                             c->limits, d, sl_add_header, r);
     }
     else {
         const apr_array_header_t *limits;
         sl_decision_t shown;
         sl_shown(c, d, &limits, &shown);
-        sl_quota_headers(r->pool, SL_OR(c->dc->headers, SL_DEFAULT_HEADERS),
-                         limits, &shown, sl_add_header, r);
+        remaining =
+            sl_quota_headers(r->pool, SL_OR(c->dc->headers, SL_DEFAULT_HEADERS),
+                             limits, &shown, sl_add_header, r);
+        if (shown.quota[sl_decision_pick(&shown)].remaining !=
+            d->quota[pick].remaining) {
+            remaining = NULL;
+        }
     }
+    /* The variable is the headers' text when they show the same number. */
     sl_case_env(c, o->result, decider->name,
-                sl_i64toa(r->pool, d->quota[pick].remaining));
+                remaining ? remaining
+                          : sl_i64toa(r->pool, d->quota[pick].remaining));
     sl_stats_decision(c->proc->stats, sl_limit_label(decider), o->result);
     if (!o->status) {
         return DECLINED;

@@ -67,29 +67,43 @@ static char *sl_put(char *o, const char *s, apr_size_t n)
  * bytes. Returns its end. */
 #define SL_I64_TEXT 21
 
+/* Two digits at a time: half the divisions. */
+static const char sl_digit_pairs[] = "00010203040506070809"
+                                     "10111213141516171819"
+                                     "20212223242526272829"
+                                     "30313233343536373839"
+                                     "40414243444546474849"
+                                     "50515253545556575859"
+                                     "60616263646566676869"
+                                     "70717273747576777879"
+                                     "80818283848586878889"
+                                     "90919293949596979899";
+
 static char *sl_put_i64(char *o, apr_int64_t v)
 {
-    char digits[SL_I64_TEXT], *d = digits + sizeof(digits);
-    apr_uint64_t u = v < 0 ? 0 - (apr_uint64_t) v : (apr_uint64_t) v;
+    apr_uint64_t u = v < 0 ? 0 - (apr_uint64_t) v : (apr_uint64_t) v, t = u;
+    char *end;
 
-    do {
-        *--d = (char) ('0' + u % 10);
-        u /= 10;
-    } while (u);
     if (v < 0) {
         *o++ = '-';
     }
-    return sl_put(o, d, (apr_size_t) (digits + sizeof(digits) - d));
-}
-
-/* The text of v at *o, NUL included; *o moves past it. */
-static const char *sl_put_num(char **o, apr_int64_t v)
-{
-    char *text = *o;
-
-    *o = sl_put_i64(*o, v);
-    *(*o)++ = '\0';
-    return text;
+    for (end = o + 1; t >= 100; t /= 100) {
+        end += 2;
+    }
+    end += t >= 10;
+    for (o = end; u >= 100; u /= 100) {
+        const char *pair = sl_digit_pairs + 2 * (u % 100);
+        *--o = pair[1];
+        *--o = pair[0];
+    }
+    if (u >= 10) {
+        *--o = sl_digit_pairs[2 * u + 1];
+        *--o = sl_digit_pairs[2 * u];
+    }
+    else {
+        *--o = (char) ('0' + u);
+    }
+    return end;
 }
 
 /* RFC 8941 sf-string: printable ASCII, '"' and '\' escaped; at most
@@ -185,6 +199,12 @@ void sl_wire_limit(apr_pool_t *p, sl_limit_t *l)
     l->policy_item = item;
 }
 
+/* A number's text, made once for the header sets that show it. */
+typedef struct sl_text {
+    const char *s; /* NULL: not made yet */
+    apr_size_t len;
+} sl_text_t;
+
 /* What the header sets read of one decision. */
 typedef struct sl_quota_view {
     apr_pool_t *p;
@@ -193,9 +213,21 @@ typedef struct sl_quota_view {
     const sl_quota_t *r; /* the quota the headers describe (l[pick]'s) */
     int pick;
     apr_int64_t t; /* its reset, in whole seconds */
+    sl_text_t remaining, reset;
     sl_header_fn *add;
     void *ctx;
 } sl_quota_view_t;
+
+static const char *sl_text(apr_pool_t *p, sl_text_t *text, apr_int64_t v)
+{
+    if (!text->s) {
+        char *o = apr_palloc(p, SL_I64_TEXT);
+        text->len = (apr_size_t) (sl_put_i64(o, v) - o);
+        o[text->len] = '\0';
+        text->s = o;
+    }
+    return text->s;
+}
 
 /* Every policy, ", " between them: one limit's is its item as it is. */
 static const char *sl_policy_list(const sl_quota_view_t *v)
@@ -223,65 +255,55 @@ static const char *sl_policy_list(const sl_quota_view_t *v)
 
 /* draft-ietf-httpapi-ratelimit-headers: every policy, then the one that
  * binds. */
-static void sl_headers_ietf(const sl_quota_view_t *v)
+static void sl_headers_ietf(sl_quota_view_t *v)
 {
     const sl_limit_t *l = v->l[v->pick];
     char *out, *o;
 
     v->add(v->ctx, "RateLimit-Policy", sl_policy_list(v));
+    sl_text(v->p, &v->remaining, v->r->remaining);
+    sl_text(v->p, &v->reset, v->t);
     out = o = apr_palloc(
-        v->p, (l->sf_name ? l->sf_name_len : 2 * strlen(l->name) + 2) + 6 +
-                  2 * SL_I64_TEXT);
+        v->p, (l->sf_name ? l->sf_name_len : 2 * strlen(l->name) + 2) +
+                  sizeof(";r=;t=") + v->remaining.len + v->reset.len);
     o = l->sf_name ? sl_put(o, l->sf_name, l->sf_name_len)
                    : sl_put_sf(o, l->name);
     o = SL_PUT(o, ";r=");
-    o = sl_put_i64(o, v->r->remaining);
+    o = sl_put(o, v->remaining.s, v->remaining.len);
     o = SL_PUT(o, ";t=");
-    *sl_put_i64(o, v->t) = '\0';
+    o = sl_put(o, v->reset.s, v->reset.len);
+    *o = '\0';
     v->add(v->ctx, "RateLimit", out);
 }
 
-/* The limit, the remaining and the reset of the draft's third version and
- * of X-RateLimit-*, in one buffer: the limit's text is the line's. */
-typedef struct sl_counts_text {
-    const char *limit, *remaining, *reset;
-} sl_counts_text_t;
-
-static void sl_counts_text(const sl_quota_view_t *v, apr_int64_t reset,
-                           sl_counts_text_t *text)
+/* The limit's text is the line's. */
+static const char *sl_limit_text(const sl_quota_view_t *v)
 {
     const sl_limit_t *l = v->l[v->pick];
-    char *o = apr_palloc(v->p, 3 * SL_I64_TEXT);
 
-    text->limit =
-        l->requests_text ? l->requests_text : sl_put_num(&o, l->requests);
-    text->remaining = sl_put_num(&o, v->r->remaining);
-    text->reset = sl_put_num(&o, reset);
+    return l->requests_text ? l->requests_text : sl_i64toa(v->p, l->requests);
 }
 
 /* The draft's third version, still what many clients read. */
-static void sl_headers_draft03(const sl_quota_view_t *v)
+static void sl_headers_draft03(sl_quota_view_t *v)
 {
-    sl_counts_text_t text;
-
-    sl_counts_text(v, v->t, &text);
-    v->add(v->ctx, "RateLimit-Limit", text.limit);
-    v->add(v->ctx, "RateLimit-Remaining", text.remaining);
-    v->add(v->ctx, "RateLimit-Reset", text.reset);
+    v->add(v->ctx, "RateLimit-Limit", sl_limit_text(v));
+    v->add(v->ctx, "RateLimit-Remaining",
+           sl_text(v->p, &v->remaining, v->r->remaining));
+    v->add(v->ctx, "RateLimit-Reset", sl_text(v->p, &v->reset, v->t));
 }
 
 /* The de facto X-RateLimit-*: its reset is an absolute Unix time. */
-static void sl_headers_xrl(const sl_quota_view_t *v)
+static void sl_headers_xrl(sl_quota_view_t *v)
 {
     apr_int64_t reset = v->r->reset > 0 ? v->r->reset : 0;
-    sl_counts_text_t text;
 
-    sl_counts_text(
-        v, (v->d->now + reset + APR_USEC_PER_SEC - 1) / APR_USEC_PER_SEC,
-        &text);
-    v->add(v->ctx, "X-RateLimit-Limit", text.limit);
-    v->add(v->ctx, "X-RateLimit-Remaining", text.remaining);
-    v->add(v->ctx, "X-RateLimit-Reset", text.reset);
+    v->add(v->ctx, "X-RateLimit-Limit", sl_limit_text(v));
+    v->add(v->ctx, "X-RateLimit-Remaining",
+           sl_text(v->p, &v->remaining, v->r->remaining));
+    v->add(v->ctx, "X-RateLimit-Reset",
+           sl_i64toa(v->p, (v->d->now + reset + APR_USEC_PER_SEC - 1) /
+                               APR_USEC_PER_SEC));
 }
 
 /* The header sets of SlidingLimitHeaders, in the order they are sent: a
@@ -289,7 +311,7 @@ static void sl_headers_xrl(const sl_quota_view_t *v)
 static const struct sl_header_set {
     const char *name;
     int flag;
-    void (*emit)(const sl_quota_view_t *v);
+    void (*emit)(sl_quota_view_t *v);
 } sl_header_sets[] = {
     {"ietf", SL_HDR_IETF, sl_headers_ietf},
     {"draft03", SL_HDR_DRAFT03, sl_headers_draft03},
@@ -320,9 +342,10 @@ const char *sl_header_set_names(apr_pool_t *p)
     return names;
 }
 
-void sl_quota_headers(apr_pool_t *p, int flags,
-                      const apr_array_header_t *limits, const sl_decision_t *d,
-                      sl_header_fn *add, void *ctx)
+const char *sl_quota_headers(apr_pool_t *p, int flags,
+                             const apr_array_header_t *limits,
+                             const sl_decision_t *d, sl_header_fn *add,
+                             void *ctx)
 {
     const struct sl_header_set *h;
     sl_quota_view_t v;
@@ -333,6 +356,8 @@ void sl_quota_headers(apr_pool_t *p, int flags,
     v.pick = sl_decision_pick(d);
     v.r = &d->quota[v.pick];
     v.t = sl_reset_seconds(v.r->reset);
+    v.remaining.s = NULL;
+    v.reset.s = NULL;
     v.add = add;
     v.ctx = ctx;
     for (h = sl_header_sets; h->name; h++) {
@@ -340,6 +365,7 @@ void sl_quota_headers(apr_pool_t *p, int flags,
             h->emit(&v);
         }
     }
+    return v.remaining.s;
 }
 
 const char *sl_json_cost_body(apr_pool_t *p, int why, const char *policy,

@@ -166,6 +166,11 @@ static void test_prepared(apr_pool_t *p)
                           "X-RateLimit-Remaining: 0\n"
                           "X-RateLimit-Reset: 1796018401\n"),
            "every set, two limits:\n%s", a.all);
+    EXPECT(!strcmp(sl_quota_headers(p, SL_HDR_XRL, prepared, &d, collect, &a),
+                   "0"),
+           "the remaining quota's text comes back");
+    EXPECT(!sl_quota_headers(p, 0, prepared, &d, collect, &a),
+           "no set, no text");
     d.n = 1;
     a.all = "";
     sl_quota_headers(p, SL_HDR_IETF, prepared, &d, collect, &a);
