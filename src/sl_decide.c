@@ -297,6 +297,17 @@ static void sl_blocks_log(const sl_case_t *c, const sl_decision_t *d)
     }
 }
 
+/* The blocks that a store's answer started: counted, and each logged. */
+static void sl_blocks_note(const sl_case_t *c, const sl_decision_t *d)
+{
+    int started = sl_blocks_started(c, d);
+
+    if (started) {
+        sl_stats_blocks(c->proc->stats, started);
+        sl_blocks_log(c, d);
+    }
+}
+
 /* The deny cache, else the store. */
 static int sl_decide_by_store(sl_case_t *c, sl_decision_t *d)
 {
@@ -308,8 +319,7 @@ static int sl_decide_by_store(sl_case_t *c, sl_decision_t *d)
     if (!sl_store_remote(c->store)) {
         rv = sl_store_decide(c->store, c->r, c->budgets, c->n, d, &c->member);
         if (rv == APR_SUCCESS) {
-            sl_stats_blocks(c->proc->stats, sl_blocks_started(c, d));
-            sl_blocks_log(c, d);
+            sl_blocks_note(c, d);
         }
         return sl_step(rv, d);
     }
@@ -333,8 +343,7 @@ static int sl_decide_by_store(sl_case_t *c, sl_decision_t *d)
                         rv == APR_SUCCESS ? d : NULL, sent, apr_time_now(),
                         flights);
     if (rv == APR_SUCCESS) {
-        sl_stats_blocks(c->proc->stats, sl_blocks_started(c, d));
-        sl_blocks_log(c, d);
+        sl_blocks_note(c, d);
     }
     return sl_step(rv, d);
 }
@@ -347,8 +356,7 @@ static int sl_decide_by_fallback(sl_case_t *c, sl_decision_t *d)
         return SL_STEP_FAILED;
     }
     sl_stats_fallback(c->proc->stats);
-    sl_stats_blocks(c->proc->stats, sl_blocks_started(c, d));
-    sl_blocks_log(c, d);
+    sl_blocks_note(c, d);
     return sl_step(APR_SUCCESS, d);
 }
 

@@ -214,17 +214,46 @@ typedef struct sl_quota_view {
     int pick;
     apr_int64_t t; /* its reset, in whole seconds */
     sl_text_t remaining, reset;
+    char *o; /* the room left for the texts below; NULL: not made yet */
     sl_header_fn *add;
     void *ctx;
 } sl_quota_view_t;
 
-static const char *sl_text(apr_pool_t *p, sl_text_t *text, apr_int64_t v)
+/* The bytes of l's name as an sf-string. */
+static apr_size_t sl_sf_size(const sl_limit_t *l)
+{
+    return l->sf_name ? l->sf_name_len : 2 * strlen(l->name) + 2;
+}
+
+/* The texts of one call share a buffer, made on first use: one RateLimit
+ * value, and at most SL_VIEW_TEXTS numbers (the remaining, the reset, the
+ * absolute reset, and the limit for two sets when its line has none). */
+#define SL_VIEW_TEXTS 5
+
+static char *sl_view_room(sl_quota_view_t *v)
+{
+    if (!v->o) {
+        v->o = apr_palloc(v->p, sl_sf_size(v->l[v->pick]) + sizeof(";r=;t=") +
+                                    (2 + SL_VIEW_TEXTS) * SL_I64_TEXT);
+    }
+    return v->o;
+}
+
+static const char *sl_view_num(sl_quota_view_t *v, apr_int64_t n,
+                               apr_size_t *len)
+{
+    char *s = sl_view_room(v);
+
+    v->o = sl_put_i64(s, n);
+    *len = (apr_size_t) (v->o - s);
+    *v->o++ = '\0';
+    return s;
+}
+
+static const char *sl_text(sl_quota_view_t *v, sl_text_t *text, apr_int64_t n)
 {
     if (!text->s) {
-        char *o = apr_palloc(p, SL_I64_TEXT);
-        text->len = (apr_size_t) (sl_put_i64(o, v) - o);
-        o[text->len] = '\0';
-        text->s = o;
+        text->s = sl_view_num(v, n, &text->len);
     }
     return text->s;
 }
@@ -261,27 +290,28 @@ static void sl_headers_ietf(sl_quota_view_t *v)
     char *out, *o;
 
     v->add(v->ctx, "RateLimit-Policy", sl_policy_list(v));
-    sl_text(v->p, &v->remaining, v->r->remaining);
-    sl_text(v->p, &v->reset, v->t);
-    out = o = apr_palloc(
-        v->p, (l->sf_name ? l->sf_name_len : 2 * strlen(l->name) + 2) +
-                  sizeof(";r=;t=") + v->remaining.len + v->reset.len);
+    sl_text(v, &v->remaining, v->r->remaining);
+    sl_text(v, &v->reset, v->t);
+    out = o = sl_view_room(v);
     o = l->sf_name ? sl_put(o, l->sf_name, l->sf_name_len)
                    : sl_put_sf(o, l->name);
     o = SL_PUT(o, ";r=");
     o = sl_put(o, v->remaining.s, v->remaining.len);
     o = SL_PUT(o, ";t=");
     o = sl_put(o, v->reset.s, v->reset.len);
-    *o = '\0';
+    *o++ = '\0';
+    v->o = o;
     v->add(v->ctx, "RateLimit", out);
 }
 
 /* The limit's text is the line's. */
-static const char *sl_limit_text(const sl_quota_view_t *v)
+static const char *sl_limit_text(sl_quota_view_t *v)
 {
     const sl_limit_t *l = v->l[v->pick];
+    apr_size_t len;
 
-    return l->requests_text ? l->requests_text : sl_i64toa(v->p, l->requests);
+    return l->requests_text ? l->requests_text
+                            : sl_view_num(v, l->requests, &len);
 }
 
 /* The draft's third version, still what many clients read. */
@@ -289,21 +319,23 @@ static void sl_headers_draft03(sl_quota_view_t *v)
 {
     v->add(v->ctx, "RateLimit-Limit", sl_limit_text(v));
     v->add(v->ctx, "RateLimit-Remaining",
-           sl_text(v->p, &v->remaining, v->r->remaining));
-    v->add(v->ctx, "RateLimit-Reset", sl_text(v->p, &v->reset, v->t));
+           sl_text(v, &v->remaining, v->r->remaining));
+    v->add(v->ctx, "RateLimit-Reset", sl_text(v, &v->reset, v->t));
 }
 
 /* The de facto X-RateLimit-*: its reset is an absolute Unix time. */
 static void sl_headers_xrl(sl_quota_view_t *v)
 {
     apr_int64_t reset = v->r->reset > 0 ? v->r->reset : 0;
+    apr_size_t len;
 
     v->add(v->ctx, "X-RateLimit-Limit", sl_limit_text(v));
     v->add(v->ctx, "X-RateLimit-Remaining",
-           sl_text(v->p, &v->remaining, v->r->remaining));
+           sl_text(v, &v->remaining, v->r->remaining));
     v->add(v->ctx, "X-RateLimit-Reset",
-           sl_i64toa(v->p, (v->d->now + reset + APR_USEC_PER_SEC - 1) /
-                               APR_USEC_PER_SEC));
+           sl_view_num(
+               v, (v->d->now + reset + APR_USEC_PER_SEC - 1) / APR_USEC_PER_SEC,
+               &len));
 }
 
 /* The header sets of SlidingLimitHeaders, in the order they are sent: a
@@ -358,6 +390,7 @@ const char *sl_quota_headers(apr_pool_t *p, int flags,
     v.t = sl_reset_seconds(v.r->reset);
     v.remaining.s = NULL;
     v.reset.s = NULL;
+    v.o = NULL;
     v.add = add;
     v.ctx = ctx;
     for (h = sl_header_sets; h->name; h++) {
