@@ -63,8 +63,7 @@ static char *sl_put(char *o, const char *s, apr_size_t n)
     return o + n;
 }
 
-/* The decimal text of v at o, without a NUL: at most SL_I64_TEXT - 1
- * bytes. Returns its end. */
+/* The bytes of a number's text, its NUL included. */
 #define SL_I64_TEXT 21
 
 /* Two digits at a time: half the divisions. */
@@ -79,6 +78,8 @@ static const char sl_digit_pairs[] = "00010203040506070809"
                                      "80818283848586878889"
                                      "90919293949596979899";
 
+/* The decimal text of v at o, without a NUL: at most SL_I64_TEXT - 1
+ * bytes. Returns its end. */
 static char *sl_put_i64(char *o, apr_int64_t v)
 {
     apr_uint64_t u = v < 0 ? 0 - (apr_uint64_t) v : (apr_uint64_t) v, t = u;
@@ -192,6 +193,7 @@ void sl_wire_limit(apr_pool_t *p, sl_limit_t *l)
     l->sf_name = sl_sf_string(p, l->name);
     l->sf_name_len = strlen(l->sf_name);
     l->requests_text = sl_i64toa(p, l->requests);
+    /* Written from the limit's values, as for a limit without it. */
     l->policy_item = NULL;
     item = apr_palloc(p, sl_item_size(l) + 1);
     l->policy_item_len = (apr_size_t) (sl_put_item(item, l) - item);
@@ -226,8 +228,9 @@ static apr_size_t sl_sf_size(const sl_limit_t *l)
 }
 
 /* The texts of one call share a buffer, made on first use: one RateLimit
- * value, and at most SL_VIEW_TEXTS numbers (the remaining, the reset, the
- * absolute reset, and the limit for two sets when its line has none). */
+ * value (the name and two numbers), and at most SL_VIEW_TEXTS numbers of
+ * their own (the remaining, the reset, the absolute reset, and the limit's
+ * quota once per set when the limit has no text of it). */
 #define SL_VIEW_TEXTS 5
 
 static char *sl_view_room(sl_quota_view_t *v)
