@@ -52,16 +52,24 @@ typedef struct sl_reserved {
     apr_time_t at;
 } sl_reserved_t;
 
+/* One decision's budgets (its sl_case_t's, which only their costs change
+ * after). */
+typedef struct sl_seen {
+    struct sl_seen *next;
+    const sl_budget_t *budgets;
+    int n;
+} sl_seen_t;
+
 /* What was decided for a request: r->request_config. */
 typedef struct sl_note {
     /* The per-directory configuration it was last decided under: a fast
      * redirect (mod_dir) gives it its target's, which the fixups after it
      * decide. */
     const ap_conf_vector_t *dir;
-    /* Every budget decided for it (sl_budget_t): neither a second decision
-     * of the same request nor a later internal redirect of the same client
-     * request decides them again. */
-    apr_array_header_t *seen;
+    /* Every budget decided for it, one list entry per decision: neither a
+     * second decision of the same request nor a later internal redirect of
+     * the same client request decides them again. */
+    struct sl_seen *seen;
     /* Between the first fixups and the last: mod_dir's look-ups of its
      * target may decide for it. */
     int resolving;
@@ -143,11 +151,14 @@ static int sl_budget_decided(const request_rec *r, const sl_budget_t *b)
     for (q = r; q; q = q->prev) {
         const sl_note_t *note =
             ap_get_module_config(q->request_config, &slidinglimit_module);
-        for (i = 0; note && note->seen && i < note->seen->nelts; i++) {
-            const sl_budget_t *o = &APR_ARRAY_IDX(note->seen, i, sl_budget_t);
-            if (o->store_tag == b->store_tag && o->key_len == b->key_len &&
-                !memcmp(o->key, b->key, b->key_len)) {
-                return 1;
+        const sl_seen_t *seen;
+        for (seen = note ? note->seen : NULL; seen; seen = seen->next) {
+            for (i = 0; i < seen->n; i++) {
+                const sl_budget_t *o = &seen->budgets[i];
+                if (o->store_tag == b->store_tag && o->key_len == b->key_len &&
+                    !memcmp(o->key, b->key, b->key_len)) {
+                    return 1;
+                }
             }
         }
     }
@@ -157,14 +168,12 @@ static int sl_budget_decided(const request_rec *r, const sl_budget_t *b)
 static void sl_budgets_remember(const sl_case_t *c)
 {
     sl_note_t *note = sl_note(c->r);
-    int i;
+    sl_seen_t *seen = apr_palloc(c->r->pool, sizeof(*seen));
 
-    if (!note->seen) {
-        note->seen = apr_array_make(c->r->pool, c->n, sizeof(sl_budget_t));
-    }
-    for (i = 0; i < c->n; i++) {
-        APR_ARRAY_PUSH(note->seen, sl_budget_t) = c->budgets[i];
-    }
+    seen->budgets = c->budgets;
+    seen->n = c->n;
+    seen->next = note->seen;
+    note->seen = seen;
 }
 
 /* A fast redirect (DirectoryIndex, FallbackResource) and an internal
@@ -177,6 +186,12 @@ static int sl_budgets_undecided(sl_case_t *c)
     apr_array_header_t *limits;
     int i, k = 0;
 
+    /* Most requests are decided once: nothing to leave out. */
+    for (i = 0; i < c->n && !sl_budget_decided(c->r, &c->budgets[i]); i++) {
+    }
+    if (i == c->n) {
+        return c->n;
+    }
     limits = apr_array_make(c->r->pool, c->n, sizeof(sl_limit_t *));
     for (i = 0; i < c->n; i++) {
         if (!sl_budget_decided(c->r, &c->budgets[i])) {
@@ -282,6 +297,17 @@ static void sl_blocks_log(const sl_case_t *c, const sl_decision_t *d)
     }
 }
 
+/* The blocks that a store's answer started: counted, and each logged. */
+static void sl_blocks_note(const sl_case_t *c, const sl_decision_t *d)
+{
+    int started = sl_blocks_started(c, d);
+
+    if (started) {
+        sl_stats_blocks(c->proc->stats, started);
+        sl_blocks_log(c, d);
+    }
+}
+
 /* The deny cache, else the store. */
 static int sl_decide_by_store(sl_case_t *c, sl_decision_t *d)
 {
@@ -293,8 +319,7 @@ static int sl_decide_by_store(sl_case_t *c, sl_decision_t *d)
     if (!sl_store_remote(c->store)) {
         rv = sl_store_decide(c->store, c->r, c->budgets, c->n, d, &c->member);
         if (rv == APR_SUCCESS) {
-            sl_stats_blocks(c->proc->stats, sl_blocks_started(c, d));
-            sl_blocks_log(c, d);
+            sl_blocks_note(c, d);
         }
         return sl_step(rv, d);
     }
@@ -318,8 +343,7 @@ static int sl_decide_by_store(sl_case_t *c, sl_decision_t *d)
                         rv == APR_SUCCESS ? d : NULL, sent, apr_time_now(),
                         flights);
     if (rv == APR_SUCCESS) {
-        sl_stats_blocks(c->proc->stats, sl_blocks_started(c, d));
-        sl_blocks_log(c, d);
+        sl_blocks_note(c, d);
     }
     return sl_step(rv, d);
 }
@@ -332,8 +356,7 @@ static int sl_decide_by_fallback(sl_case_t *c, sl_decision_t *d)
         return SL_STEP_FAILED;
     }
     sl_stats_fallback(c->proc->stats);
-    sl_stats_blocks(c->proc->stats, sl_blocks_started(c, d));
-    sl_blocks_log(c, d);
+    sl_blocks_note(c, d);
     return sl_step(APR_SUCCESS, d);
 }
 
@@ -421,7 +444,7 @@ static int sl_refuse(const sl_case_t *c, int status, int unavailable,
     request_rec *r = c->r;
 
     apr_table_setn(r->err_headers_out, "Retry-After",
-                   apr_psprintf(r->pool, "%" APR_INT64_T_FMT, retry));
+                   sl_i64toa(r->pool, retry));
     return sl_respond(c, status, sl_json_body(r->pool, unavailable, retry));
 }
 
@@ -492,6 +515,7 @@ static int sl_answer(const sl_case_t *c, const sl_outcome_t *o,
 {
     request_rec *r = c->r;
     const sl_limit_t *decider;
+    const char *remaining;
     int pick;
 
     if (!o->quota) {
@@ -505,18 +529,26 @@ static int sl_answer(const sl_case_t *c, const sl_outcome_t *o,
     pick = sl_decision_pick(d);
     decider = APR_ARRAY_IDX(c->limits, pick, sl_limit_t *);
     if (o->status) {
-        sl_quota_headers(r->pool, SL_OR(c->dc->headers, SL_DEFAULT_HEADERS),
-                         c->limits, d, sl_add_header, r);
+        remaining =
+            sl_quota_headers(r->pool, SL_OR(c->dc->headers, SL_DEFAULT_HEADERS),
+                             c->limits, d, sl_add_header, r);
     }
     else {
         const apr_array_header_t *limits;
         sl_decision_t shown;
         sl_shown(c, d, &limits, &shown);
-        sl_quota_headers(r->pool, SL_OR(c->dc->headers, SL_DEFAULT_HEADERS),
-                         limits, &shown, sl_add_header, r);
+        remaining =
+            sl_quota_headers(r->pool, SL_OR(c->dc->headers, SL_DEFAULT_HEADERS),
+                             limits, &shown, sl_add_header, r);
+        if (shown.quota[sl_decision_pick(&shown)].remaining !=
+            d->quota[pick].remaining) {
+            remaining = NULL;
+        }
     }
+    /* The variable is the headers' text when they show the same number. */
     sl_case_env(c, o->result, decider->name,
-                sl_i64toa(r->pool, d->quota[pick].remaining));
+                remaining ? remaining
+                          : sl_i64toa(r->pool, d->quota[pick].remaining));
     sl_stats_decision(c->proc->stats, sl_limit_label(decider), o->result);
     if (!o->status) {
         return DECLINED;

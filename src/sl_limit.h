@@ -40,6 +40,15 @@ typedef struct sl_limit {
      * its status is not listed. */
     const int *count;
     int ncount;
+    /* What the quota headers say of the limit whatever the request, made
+     * once when the line is read (sl_wire_limit): its name as an
+     * sf-string, its requests in decimal, its RateLimit-Policy item
+     * ("\"api\";q=100;w=60"). NULL: made for each request. */
+    const char *sf_name;
+    apr_size_t sf_name_len;
+    const char *requests_text;
+    const char *policy_item;
+    apr_size_t policy_item_len;
 } sl_limit_t;
 
 /* One limit as it is sent to a store. */

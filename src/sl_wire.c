@@ -51,11 +51,66 @@ apr_int64_t sl_retry_after(const sl_decision_t *d)
     return sl_ceil_seconds(d->quota[sl_decision_pick(d)].reset);
 }
 
-const char *sl_sf_string(apr_pool_t *p, const char *s)
-{
-    /* RFC 8941 sf-string: printable ASCII, '"' and '\' escaped. */
-    char *out = apr_palloc(p, 2 * strlen(s) + 3), *o = out;
+/* Every request with a limit writes its headers and variables, and every
+ * refusal its body, so they are written into buffers of known size with
+ * these rather than with apr_psprintf, apr_pstrcat and apr_off_t_toa, which
+ * cost the request path several times as much (bench/profile.sh). */
+#define SL_PUT(o, lit) sl_put((o), (lit), sizeof(lit) - 1)
 
+static char *sl_put(char *o, const char *s, apr_size_t n)
+{
+    memcpy(o, s, n);
+    return o + n;
+}
+
+/* The bytes of a number's text, its NUL included. */
+#define SL_I64_TEXT 21
+
+/* Two digits at a time: half the divisions. */
+static const char sl_digit_pairs[] = "00010203040506070809"
+                                     "10111213141516171819"
+                                     "20212223242526272829"
+                                     "30313233343536373839"
+                                     "40414243444546474849"
+                                     "50515253545556575859"
+                                     "60616263646566676869"
+                                     "70717273747576777879"
+                                     "80818283848586878889"
+                                     "90919293949596979899";
+
+/* The decimal text of v at o, without a NUL: at most SL_I64_TEXT - 1
+ * bytes. Returns its end. */
+static char *sl_put_i64(char *o, apr_int64_t v)
+{
+    apr_uint64_t u = v < 0 ? 0 - (apr_uint64_t) v : (apr_uint64_t) v, t = u;
+    char *end;
+
+    if (v < 0) {
+        *o++ = '-';
+    }
+    for (end = o + 1; t >= 100; t /= 100) {
+        end += 2;
+    }
+    end += t >= 10;
+    for (o = end; u >= 100; u /= 100) {
+        const char *pair = sl_digit_pairs + 2 * (u % 100);
+        *--o = pair[1];
+        *--o = pair[0];
+    }
+    if (u >= 10) {
+        *--o = sl_digit_pairs[2 * u + 1];
+        *--o = sl_digit_pairs[2 * u];
+    }
+    else {
+        *--o = (char) ('0' + u);
+    }
+    return end;
+}
+
+/* RFC 8941 sf-string: printable ASCII, '"' and '\' escaped; at most
+ * 2 * strlen(s) + 2 bytes, no NUL. */
+static char *sl_put_sf(char *o, const char *s)
+{
     *o++ = '"';
     for (; *s; s++) {
         if (*s == '"' || *s == '\\') {
@@ -64,7 +119,14 @@ const char *sl_sf_string(apr_pool_t *p, const char *s)
         *o++ = (*s >= 0x20 && *s < 0x7f) ? *s : '_';
     }
     *o++ = '"';
-    *o = '\0';
+    return o;
+}
+
+const char *sl_sf_string(apr_pool_t *p, const char *s)
+{
+    char *out = apr_palloc(p, 2 * strlen(s) + 3);
+
+    *sl_put_sf(out, s) = '\0';
     return out;
 }
 
@@ -96,14 +158,54 @@ apr_int64_t sl_reset_seconds(apr_int64_t us)
     return us <= 0 ? 0 : sl_ceil_seconds(us);
 }
 
-/* Every request with a limit carries these headers, so they are built with
- * apr_pstrcat and apr_off_t_toa: apr_psprintf's formatter took a third of
- * the request path's instructions (bench/profile.sh). apr_off_t is 64 bits
- * (large-file builds, as sl_redis.c also assumes). */
 const char *sl_i64toa(apr_pool_t *p, apr_int64_t v)
 {
-    return apr_off_t_toa(p, (apr_off_t) v);
+    char *out = apr_palloc(p, SL_I64_TEXT);
+
+    *sl_put_i64(out, v) = '\0';
+    return out;
 }
+
+/* A limit's RateLimit-Policy item, "\"api\";q=100;w=60": at most
+ * sl_item_size(l) bytes, no NUL. */
+static apr_size_t sl_item_size(const sl_limit_t *l)
+{
+    return l->policy_item ? l->policy_item_len
+                          : 2 * strlen(l->name) + 2 + 6 + 2 * SL_I64_TEXT;
+}
+
+static char *sl_put_item(char *o, const sl_limit_t *l)
+{
+    if (l->policy_item) {
+        return sl_put(o, l->policy_item, l->policy_item_len);
+    }
+    o = sl_put_sf(o, l->name);
+    o = SL_PUT(o, ";q=");
+    o = sl_put_i64(o, l->requests);
+    o = SL_PUT(o, ";w=");
+    return sl_put_i64(o, sl_ceil_seconds(l->window));
+}
+
+void sl_wire_limit(apr_pool_t *p, sl_limit_t *l)
+{
+    char *item;
+
+    l->sf_name = sl_sf_string(p, l->name);
+    l->sf_name_len = strlen(l->sf_name);
+    l->requests_text = sl_i64toa(p, l->requests);
+    /* Written from the limit's values, as for a limit without it. */
+    l->policy_item = NULL;
+    item = apr_palloc(p, sl_item_size(l) + 1);
+    l->policy_item_len = (apr_size_t) (sl_put_item(item, l) - item);
+    item[l->policy_item_len] = '\0';
+    l->policy_item = item;
+}
+
+/* A number's text, made once for the header sets that show it. */
+typedef struct sl_text {
+    const char *s; /* NULL: not made yet */
+    apr_size_t len;
+} sl_text_t;
 
 /* What the header sets read of one decision. */
 typedef struct sl_quota_view {
@@ -113,51 +215,130 @@ typedef struct sl_quota_view {
     const sl_quota_t *r; /* the quota the headers describe (l[pick]'s) */
     int pick;
     apr_int64_t t; /* its reset, in whole seconds */
+    sl_text_t remaining, reset;
+    char *o; /* the room left for the texts below; NULL: not made yet */
     sl_header_fn *add;
     void *ctx;
 } sl_quota_view_t;
 
-/* draft-ietf-httpapi-ratelimit-headers: every policy, then the one that
- * binds. */
-static void sl_headers_ietf(const sl_quota_view_t *v)
+/* The bytes of l's name as an sf-string. */
+static apr_size_t sl_sf_size(const sl_limit_t *l)
 {
-    apr_pool_t *p = v->p;
-    char *policy = NULL;
+    return l->sf_name ? l->sf_name_len : 2 * strlen(l->name) + 2;
+}
+
+/* The texts of one call share a buffer, made on first use: one RateLimit
+ * value (the name and two numbers), and at most SL_VIEW_TEXTS numbers of
+ * their own (the remaining, the reset, the absolute reset, and the limit's
+ * quota once per set when the limit has no text of it). */
+#define SL_VIEW_TEXTS 5
+
+static char *sl_view_room(sl_quota_view_t *v)
+{
+    if (!v->o) {
+        v->o = apr_palloc(v->p, sl_sf_size(v->l[v->pick]) + sizeof(";r=;t=") +
+                                    (2 + SL_VIEW_TEXTS) * SL_I64_TEXT);
+    }
+    return v->o;
+}
+
+static const char *sl_view_num(sl_quota_view_t *v, apr_int64_t n,
+                               apr_size_t *len)
+{
+    char *s = sl_view_room(v);
+
+    v->o = sl_put_i64(s, n);
+    *len = (apr_size_t) (v->o - s);
+    *v->o++ = '\0';
+    return s;
+}
+
+static const char *sl_text(sl_quota_view_t *v, sl_text_t *text, apr_int64_t n)
+{
+    if (!text->s) {
+        text->s = sl_view_num(v, n, &text->len);
+    }
+    return text->s;
+}
+
+/* Every policy, ", " between them: one limit's is its item as it is. */
+static const char *sl_policy_list(const sl_quota_view_t *v)
+{
+    apr_size_t size = 1;
+    char *out, *o;
     int i;
 
-    for (i = 0; i < v->d->n; i++) {
-        char *one = apr_pstrcat(
-            p, sl_sf_string(p, v->l[i]->name),
-            ";q=", sl_i64toa(p, v->l[i]->requests),
-            ";w=", sl_i64toa(p, sl_ceil_seconds(v->l[i]->window)), NULL);
-        policy = policy ? apr_pstrcat(p, policy, ", ", one, NULL) : one;
+    if (v->d->n == 1 && v->l[0]->policy_item) {
+        return v->l[0]->policy_item;
     }
-    v->add(v->ctx, "RateLimit-Policy", policy);
-    v->add(v->ctx, "RateLimit",
-           apr_pstrcat(p, sl_sf_string(p, v->l[v->pick]->name),
-                       ";r=", sl_i64toa(p, v->r->remaining),
-                       ";t=", sl_i64toa(p, v->t), NULL));
+    for (i = 0; i < v->d->n; i++) {
+        size += sl_item_size(v->l[i]) + 2;
+    }
+    out = o = apr_palloc(v->p, size);
+    for (i = 0; i < v->d->n; i++) {
+        if (i) {
+            o = SL_PUT(o, ", ");
+        }
+        o = sl_put_item(o, v->l[i]);
+    }
+    *o = '\0';
+    return out;
+}
+
+/* draft-ietf-httpapi-ratelimit-headers: every policy, then the one that
+ * binds. */
+static void sl_headers_ietf(sl_quota_view_t *v)
+{
+    const sl_limit_t *l = v->l[v->pick];
+    char *out, *o;
+
+    v->add(v->ctx, "RateLimit-Policy", sl_policy_list(v));
+    sl_text(v, &v->remaining, v->r->remaining);
+    sl_text(v, &v->reset, v->t);
+    out = o = sl_view_room(v);
+    o = l->sf_name ? sl_put(o, l->sf_name, l->sf_name_len)
+                   : sl_put_sf(o, l->name);
+    o = SL_PUT(o, ";r=");
+    o = sl_put(o, v->remaining.s, v->remaining.len);
+    o = SL_PUT(o, ";t=");
+    o = sl_put(o, v->reset.s, v->reset.len);
+    *o++ = '\0';
+    v->o = o;
+    v->add(v->ctx, "RateLimit", out);
+}
+
+/* The limit's text is the line's. */
+static const char *sl_limit_text(sl_quota_view_t *v)
+{
+    const sl_limit_t *l = v->l[v->pick];
+    apr_size_t len;
+
+    return l->requests_text ? l->requests_text
+                            : sl_view_num(v, l->requests, &len);
 }
 
 /* The draft's third version, still what many clients read. */
-static void sl_headers_draft03(const sl_quota_view_t *v)
+static void sl_headers_draft03(sl_quota_view_t *v)
 {
-    v->add(v->ctx, "RateLimit-Limit", sl_i64toa(v->p, v->l[v->pick]->requests));
-    v->add(v->ctx, "RateLimit-Remaining", sl_i64toa(v->p, v->r->remaining));
-    v->add(v->ctx, "RateLimit-Reset", sl_i64toa(v->p, v->t));
+    v->add(v->ctx, "RateLimit-Limit", sl_limit_text(v));
+    v->add(v->ctx, "RateLimit-Remaining",
+           sl_text(v, &v->remaining, v->r->remaining));
+    v->add(v->ctx, "RateLimit-Reset", sl_text(v, &v->reset, v->t));
 }
 
 /* The de facto X-RateLimit-*: its reset is an absolute Unix time. */
-static void sl_headers_xrl(const sl_quota_view_t *v)
+static void sl_headers_xrl(sl_quota_view_t *v)
 {
     apr_int64_t reset = v->r->reset > 0 ? v->r->reset : 0;
+    apr_size_t len;
 
-    v->add(v->ctx, "X-RateLimit-Limit",
-           sl_i64toa(v->p, v->l[v->pick]->requests));
-    v->add(v->ctx, "X-RateLimit-Remaining", sl_i64toa(v->p, v->r->remaining));
+    v->add(v->ctx, "X-RateLimit-Limit", sl_limit_text(v));
+    v->add(v->ctx, "X-RateLimit-Remaining",
+           sl_text(v, &v->remaining, v->r->remaining));
     v->add(v->ctx, "X-RateLimit-Reset",
-           sl_i64toa(v->p, (v->d->now + reset + APR_USEC_PER_SEC - 1) /
-                               APR_USEC_PER_SEC));
+           sl_view_num(
+               v, (v->d->now + reset + APR_USEC_PER_SEC - 1) / APR_USEC_PER_SEC,
+               &len));
 }
 
 /* The header sets of SlidingLimitHeaders, in the order they are sent: a
@@ -165,7 +346,7 @@ static void sl_headers_xrl(const sl_quota_view_t *v)
 static const struct sl_header_set {
     const char *name;
     int flag;
-    void (*emit)(const sl_quota_view_t *v);
+    void (*emit)(sl_quota_view_t *v);
 } sl_header_sets[] = {
     {"ietf", SL_HDR_IETF, sl_headers_ietf},
     {"draft03", SL_HDR_DRAFT03, sl_headers_draft03},
@@ -196,9 +377,10 @@ const char *sl_header_set_names(apr_pool_t *p)
     return names;
 }
 
-void sl_quota_headers(apr_pool_t *p, int flags,
-                      const apr_array_header_t *limits, const sl_decision_t *d,
-                      sl_header_fn *add, void *ctx)
+const char *sl_quota_headers(apr_pool_t *p, int flags,
+                             const apr_array_header_t *limits,
+                             const sl_decision_t *d, sl_header_fn *add,
+                             void *ctx)
 {
     const struct sl_header_set *h;
     sl_quota_view_t v;
@@ -209,6 +391,9 @@ void sl_quota_headers(apr_pool_t *p, int flags,
     v.pick = sl_decision_pick(d);
     v.r = &d->quota[v.pick];
     v.t = sl_reset_seconds(v.r->reset);
+    v.remaining.s = NULL;
+    v.reset.s = NULL;
+    v.o = NULL;
     v.add = add;
     v.ctx = ctx;
     for (h = sl_header_sets; h->name; h++) {
@@ -216,6 +401,7 @@ void sl_quota_headers(apr_pool_t *p, int flags,
             h->emit(&v);
         }
     }
+    return v.remaining.s;
 }
 
 const char *sl_json_cost_body(apr_pool_t *p, int why, const char *policy,
@@ -241,20 +427,25 @@ const char *sl_json_cost_body(apr_pool_t *p, int why, const char *policy,
 
 const char *sl_json_body(apr_pool_t *p, int unavailable, apr_int64_t retry)
 {
-    const char *unit = retry == 1 ? "second" : "seconds";
+    static const char busy[] =
+        "{\"error\":{\"code\":\"SERVICE_UNAVAILABLE\",\"message\":"
+        "\"Rate limiting is unavailable. Try again in ";
+    static const char over[] = "{\"error\":{\"code\":\"TOO_MANY_REQUESTS\","
+                               "\"message\":\"Rate limit exceeded. Try "
+                               "again in ";
+    static const char then[] = ".\",\"retry_after_seconds\":";
+    char *out = apr_palloc(
+             p, (sizeof(busy) > sizeof(over) ? sizeof(busy) : sizeof(over)) +
+                    sizeof(" seconds") + sizeof(then) + 2 * SL_I64_TEXT +
+                    sizeof("}}\n")),
+         *o = out;
 
-    if (unavailable) {
-        return apr_psprintf(
-            p,
-            "{\"error\":{\"code\":\"SERVICE_UNAVAILABLE\",\"message\":"
-            "\"Rate limiting is unavailable. Try again in %" APR_INT64_T_FMT
-            " %s.\",\"retry_after_seconds\":%" APR_INT64_T_FMT "}}\n",
-            retry, unit, retry);
-    }
-    return apr_psprintf(
-        p,
-        "{\"error\":{\"code\":\"TOO_MANY_REQUESTS\",\"message\":"
-        "\"Rate limit exceeded. Try again in %" APR_INT64_T_FMT
-        " %s.\",\"retry_after_seconds\":%" APR_INT64_T_FMT "}}\n",
-        retry, unit, retry);
+    o = unavailable ? SL_PUT(o, busy) : SL_PUT(o, over);
+    o = sl_put_i64(o, retry);
+    o = retry == 1 ? SL_PUT(o, " second") : SL_PUT(o, " seconds");
+    o = SL_PUT(o, then);
+    o = sl_put_i64(o, retry);
+    o = SL_PUT(o, "}}\n");
+    *o = '\0';
+    return out;
 }

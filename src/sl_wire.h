@@ -41,9 +41,15 @@ const char *sl_sf_string(apr_pool_t *p, const char *s);
  * names, for a message ("ietf, draft03, x-ratelimit"). */
 int sl_header_set(const char *name);
 const char *sl_header_set_names(apr_pool_t *p);
-void sl_quota_headers(apr_pool_t *p, int flags,
-                      const apr_array_header_t *limits, const sl_decision_t *d,
-                      sl_header_fn *add, void *ctx);
+/* Makes what the quota headers say of l whatever the request (its fields
+ * sf_name, requests_text, policy_item), once when its line is read. */
+void sl_wire_limit(apr_pool_t *p, sl_limit_t *l);
+/* Returns the text of the remaining quota the headers showed (that of
+ * d->quota[sl_decision_pick(d)]), NULL when none did. */
+const char *sl_quota_headers(apr_pool_t *p, int flags,
+                             const apr_array_header_t *limits,
+                             const sl_decision_t *d, sl_header_fn *add,
+                             void *ctx);
 
 /* Decimal text of v, without apr_psprintf's formatter (see sl_wire.c). */
 const char *sl_i64toa(apr_pool_t *p, apr_int64_t v);

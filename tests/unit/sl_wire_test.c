@@ -121,8 +121,101 @@ static void test_header_sets(apr_pool_t *p)
     EXPECT(!*h.all, "off: no header");
 }
 
+/* A limit's texts made when its line is read say what the ones made per
+ * request say, byte for byte. */
+static void test_prepared(apr_pool_t *p)
+{
+    sl_limit_t api = {
+        .name = "a\"pi", .requests = 100, .window = 60 * APR_USEC_PER_SEC};
+    sl_limit_t day = {.name = "day",
+                      .requests = 100000000,
+                      .window = 86400 * APR_USEC_PER_SEC + 1};
+    sl_limit_t bare_api = api, bare_day = day;
+    const long long v[] = {1796018400, 1, 1, 1, 0, 0, 1, 99999999, 1};
+    const int all = SL_HDR_IETF | SL_HDR_DRAFT03 | SL_HDR_XRL;
+    apr_array_header_t *prepared = apr_array_make(p, 2, sizeof(sl_limit_t *));
+    apr_array_header_t *bare = apr_array_make(p, 2, sizeof(sl_limit_t *));
+    struct hdrs a = {p, ""}, b = {p, ""};
+    sl_decision_t d;
+
+    sl_wire_limit(p, &api);
+    sl_wire_limit(p, &day);
+    EXPECT(!strcmp(api.policy_item, "\"a\\\"pi\";q=100;w=60") &&
+               api.policy_item_len == strlen(api.policy_item) &&
+               !strcmp(api.sf_name, "\"a\\\"pi\"") &&
+               api.sf_name_len == strlen(api.sf_name) &&
+               !strcmp(api.requests_text, "100"),
+           "the texts of a line: %s %s", api.policy_item, api.sf_name);
+    EXPECT(!strcmp(day.policy_item, "\"day\";q=100000000;w=86401"),
+           "a window rounds up: %s", day.policy_item);
+    APR_ARRAY_PUSH(prepared, sl_limit_t *) = &api;
+    APR_ARRAY_PUSH(prepared, sl_limit_t *) = &day;
+    APR_ARRAY_PUSH(bare, sl_limit_t *) = &bare_api;
+    APR_ARRAY_PUSH(bare, sl_limit_t *) = &bare_day;
+    sl_decision_parse(p, v, 9, 2, &d);
+    sl_quota_headers(p, all, prepared, &d, collect, &a);
+    sl_quota_headers(p, all, bare, &d, collect, &b);
+    EXPECT(!strcmp(a.all, b.all), "the same headers:\n%s\n%s", a.all, b.all);
+    EXPECT(!strcmp(a.all, "RateLimit-Policy: \"a\\\"pi\";q=100;w=60, "
+                          "\"day\";q=100000000;w=86401\n"
+                          "RateLimit: \"a\\\"pi\";r=0;t=0\n"
+                          "RateLimit-Limit: 100\n"
+                          "RateLimit-Remaining: 0\n"
+                          "RateLimit-Reset: 0\n"
+                          "X-RateLimit-Limit: 100\n"
+                          "X-RateLimit-Remaining: 0\n"
+                          "X-RateLimit-Reset: 1796018401\n"),
+           "every set, two limits:\n%s", a.all);
+    EXPECT(!strcmp(sl_quota_headers(p, SL_HDR_XRL, prepared, &d, collect, &a),
+                   "0"),
+           "the remaining quota's text comes back");
+    EXPECT(!sl_quota_headers(p, 0, prepared, &d, collect, &a),
+           "no set, no text");
+    d.n = 1;
+    a.all = "";
+    sl_quota_headers(p, SL_HDR_IETF, prepared, &d, collect, &a);
+    EXPECT(!strcmp(a.all, "RateLimit-Policy: \"a\\\"pi\";q=100;w=60\n"
+                          "RateLimit: \"a\\\"pi\";r=0;t=0\n"),
+           "one limit:\n%s", a.all);
+}
+
+/* What sl_i64toa writes is what "%" APR_INT64_T_FMT writes. */
+static void test_numbers(apr_pool_t *p)
+{
+    const apr_int64_t v[] = {0,
+                             1,
+                             9,
+                             10,
+                             -1,
+                             -10,
+                             1796018412,
+                             APR_INT64_C(9223372036854775807),
+                             -APR_INT64_C(9223372036854775807) - 1};
+    size_t i;
+
+    for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+        const char *want = apr_psprintf(p, "%" APR_INT64_T_FMT, v[i]);
+        EXPECT(!strcmp(sl_i64toa(p, v[i]), want), "%s: %s", want,
+               sl_i64toa(p, v[i]));
+    }
+}
+
 static void test_json(apr_pool_t *p)
 {
+    EXPECT(!strcmp(sl_json_body(p, 0, 18),
+                   "{\"error\":{\"code\":\"TOO_MANY_REQUESTS\",\"message\":"
+                   "\"Rate limit exceeded. Try again in 18 seconds.\","
+                   "\"retry_after_seconds\":18}}\n"),
+           "the refusal's body: %s", sl_json_body(p, 0, 18));
+    EXPECT(!strcmp(sl_json_body(p, 1, 1),
+                   "{\"error\":{\"code\":\"SERVICE_UNAVAILABLE\",\"message\":"
+                   "\"Rate limiting is unavailable. Try again in 1 second.\","
+                   "\"retry_after_seconds\":1}}\n"),
+           "the outage's body: %s", sl_json_body(p, 1, 1));
+    EXPECT(strstr(sl_json_body(p, 1, APR_INT64_C(9223372036854775807)),
+                  "in 9223372036854775807 seconds.\",\"retry_after_seconds\":"
+                  "9223372036854775807}}\n") != NULL,
+           "the longest number fits");
     EXPECT(strstr(sl_json_cost_body(p, SL_COST_OVER, "api", 10),
                   "\"code\":\"COST_EXCEEDS_LIMIT\"") &&
                strstr(sl_json_cost_body(p, SL_COST_BAD, "api", 10),
@@ -144,6 +237,8 @@ int main(void)
     test_pick(p);
     test_headers(p);
     test_header_sets(p);
+    test_prepared(p);
+    test_numbers(p);
     test_json(p);
     printf("sl_wire: %d passed, %d failed\n", passed, failed);
     apr_terminate();
