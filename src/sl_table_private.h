@@ -36,7 +36,7 @@ typedef struct sl_table_hdr {
     apr_uint32_t nentries;
     apr_uint32_t full;    /* the last admission found no room */
     apr_uint64_t evicted; /* live entries evicted for room */
-    unsigned char secret[2 * SL_SIPHASH_KEY];
+    unsigned char secret[SL_SIPHASH_KEY];
 } sl_table_hdr_t;
 
 #define SL_HASH_BYTES 12
