@@ -7,8 +7,9 @@
  * Layout. Every link inside the region is a 32-bit cell index, never a
  * pointer, so the region means the same wherever it is mapped:
  *
- *   header   magic, layout version, sizes, free list, LRU ends, counters
- *            and the hash secret (64-byte aligned)
+ *   header   magic, layout version, sizes, free list, LRU ends and
+ *            counters in one cache line, the hash secret in the next
+ *            (64-byte aligned)
  *   buckets  nbuckets x uint32, heads of the hash chains (a power of two,
  *            between a quarter and a half of the cell count)
  *   cells    ncells x 64 bytes; each one is free, an entry or a log chunk
@@ -84,6 +85,10 @@ typedef char
 typedef char sl_assert_kind
     [offsetof(sl_entry_t, kind) == offsetof(sl_chunk_t, kind) ? 1 : -1];
 typedef char sl_assert_ts[SL_CHUNK_TS == SL_TABLE_LOG_PER_CELL ? 1 : -1];
+typedef char sl_assert_hdr[offsetof(sl_table_hdr_t, free_head) == 24 &&
+                                   offsetof(sl_table_hdr_t, secret) == 64
+                               ? 1
+                               : -1];
 
 static apr_size_t sl_align64(apr_size_t n)
 {
