@@ -1,21 +1,31 @@
 /* The module's keyed hash (see sl_siphash.h): SipHash-2-4 as in the
- * paper's reference code. APR-util's apr_siphash24 would do, but it came
- * with APR-util 1.6 and the module must build on 1.5 (RHEL 7). */
+ * paper's reference code, with its 128-bit variant. APR-util's
+ * apr_siphash24 would do, but it came with APR-util 1.6 and the module must
+ * build on 1.5 (RHEL 7). */
 #include "sl_siphash.h"
 
 #include <apr_general.h>
 
+#include <string.h>
+
 #define SL_ROTL(x, b) (apr_uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
 
-/* Little-endian, whatever the host's order (the reference vectors). */
+/* Little-endian, whatever the host's order (the reference vectors). On a
+ * little-endian host one unaligned load: this runs on every request's
+ * keys. */
 static apr_uint64_t sl_le64(const unsigned char *p)
 {
-    apr_uint64_t v = 0;
+    apr_uint64_t v;
+#if APR_IS_BIGENDIAN
     int i;
 
+    v = 0;
     for (i = 7; i >= 0; i--) {
         v = (v << 8) | p[i];
     }
+#else
+    memcpy(&v, p, sizeof(v));
+#endif
     return v;
 }
 
@@ -37,8 +47,18 @@ static apr_uint64_t sl_le64(const unsigned char *p)
         v2 = SL_ROTL(v2, 32);                                                  \
     } while (0)
 
-apr_uint64_t sl_siphash(const unsigned char key[SL_SIPHASH_KEY],
-                        const void *data, apr_size_t len)
+#define SL_SIPROUND4                                                           \
+    do {                                                                       \
+        SL_SIPROUND;                                                           \
+        SL_SIPROUND;                                                           \
+        SL_SIPROUND;                                                           \
+        SL_SIPROUND;                                                           \
+    } while (0)
+
+/* Both widths: the reference's siphash() with outlen 8 or 16 (wide). */
+static apr_uint64_t sl_sip(const unsigned char key[SL_SIPHASH_KEY],
+                           const void *data, apr_size_t len, int wide,
+                           apr_uint64_t *second)
 {
     const unsigned char *in = data, *end = in + (len - len % 8);
     apr_uint64_t k0 = sl_le64(key), k1 = sl_le64(key + 8), m;
@@ -46,9 +66,11 @@ apr_uint64_t sl_siphash(const unsigned char key[SL_SIPHASH_KEY],
     apr_uint64_t v1 = k1 ^ APR_UINT64_C(0x646f72616e646f6d);
     apr_uint64_t v2 = k0 ^ APR_UINT64_C(0x6c7967656e657261);
     apr_uint64_t v3 = k1 ^ APR_UINT64_C(0x7465646279746573);
-    apr_uint64_t b = ((apr_uint64_t) len) << 56;
-    int i;
+    apr_uint64_t b = ((apr_uint64_t) len) << 56, first;
 
+    if (wide) {
+        v1 ^= 0xee;
+    }
     for (; in != end; in += 8) {
         m = sl_le64(in);
         v3 ^= m;
@@ -56,19 +78,56 @@ apr_uint64_t sl_siphash(const unsigned char key[SL_SIPHASH_KEY],
         SL_SIPROUND;
         v0 ^= m;
     }
-    for (i = (int) (len % 8) - 1; i >= 0; i--) {
-        b |= ((apr_uint64_t) in[i]) << (8 * i);
+    switch (len % 8) {
+    case 7:
+        b |= ((apr_uint64_t) in[6]) << 48;
+        /* fall through */
+    case 6:
+        b |= ((apr_uint64_t) in[5]) << 40;
+        /* fall through */
+    case 5:
+        b |= ((apr_uint64_t) in[4]) << 32;
+        /* fall through */
+    case 4:
+        b |= ((apr_uint64_t) in[3]) << 24;
+        /* fall through */
+    case 3:
+        b |= ((apr_uint64_t) in[2]) << 16;
+        /* fall through */
+    case 2:
+        b |= ((apr_uint64_t) in[1]) << 8;
+        /* fall through */
+    case 1:
+        b |= (apr_uint64_t) in[0];
+        break;
+    default:
+        break;
     }
     v3 ^= b;
     SL_SIPROUND;
     SL_SIPROUND;
     v0 ^= b;
-    v2 ^= 0xff;
-    SL_SIPROUND;
-    SL_SIPROUND;
-    SL_SIPROUND;
-    SL_SIPROUND;
-    return v0 ^ v1 ^ v2 ^ v3;
+    v2 ^= wide ? 0xee : 0xff;
+    SL_SIPROUND4;
+    first = v0 ^ v1 ^ v2 ^ v3;
+    if (wide) {
+        v1 ^= 0xdd;
+        SL_SIPROUND4;
+        *second = v0 ^ v1 ^ v2 ^ v3;
+    }
+    return first;
+}
+
+apr_uint64_t sl_siphash(const unsigned char key[SL_SIPHASH_KEY],
+                        const void *data, apr_size_t len)
+{
+    return sl_sip(key, data, len, 0, NULL);
+}
+
+void sl_siphash128(const unsigned char key[SL_SIPHASH_KEY], const void *data,
+                   apr_size_t len, apr_uint64_t out[2])
+{
+    out[0] = sl_sip(key, data, len, 1, &out[1]);
 }
 
 apr_status_t sl_siphash_key(unsigned char key[SL_SIPHASH_KEY])

@@ -7,23 +7,24 @@
  * Layout. Every link inside the region is a 32-bit cell index, never a
  * pointer, so the region means the same wherever it is mapped:
  *
- *   header   magic, layout version, sizes, free list, LRU ends, counters
- *            and the hash secret (64-byte aligned)
+ *   header   magic, layout version, sizes, free list, LRU ends and
+ *            counters in one cache line, the hash secret in the next
+ *            (64-byte aligned)
  *   buckets  nbuckets x uint32, heads of the hash chains (a power of two,
  *            between a quarter and a half of the cell count)
  *   cells    ncells x 64 bytes; each one is free, an entry or a log chunk
  *
  * An entry is one 64-byte cell per store key: a 96-bit keyed hash of the
- * key (two SipHash-2-4 with secrets drawn when the region is formatted, so
- * nobody can aim keys at one chain), the algorithm and key length (entries
- * must match all three: a collision across algorithms gives two entries,
- * never one state read as another, and within one algorithm a 2^-96 chance
- * merges two budgets), until when the budget refuses, the time the
- * script's TTL would drop the key, the state (counter: window index and two
- * counts; gcra: the TAT; log: first and last chunk, count and offset into the
- * first, and the units the log holds), the chain link and the two LRU
- * links. A log holds one entry per admitted request, whatever its cost: its
- * admission time (int64) and its weight (uint32, the units it consumed),
+ * key (of a 128-bit SipHash-2-4, one pass over the key, with a secret drawn
+ * when the region is formatted, so nobody can aim keys at one chain), the
+ * algorithm and key length (entries must match all three: a collision across
+ * algorithms gives two entries, never one state read as another, and within one
+ * algorithm a 2^-96 chance merges two budgets), until when the budget refuses,
+ * the time the script's TTL would drop the key, the state (counter: window
+ * index and two counts; gcra: the TAT; log: first and last chunk, count and
+ * offset into the first, and the units the log holds), the chain link and the
+ * two LRU links. A log holds one entry per admitted request, whatever its cost:
+ * its admission time (int64) and its weight (uint32, the units it consumed),
  * four to a chunk (one cell each, linked by index, oldest first), so a log
  * of N live requests takes 1 + ceil(N / 4) cells: 64 bytes per key plus 16
  * bytes per request, plus 1-2 bytes of bucket per cell. Entries and chunks
@@ -64,8 +65,9 @@
 #include <string.h>
 
 #define SL_TABLE_MAGIC 0x4d534c53U /* "SLSM" */
-/* 3: a log's entry is a request with its weight, no longer a unit. */
-#define SL_TABLE_LAYOUT 3
+/* 3: a log's entry is a request with its weight, no longer a unit.
+ * 4: an entry's hash is one 128-bit SipHash under one secret. */
+#define SL_TABLE_LAYOUT 4
 #define SL_MIN_CELLS    64
 #define SL_MAX_CELLS    (1U << 28)
 /* Entries looked at, from the LRU end, for an expired one to reuse before
@@ -83,6 +85,10 @@ typedef char
 typedef char sl_assert_kind
     [offsetof(sl_entry_t, kind) == offsetof(sl_chunk_t, kind) ? 1 : -1];
 typedef char sl_assert_ts[SL_CHUNK_TS == SL_TABLE_LOG_PER_CELL ? 1 : -1];
+typedef char sl_assert_hdr[offsetof(sl_table_hdr_t, free_head) == 24 &&
+                                   offsetof(sl_table_hdr_t, secret) == 64
+                               ? 1
+                               : -1];
 
 static apr_size_t sl_align64(apr_size_t n)
 {
@@ -399,11 +405,11 @@ int sl_reserve(sl_txn_t *t, const sl_shm_op_t *q, int n, apr_uint32_t need,
 static void sl_key_hash(const sl_table_hdr_t *h, const char *key,
                         apr_size_t len, unsigned char out[SL_HASH_BYTES])
 {
-    apr_uint64_t a = sl_siphash(h->secret, key, len);
-    apr_uint64_t b = sl_siphash(h->secret + SL_SIPHASH_KEY, key, len);
+    apr_uint64_t w[2];
 
-    memcpy(out, &a, sizeof(a));
-    memcpy(out + sizeof(a), &b, SL_HASH_BYTES - sizeof(a));
+    sl_siphash128(h->secret, key, len, w);
+    memcpy(out, &w[0], sizeof(w[0]));
+    memcpy(out + sizeof(w[0]), &w[1], SL_HASH_BYTES - sizeof(w[0]));
 }
 
 unsigned int sl_table_stripe(const unsigned char key[SL_SIPHASH_KEY],
@@ -492,9 +498,6 @@ apr_status_t sl_table_attach(apr_pool_t *p, void *base, apr_size_t size,
     if (!*kept) {
         memset(h, 0, sizeof(*h));
         rv = sl_siphash_key(h->secret);
-        if (rv == APR_SUCCESS) {
-            rv = sl_siphash_key(h->secret + SL_SIPHASH_KEY);
-        }
         if (rv != APR_SUCCESS) {
             return rv;
         }

@@ -29,6 +29,10 @@ typedef struct sl_table_hdr {
     apr_uint64_t size;
     apr_uint32_t nbuckets;
     apr_uint32_t ncells;
+    /* Written under the lock, in the first cache line, at offsets 24-56 as
+     * in layout 3: a child of the previous build still running after a
+     * graceful restart onto this one writes its counters here, never over
+     * the secret. */
     apr_uint32_t free_head;
     apr_uint32_t nfree;
     apr_uint32_t lru_head; /* most recently used entry */
@@ -36,7 +40,12 @@ typedef struct sl_table_hdr {
     apr_uint32_t nentries;
     apr_uint32_t full;    /* the last admission found no room */
     apr_uint64_t evicted; /* live entries evicted for room */
-    unsigned char secret[2 * SL_SIPHASH_KEY];
+    unsigned char pad[8];
+    /* Read by every request before it takes the lock, and never written
+     * while the region lives: a cache line of its own, so that hashing a
+     * key on one core does not pull the line that the lock's holder on
+     * another is writing. */
+    unsigned char secret[SL_SIPHASH_KEY];
 } sl_table_hdr_t;
 
 #define SL_HASH_BYTES 12

@@ -102,6 +102,15 @@ static void test_attach(void)
                kept == 0,
            "another size formats the region");
     EXPECT(remaining(again, "k", T0 + 2) == 99, "and empties it");
+    /* A region another build formatted (the layout word after the magic):
+     * its hashes are not this build's, so it starts afresh. */
+    EXPECT(remaining(again, "k", T0 + 3) == 98, "counted again");
+    ((apr_uint32_t *) region)[1] -= 1;
+    EXPECT(sl_table_attach(pool, region, 32 * 1024, 0, &kept, &again) ==
+                   APR_SUCCESS &&
+               kept == 0,
+           "another layout formats the region");
+    EXPECT(remaining(again, "k", T0 + 4) == 99, "and empties it too");
     EXPECT(decide(again, budget("k", 7, 1, HOUR), T0, &d, NULL) == APR_EINVAL,
            "an unknown algorithm is refused");
     EXPECT(decide(again, budget("k", SL_ALG_LOG, 0, HOUR), T0, &d, NULL) ==
@@ -383,6 +392,35 @@ static void test_corruption(void)
     free(region);
 }
 
+/* Keys of every length up to past a few hash words, and keys that differ
+ * in one byte anywhere (the first, the last, a whole word's length in):
+ * each is a budget of its own. */
+static void test_key_hash(void)
+{
+    void *region;
+    sl_table_t *t = table_new(256 * 1024, &region);
+    char key[80];
+    int len, at, ok = 1;
+
+    memset(key, 'a', sizeof(key));
+    for (len = 1; len < 72 && ok; len++) {
+        key[len] = '\0';
+        ok = remaining(t, key, T0 + len) == 99 &&
+             remaining(t, key, T0 + len) == 98;
+        key[len] = 'a';
+    }
+    EXPECT(ok, "every length its own budget (stopped at %d)", len - 1);
+    key[40] = '\0';
+    for (at = 0; at < 40 && ok; at++) {
+        key[at] = 'b';
+        ok = remaining(t, key, T0 + 100 + at) == 99;
+        key[at] = 'a';
+    }
+    EXPECT(ok, "one byte changed anywhere, another budget (at %d)", at - 1);
+    EXPECT(remaining(t, key, T0 + 200) == 97, "the key itself kept its count");
+    free(region);
+}
+
 /* Two budgets of one request are decided together: either both count the
  * request or neither does. */
 static void test_atomic(void)
@@ -622,6 +660,7 @@ int main(void)
     test_stripe_keyed();
     test_out_of_order();
     test_corruption();
+    test_key_hash();
     test_atomic();
     test_cost_give_back();
     test_cost_million();
