@@ -1,5 +1,7 @@
 #include "sl_key.h"
 #include "sl_ident.h"
+#include "sl_memo.h"
+#include "sl_proc.h"
 
 #include "http_log.h"
 #include "apr_base64.h"
@@ -65,10 +67,11 @@ static const char *sl_key_address(apr_pool_t *p, const sl_dir_conf_t *dc,
  * lockout per name alone lets anyone lock alice out from anywhere, one per
  * name and address stops guessing her password from one address and
  * leaves her own address alone. */
-static const char *sl_key_user(apr_pool_t *p, const sl_server_conf_t *sc,
-                               const sl_dir_conf_t *dc,
-                               const sl_key_source_t *src, const char *name,
-                               int sent, const char *address)
+static const char *sl_key_user_make(apr_pool_t *p, const sl_server_conf_t *sc,
+                                    const sl_dir_conf_t *dc,
+                                    const sl_key_source_t *src,
+                                    const char *name, int sent,
+                                    const char *address)
 {
     char *v = apr_pstrdup(p, name), *pair;
     apr_size_t n, m;
@@ -98,9 +101,9 @@ static const char *sl_key_user(apr_pool_t *p, const sl_server_conf_t *sc,
 /* The identity of the value v (not empty) of source src other than user:
  * with sl_key_user, the one function that makes identities, for requests
  * and for the operator's look. */
-static const char *sl_key_hash(apr_pool_t *p, const sl_server_conf_t *sc,
-                               const sl_dir_conf_t *dc,
-                               const sl_key_source_t *src, const char *v)
+static const char *sl_key_hash_make(apr_pool_t *p, const sl_server_conf_t *sc,
+                                    const sl_dir_conf_t *dc,
+                                    const sl_key_source_t *src, const char *v)
 {
     const char *tag = "ip";
     char *t;
@@ -127,6 +130,110 @@ static const char *sl_key_hash(apr_pool_t *p, const sl_server_conf_t *sc,
     return sl_identity(p, sc->secret, sc->secret_len, t, v, strlen(v));
 }
 
+/* What an identity is made of, as the memo keys it (sl_memo.h): kind,
+ * two small numbers (an IPv6 prefix, a user source's mode), then a and b,
+ * each with its NUL (no part holds one). 0 when it does not fit. */
+static apr_size_t sl_key_in(char *in, char kind, int x, int y, const char *a,
+                            const char *b)
+{
+    apr_size_t n = strlen(a) + 1, m = strlen(b) + 1;
+
+    if (3 + n + m > SL_MEMO_IN) {
+        return 0;
+    }
+    in[0] = kind;
+    in[1] = (char) x;
+    in[2] = (char) y;
+    memcpy(in + 3, a, n);
+    memcpy(in + 3 + n, b, m);
+    return 3 + n + m;
+}
+
+/* The identity the memo m holds for in (n bytes; 0: none), in p; *set
+ * where sl_key_keep keeps it. */
+static const char *sl_key_recall(apr_pool_t *p, sl_memo_t *m,
+                                 const sl_server_conf_t *sc, const char *in,
+                                 apr_size_t n, unsigned int *set)
+{
+    return n ? sl_memo_find(m, p, sc->secret, sc->secret_len, in, n, set)
+             : NULL;
+}
+
+/* id, which in made, kept in the memo m. */
+static const char *sl_key_keep(sl_memo_t *m, unsigned int set,
+                               const sl_server_conf_t *sc, const char *in,
+                               apr_size_t n, const char *id)
+{
+    if (n) {
+        sl_memo_put(m, set, sc->secret, sc->secret_len, in, n, id);
+    }
+    return id;
+}
+
+/* sl_key_user_make's identity, through the memo m (NULL: none). */
+static const char *sl_key_user(apr_pool_t *p, sl_memo_t *m,
+                               const sl_server_conf_t *sc,
+                               const sl_dir_conf_t *dc,
+                               const sl_key_source_t *src, const char *name,
+                               int sent, const char *address)
+{
+    char in[SL_MEMO_IN];
+    int mode = (sent ? 1 : 0) | (src->flags & SL_USER_NOCASE ? 2 : 0) |
+               (src->flags & SL_USER_ANY_ADDRESS ? 4 : 0);
+    apr_size_t n = m ? sl_key_in(in, 'U', mode,
+                                 SL_OR(dc->ipv6_prefix, SL_DEFAULT_IPV6_PREFIX),
+                                 name, address ? address : "")
+                     : 0;
+    unsigned int set = 0;
+    const char *id = sl_key_recall(p, m, sc, in, n, &set);
+
+    return id ? id
+              : sl_key_keep(
+                    m, set, sc, in, n,
+                    sl_key_user_make(p, sc, dc, src, name, sent, address));
+}
+
+/* sl_key_hash_make's identity, through the memo m (NULL: none). */
+static const char *sl_key_hash(apr_pool_t *p, sl_memo_t *m,
+                               const sl_server_conf_t *sc,
+                               const sl_dir_conf_t *dc,
+                               const sl_key_source_t *src, const char *v)
+{
+    static const char kinds[] = {[SL_KEY_IP] = 'i',
+                                 [SL_KEY_USER] = 'u',
+                                 [SL_KEY_HEADER] = 'h',
+                                 [SL_KEY_ENV] = 'e',
+                                 [SL_KEY_EXPR] = 'x'};
+    char in[SL_MEMO_IN];
+    apr_size_t n =
+        m && src->type >= 0 && src->type < (int) sizeof(kinds)
+            ? sl_key_in(in, kinds[src->type],
+                        SL_OR(dc->ipv6_prefix, SL_DEFAULT_IPV6_PREFIX), 0,
+                        src->name ? src->name : "", v)
+            : 0;
+    unsigned int set = 0;
+    const char *id = sl_key_recall(p, m, sc, in, n, &set);
+
+    return id ? id
+              : sl_key_keep(m, set, sc, in, n,
+                            sl_key_hash_make(p, sc, dc, src, v));
+}
+
+/* The shared bucket's identity, through the memo m (NULL: none). */
+static const char *sl_key_none(apr_pool_t *p, sl_memo_t *m,
+                               const sl_server_conf_t *sc)
+{
+    char in[SL_MEMO_IN];
+    apr_size_t n = m ? sl_key_in(in, 'n', 0, 0, "", "") : 0;
+    unsigned int set = 0;
+    const char *id = sl_key_recall(p, m, sc, in, n, &set);
+
+    return id ? id
+              : sl_key_keep(
+                    m, set, sc, in, n,
+                    sl_identity(p, sc->secret, sc->secret_len, "none", "-", 1));
+}
+
 /* The budget's identity: the first key source with a value, hashed. */
 const char *sl_key_identity(request_rec *r, const sl_dir_conf_t *dc,
                             int before_auth)
@@ -134,6 +241,7 @@ const char *sl_key_identity(request_rec *r, const sl_dir_conf_t *dc,
     const sl_server_conf_t *sc = sl_config_server(r->server);
     int n, i, user = 0;
     const sl_key_source_t *src = sl_key_sources(dc, &n);
+    sl_memo_t *m = sc->proc ? sc->proc->memo : NULL;
 
     for (i = 0; i < n; i++) {
         const char *v = NULL, *err = NULL;
@@ -147,7 +255,7 @@ const char *sl_key_identity(request_rec *r, const sl_dir_conf_t *dc,
             user = 1;
             v = before_auth ? sl_basic_user(r) : r->user;
             if (v && *v) {
-                return sl_key_user(r->pool, sc, dc, &src[i], v, before_auth,
+                return sl_key_user(r->pool, m, sc, dc, &src[i], v, before_auth,
                                    r->useragent_ip);
             }
             continue;
@@ -169,16 +277,16 @@ const char *sl_key_identity(request_rec *r, const sl_dir_conf_t *dc,
             break;
         }
         if (v && *v) {
-            return sl_key_hash(r->pool, sc, dc, &src[i], v);
+            return sl_key_hash(r->pool, m, sc, dc, &src[i], v);
         }
     }
     /* Requests without a user are many clients (every browser's first try
      * sends no credentials): one shared bucket would let a few of them
      * spend, or block=, everybody's. */
     if (user && r->useragent_ip) {
-        return sl_key_hash(r->pool, sc, dc, &sl_key_ip, r->useragent_ip);
+        return sl_key_hash(r->pool, m, sc, dc, &sl_key_ip, r->useragent_ip);
     }
-    return sl_identity(r->pool, sc->secret, sc->secret_len, "none", "-", 1);
+    return sl_key_none(r->pool, m, sc);
 }
 
 /* The query's name of a source: "ip", "user", "header:NAME", "env:NAME",
@@ -243,14 +351,14 @@ static const char *sl_key_of_source(apr_pool_t *p, const sl_server_conf_t *sc,
             *err = apr_psprintf(p, "ip: '%s' is not an IP address", address);
             return NULL;
         }
-        return sl_key_user(p, sc, dc, one, value, before_auth, address);
+        return sl_key_user(p, NULL, sc, dc, one, value, before_auth, address);
     }
     if (one->type == SL_KEY_IP &&
         !sl_ip_key(p, value, SL_OR(dc->ipv6_prefix, SL_DEFAULT_IPV6_PREFIX))) {
         *err = apr_psprintf(p, "ip: '%s' is not an IP address", value);
         return NULL;
     }
-    return sl_key_hash(p, sc, dc, one, value);
+    return sl_key_hash(p, NULL, sc, dc, one, value);
 }
 
 /* The section's key sources as the query names them, for an error. */
@@ -312,7 +420,7 @@ const char *sl_key_identity_of(apr_pool_t *p, const sl_server_conf_t *sc,
             *err = apr_psprintf(p, "ip: '%s' is not an IP address", value);
             return NULL;
         }
-        return sl_key_hash(p, sc, dc, &sl_key_ip, value);
+        return sl_key_hash(p, NULL, sc, dc, &sl_key_ip, value);
     }
     *err = apr_psprintf(p,
                         "%s is not a key source here; the section's are: "

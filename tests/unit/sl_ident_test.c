@@ -124,6 +124,36 @@ static void test_keys(apr_pool_t *p)
     EXPECT(sl_key_slot("foo{bar}baz", 11) == sl_key_slot("bar", 3), "tag");
     EXPECT(sl_key_slot("foo{}bar", 8) == sl_key_slot("foo{}bar", 8),
            "empty tag hashes the whole key");
+    {
+        /* The table gives what the bit-by-bit CRC16/XMODEM gives. */
+        char v[64];
+        int i, j, wrong = 0;
+        for (i = 0; i < 2000; i++) {
+            unsigned int crc = 0, b, len = (unsigned int) (i % 60) + 1;
+            for (j = 0; j < (int) len; j++) {
+                v[j] = (char) ((i * 131 + j * 977) & 0xff);
+                if (v[j] == '{') {
+                    v[j] = 'x';
+                }
+            }
+            for (j = 0; j < (int) len; j++) {
+                crc ^= (unsigned int) (unsigned char) v[j] << 8;
+                for (b = 0; b < 8; b++) {
+                    crc = (crc & 0x8000) ? ((crc << 1) ^ 0x1021) : (crc << 1);
+                }
+            }
+            wrong += sl_key_slot(v, len) != (crc & 0xffff) % 16384;
+        }
+        EXPECT(!wrong, "crc16 table: %d differ", wrong);
+    }
+    {
+        apr_size_t len;
+        const char *k = sl_store_key_join(p, "sl", k1, "f1T9dVjwyKc/0JjT",
+                                          SL_ALG_COUNTER, &len);
+        EXPECT(!strcmp(k, key) && len == strlen(key), "joined: %s", k);
+        EXPECT(!strcmp(sl_store_policy(p, l, NULL, 0), l->id),
+               "unkeyed policy: the id");
+    }
 }
 
 int main(void)
