@@ -7,10 +7,10 @@
 #include <string.h>
 
 /* 8,192 identities, about 1 MB: a pool of some thousands of clients finds
- * its own. An entry lives in its set of four, chosen by FNV-1a, not by a
- * keyed hash: a client that aims values at another's set only has that
- * one's identity made again, as it would be without a memo, and so does
- * any client that sends more values than the memo holds. */
+ * its own. An entry lives in its set of four, chosen by an unkeyed hash: a
+ * client that aims values at another's set only has that one's identity
+ * made again, as it would be without a memo, and so does any client that
+ * sends more values than the memo holds. */
 #define SL_MEMO_SETS  2048
 #define SL_MEMO_WAYS  4
 #define SL_MEMO_LOCKS 16
@@ -23,12 +23,19 @@ typedef struct sl_memo_entry {
     char identity[SL_IDENTITY_LEN];
 } sl_memo_entry_t;
 
+typedef struct sl_memo_set {
+    /* Odd while a writer changes the set: a reader that sees it change
+     * (or odd) takes what it read for nothing and makes the identity. */
+    apr_uint32_t seq;
+    unsigned int next; /* the way a new entry takes */
+    sl_memo_entry_t way[SL_MEMO_WAYS];
+} sl_memo_set_t;
+
 struct sl_memo {
-    /* A set's lock is lock[set % SL_MEMO_LOCKS]: threads that look up
-     * different clients seldom wait for each other. NULL: one thread. */
+    /* Writers of set i take lock[i % SL_MEMO_LOCKS]; readers take none.
+     * NULL: one thread. */
     apr_thread_mutex_t *lock[SL_MEMO_LOCKS];
-    unsigned char next[SL_MEMO_SETS]; /* the way a new entry takes */
-    sl_memo_entry_t entry[SL_MEMO_SETS][SL_MEMO_WAYS];
+    sl_memo_set_t set[SL_MEMO_SETS];
 };
 
 sl_memo_t *sl_memo_create(apr_pool_t *p, int threaded)
@@ -45,61 +52,86 @@ sl_memo_t *sl_memo_create(apr_pool_t *p, int threaded)
     return m;
 }
 
-static void sl_memo_lock(sl_memo_t *m, unsigned int set)
+/* Eight bytes a step: the values are short, and only spread matters. */
+static unsigned int sl_memo_hash(const char *in, apr_size_t len)
 {
-    if (m->lock[set % SL_MEMO_LOCKS]) {
-        apr_thread_mutex_lock(m->lock[set % SL_MEMO_LOCKS]);
-    }
-}
+    apr_uint64_t h = len, w;
 
-static void sl_memo_unlock(sl_memo_t *m, unsigned int set)
-{
-    if (m->lock[set % SL_MEMO_LOCKS]) {
-        apr_thread_mutex_unlock(m->lock[set % SL_MEMO_LOCKS]);
+    for (; len >= 8; in += 8, len -= 8) {
+        memcpy(&w, in, 8);
+        h = (h ^ w) * APR_UINT64_C(0x9e3779b97f4a7c15);
+        h ^= h >> 29;
     }
+    w = 0;
+    memcpy(&w, in, len);
+    h = (h ^ w) * APR_UINT64_C(0x9e3779b97f4a7c15);
+    h ^= h >> 32;
+    return (unsigned int) (h % SL_MEMO_SETS);
 }
 
 const char *sl_memo_find(sl_memo_t *m, apr_pool_t *p,
                          const unsigned char *secret, apr_size_t slen,
                          const char *in, apr_size_t len, unsigned int *set)
 {
-    unsigned int i;
-    char *out = NULL;
+    const sl_memo_set_t *s;
+    char id[SL_IDENTITY_LEN];
+    apr_uint32_t seq;
+    int i, found = 0;
 
-    *set = sl_fnv1a(SL_FNV_INIT, in, len) % SL_MEMO_SETS;
+    *set = 0;
     if (!m || !len || len > SL_MEMO_IN) {
         return NULL;
     }
-    sl_memo_lock(m, *set);
-    for (i = 0; i < SL_MEMO_WAYS; i++) {
-        const sl_memo_entry_t *e = &m->entry[*set][i];
+    *set = sl_memo_hash(in, len);
+    s = &m->set[*set];
+    seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
+    if (seq & 1) {
+        return NULL;
+    }
+    for (i = 0; i < SL_MEMO_WAYS && !found; i++) {
+        const sl_memo_entry_t *e = &s->way[i];
         if (e->len == len && e->secret == secret && e->slen == slen &&
             !memcmp(e->in, in, len)) {
-            out = apr_pstrmemdup(p, e->identity, SL_IDENTITY_LEN);
-            break;
+            memcpy(id, e->identity, SL_IDENTITY_LEN);
+            found = 1;
         }
     }
-    sl_memo_unlock(m, *set);
-    return out;
+    /* What was read counts only if no writer began meanwhile. */
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (!found || __atomic_load_n(&s->seq, __ATOMIC_RELAXED) != seq) {
+        return NULL;
+    }
+    return apr_pstrmemdup(p, id, SL_IDENTITY_LEN);
 }
 
 void sl_memo_put(sl_memo_t *m, unsigned int set, const unsigned char *secret,
                  apr_size_t slen, const char *in, apr_size_t len,
                  const char *identity)
 {
+    apr_thread_mutex_t *lock;
+    sl_memo_set_t *s;
     sl_memo_entry_t *e;
 
     if (!m || !len || len > SL_MEMO_IN || set >= SL_MEMO_SETS || !identity ||
         strlen(identity) != SL_IDENTITY_LEN) {
         return;
     }
-    sl_memo_lock(m, set);
-    e = &m->entry[set][m->next[set]];
-    m->next[set] = (unsigned char) ((m->next[set] + 1) % SL_MEMO_WAYS);
+    s = &m->set[set];
+    lock = m->lock[set % SL_MEMO_LOCKS];
+    if (lock) {
+        apr_thread_mutex_lock(lock);
+    }
+    __atomic_store_n(&s->seq, s->seq + 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    e = &s->way[s->next];
+    s->next = (s->next + 1) % SL_MEMO_WAYS;
     e->secret = secret;
     e->slen = slen;
     e->len = len;
     memcpy(e->in, in, len);
     memcpy(e->identity, identity, SL_IDENTITY_LEN);
-    sl_memo_unlock(m, set);
+    __atomic_store_n(&s->seq, s->seq + 1, __ATOMIC_RELEASE);
+    if (lock) {
+        apr_thread_mutex_unlock(lock);
+    }
 }

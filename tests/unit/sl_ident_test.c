@@ -6,6 +6,7 @@
 #include <apr_general.h>
 #include <apr_strings.h>
 
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -32,6 +33,26 @@ static void test_keys(apr_pool_t *p)
     EXPECT(!strcmp(sl_ip_key(p, "2001:db8:1:2:ffff::1", 60), "2001:db8:1::/60"),
            "ipv6 /60: %s", sl_ip_key(p, "2001:db8:1:2:ffff::1", 60));
     EXPECT(sl_ip_key(p, "not-an-ip", 64) == NULL, "garbage address");
+    {
+        /* Every dotted form is what inet_pton says of it: an address is
+         * its own key, anything else no IPv4 address. */
+        static const char *const forms[] = {
+            "0.0.0.0",    "255.255.255.255", "1.2.3.4",   "10.0.0.1",
+            "01.2.3.4",   "1.2.3.04",        "1.2.3.00",  "256.1.1.1",
+            "1.2.3.255",  "1.2.3.256",       "1.2.3",     "1.2.3.4.",
+            "1.2.3.4.5",  ".1.2.3.4",        "1..2.3",    "1.2.3.4 ",
+            " 1.2.3.4",   "1.2.3.-4",        "1.2.3.4x",  "",
+            "1000.1.1.1", "1.2.3.4%eth0",    "0x1.2.3.4", "1.2.3.1234"};
+        unsigned char a[16];
+        size_t i;
+        for (i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+            const char *k = sl_ip_key(p, forms[i], 64);
+            int v4 = inet_pton(AF_INET, forms[i], a) == 1;
+            EXPECT(v4 ? k == forms[i]
+                      : (!k || (strcmp(k, forms[i]) && strchr(forms[i], '%'))),
+                   "ipv4 form '%s': %s", forms[i], k ? k : "(none)");
+        }
+    }
     /* Forms that carry an IPv4 address are keyed by it: NAT64/SIIT gives
      * every IPv4 client one /64 otherwise, 6to4 one client 65,536. */
     EXPECT(!strcmp(sl_ip_key(p, "64:ff9b::192.0.2.7", 64), "192.0.2.7"),

@@ -5,6 +5,7 @@
 
 #include <apr_general.h>
 #include <apr_strings.h>
+#include <apr_thread_proc.h>
 
 #include <stdio.h>
 #include <string.h>
@@ -91,6 +92,65 @@ static void test_memo(apr_pool_t *p, int threaded)
     EXPECT(!sl_memo_find(m, p, s1, 16, "z", 1, &set), "no such set");
 }
 
+/* Threads that keep and find the same values at once: each identity found
+ * is the one its value makes (here: the value itself, padded). */
+typedef struct {
+    sl_memo_t *m;
+    int wrong, found;
+} sl_race_t;
+
+static void *APR_THREAD_FUNC sl_race(apr_thread_t *t, void *data)
+{
+    sl_race_t *r = data;
+    apr_pool_t *p;
+    int i;
+
+    apr_pool_create(&p, NULL);
+    for (i = 0; i < 200000; i++) {
+        char v[32], out[SL_IDENTITY_LEN + 1];
+        unsigned int set;
+        const char *id;
+        int n = apr_snprintf(v, sizeof(v), "%d", (i * 7919) % 3000);
+        apr_snprintf(out, sizeof(out), "%016d", (i * 7919) % 3000);
+        id = sl_memo_find(r->m, p, NULL, 0, v, (apr_size_t) n, &set);
+        if (id) {
+            r->found++;
+            r->wrong += strcmp(id, out) != 0;
+        }
+        else {
+            sl_memo_put(r->m, set, NULL, 0, v, (apr_size_t) n, out);
+        }
+        if (i % 1000 == 0) {
+            apr_pool_clear(p);
+        }
+    }
+    apr_pool_destroy(p);
+    apr_thread_exit(t, APR_SUCCESS);
+    return NULL;
+}
+
+static void test_race(apr_pool_t *p)
+{
+    sl_race_t r[4];
+    apr_thread_t *t[4];
+    apr_status_t rv;
+    sl_memo_t *m = sl_memo_create(p, 1);
+    int i, wrong = 0, found = 0;
+
+    for (i = 0; i < 4; i++) {
+        r[i].m = m;
+        r[i].wrong = r[i].found = 0;
+        apr_thread_create(&t[i], NULL, sl_race, &r[i], p);
+    }
+    for (i = 0; i < 4; i++) {
+        apr_thread_join(&rv, t[i]);
+        wrong += r[i].wrong;
+        found += r[i].found;
+    }
+    EXPECT(!wrong && found > 400000, "threads: %d found, %d wrong", found,
+           wrong);
+}
+
 int main(void)
 {
     apr_pool_t *p;
@@ -99,6 +159,7 @@ int main(void)
     apr_pool_create(&p, NULL);
     test_memo(p, 0);
     test_memo(p, 1);
+    test_race(p);
     printf("sl_memo: %d passed, %d failed\n", passed, failed);
     apr_terminate();
     return failed ? 1 : 0;
