@@ -6,11 +6,13 @@
 
 #include <string.h>
 
-/* 8,192 identities, about 1 MB: a pool of some thousands of clients finds
- * its own. An entry lives in its set of four, chosen by an unkeyed hash: a
- * client that aims values at another's set only has that one's identity
- * made again, as it would be without a memo, and so does any client that
- * sends more values than the memo holds. */
+/* Four identities a set, 64 sets a thread of the child (rounded up to a
+ * power of two), at most 2,048 sets: 8,192 identities, about 1 MB, where a
+ * pool of some thousands of clients finds its own, and 256 in a child of
+ * prefork, which serves one client at a time. A set is chosen by an
+ * unkeyed hash: a client that aims values at another's set only has that
+ * one's identity made again, as it would be without a memo, and so does
+ * any client that sends more values than the memo holds. */
 #define SL_MEMO_SETS  2048
 #define SL_MEMO_WAYS  4
 #define SL_MEMO_LOCKS 16
@@ -35,15 +37,21 @@ struct sl_memo {
     /* Writers of set i take lock[i % SL_MEMO_LOCKS]; readers take none.
      * NULL: one thread. */
     apr_thread_mutex_t *lock[SL_MEMO_LOCKS];
-    sl_memo_set_t set[SL_MEMO_SETS];
+    unsigned int nsets; /* a power of two */
+    sl_memo_set_t *set;
 };
 
-sl_memo_t *sl_memo_create(apr_pool_t *p, int threaded)
+sl_memo_t *sl_memo_create(apr_pool_t *p, int threads)
 {
     sl_memo_t *m = apr_pcalloc(p, sizeof(*m));
     int i;
 
-    for (i = 0; threaded && i < SL_MEMO_LOCKS; i++) {
+    for (m->nsets = 64;
+         m->nsets < SL_MEMO_SETS && m->nsets < (unsigned int) threads * 64;
+         m->nsets *= 2) {
+    }
+    m->set = apr_pcalloc(p, sizeof(*m->set) * m->nsets);
+    for (i = 0; threads > 1 && i < SL_MEMO_LOCKS; i++) {
         if (apr_thread_mutex_create(&m->lock[i], APR_THREAD_MUTEX_DEFAULT, p) !=
             APR_SUCCESS) {
             return NULL;
@@ -53,7 +61,8 @@ sl_memo_t *sl_memo_create(apr_pool_t *p, int threaded)
 }
 
 /* Eight bytes a step: the values are short, and only spread matters. */
-static unsigned int sl_memo_hash(const char *in, apr_size_t len)
+static unsigned int sl_memo_hash(const sl_memo_t *m, const char *in,
+                                 apr_size_t len)
 {
     apr_uint64_t h = len, w;
 
@@ -66,7 +75,7 @@ static unsigned int sl_memo_hash(const char *in, apr_size_t len)
     memcpy(&w, in, len);
     h = (h ^ w) * APR_UINT64_C(0x9e3779b97f4a7c15);
     h ^= h >> 32;
-    return (unsigned int) (h % SL_MEMO_SETS);
+    return (unsigned int) (h & (m->nsets - 1));
 }
 
 const char *sl_memo_find(sl_memo_t *m, apr_pool_t *p,
@@ -82,7 +91,7 @@ const char *sl_memo_find(sl_memo_t *m, apr_pool_t *p,
     if (!m || !len || len > SL_MEMO_IN) {
         return NULL;
     }
-    *set = sl_memo_hash(in, len);
+    *set = sl_memo_hash(m, in, len);
     s = &m->set[*set];
     seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
     if (seq & 1) {
@@ -112,7 +121,7 @@ void sl_memo_put(sl_memo_t *m, unsigned int set, const unsigned char *secret,
     sl_memo_set_t *s;
     sl_memo_entry_t *e;
 
-    if (!m || !len || len > SL_MEMO_IN || set >= SL_MEMO_SETS || !identity ||
+    if (!m || !len || len > SL_MEMO_IN || set >= m->nsets || !identity ||
         strlen(identity) != SL_IDENTITY_LEN) {
         return;
     }

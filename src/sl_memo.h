@@ -16,9 +16,10 @@
 typedef struct sl_memo sl_memo_t;
 
 /* An empty memo in p (the child's pool: it never outlives the
- * configuration, whose secrets it tells apart by their address), locked
- * when threaded. NULL when its locks cannot be made. */
-sl_memo_t *sl_memo_create(apr_pool_t *p, int threaded);
+ * configuration, whose secrets it tells apart by their address) for a
+ * child of threads threads, which take a lock to change it. NULL when its
+ * locks cannot be made. */
+sl_memo_t *sl_memo_create(apr_pool_t *p, int threads);
 
 /* The identity made of in (len bytes: everything it depends on besides
  * the secret, as its maker writes it) under secret, copied into p; NULL
