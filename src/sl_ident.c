@@ -117,42 +117,63 @@ const char *sl_ip_key(apr_pool_t *p, const char *ip, int v6bits)
  * length, which HMAC takes as it is, and its 160 bits leave the 96 that
  * the key keeps (SipHash gives 64 per key); it is also what any language's
  * standard library computes, for tools and tests that must find a key. */
-static void sl_identity_hmac(const unsigned char *secret, apr_size_t slen,
-                             const char *source, const char *value,
-                             apr_size_t len,
-                             unsigned char digest[APR_SHA1_DIGESTSIZE])
+void sl_hmac_prepare(sl_hmac_t *k, const unsigned char *secret, apr_size_t slen)
 {
-    unsigned char k[64] = {0}, pad[64];
+    unsigned char key[64] = {0}, pad[64];
     apr_sha1_ctx_t ctx;
     int i;
 
-    if (slen > sizeof(k)) {
+    if (slen > sizeof(key)) {
         apr_sha1_init(&ctx);
         apr_sha1_update_binary(&ctx, secret, (unsigned int) slen);
-        apr_sha1_final(k, &ctx);
+        apr_sha1_final(key, &ctx);
     }
     else {
-        memcpy(k, secret, slen);
+        memcpy(key, secret, slen);
     }
     for (i = 0; i < 64; i++) {
-        pad[i] = k[i] ^ 0x36;
+        pad[i] = key[i] ^ 0x36;
     }
-    apr_sha1_init(&ctx);
-    apr_sha1_update_binary(&ctx, pad, sizeof(pad));
+    apr_sha1_init(&k->inner);
+    apr_sha1_update_binary(&k->inner, pad, sizeof(pad));
+    for (i = 0; i < 64; i++) {
+        pad[i] = key[i] ^ 0x5c;
+    }
+    apr_sha1_init(&k->outer);
+    apr_sha1_update_binary(&k->outer, pad, sizeof(pad));
+    memset(key, 0, sizeof(key));
+    memset(pad, 0, sizeof(pad));
+}
+
+/* HMAC-SHA1 of source, its NUL and value from k's padded keys, already
+ * hashed: two blocks of SHA-1 for a short value instead of four. */
+static void sl_hmac_digest(const sl_hmac_t *k, const char *source,
+                           const char *value, apr_size_t len,
+                           unsigned char digest[APR_SHA1_DIGESTSIZE])
+{
+    apr_sha1_ctx_t ctx = k->inner;
+
     apr_sha1_update_binary(&ctx, (const unsigned char *) source,
                            strlen(source) + 1);
     apr_sha1_update_binary(&ctx, (const unsigned char *) value,
                            (unsigned int) len);
     apr_sha1_final(digest, &ctx);
-    for (i = 0; i < 64; i++) {
-        pad[i] = k[i] ^ 0x5c;
-    }
-    apr_sha1_init(&ctx);
-    apr_sha1_update_binary(&ctx, pad, sizeof(pad));
+    ctx = k->outer;
     apr_sha1_update_binary(&ctx, digest, APR_SHA1_DIGESTSIZE);
     apr_sha1_final(digest, &ctx);
-    memset(k, 0, sizeof(k));
-    memset(pad, 0, sizeof(pad));
+    memset(&ctx, 0, sizeof(ctx));
+}
+
+const char *sl_identity_with(apr_pool_t *p, const sl_hmac_t *k,
+                             const char *source, const char *value,
+                             apr_size_t len)
+{
+    unsigned char digest[APR_SHA1_DIGESTSIZE];
+    char *out = apr_palloc(p, apr_base64_encode_len(12));
+
+    sl_hmac_digest(k, source, value, len, digest);
+    apr_base64_encode_binary(out, digest, 12);
+    return out;
 }
 
 const char *sl_identity(apr_pool_t *p, const unsigned char *secret,
@@ -168,7 +189,10 @@ const char *sl_identity(apr_pool_t *p, const unsigned char *secret,
      * httpd (LimitRequestFieldSize, LimitRequestFields). The source tag and
      * a NUL keep "user bob" and "header bob" apart. */
     if (secret) {
-        sl_identity_hmac(secret, slen, source, value, len, digest);
+        sl_hmac_t k;
+        sl_hmac_prepare(&k, secret, slen);
+        sl_hmac_digest(&k, source, value, len, digest);
+        memset(&k, 0, sizeof(k));
     }
     else {
         apr_sha1_init(&ctx);

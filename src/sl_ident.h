@@ -7,6 +7,7 @@
 #define SL_IDENT_H
 
 #include <apr_pools.h>
+#include <apr_sha1.h>
 
 #include "sl_limit.h"
 
@@ -35,6 +36,22 @@ const char *sl_store_policy(apr_pool_t *p, const sl_limit_t *l,
 /* PREFIX:{identity}POLICY.A from its parts, *len its length. */
 char *sl_store_key_join(apr_pool_t *p, const char *prefix, const char *identity,
                         const char *policy, int alg, apr_size_t *len);
+
+/* HMAC-SHA1's two padded keys under one secret, each a SHA-1 that has
+ * taken its first block: what every identity under the secret starts
+ * from. */
+typedef struct sl_hmac {
+    apr_sha1_ctx_t inner;
+    apr_sha1_ctx_t outer;
+} sl_hmac_t;
+
+void sl_hmac_prepare(sl_hmac_t *k, const unsigned char *secret,
+                     apr_size_t slen);
+
+/* sl_identity under the secret k was prepared with. */
+const char *sl_identity_with(apr_pool_t *p, const sl_hmac_t *k,
+                             const char *source, const char *value,
+                             apr_size_t len);
 
 /* PREFIX:{identity}POLICY.A -- the braces make every key of one identity
  * share a Redis Cluster hash slot. POLICY is sl_store_policy's. */

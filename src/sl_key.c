@@ -59,6 +59,18 @@ static const char *sl_key_address(apr_pool_t *p, const sl_dir_conf_t *dc,
     return m ? m : a;
 }
 
+/* sl_identity under sc's secret, from its key prepared once where the
+ * memo m (NULL: none) has it. */
+static const char *sl_key_digest(apr_pool_t *p, sl_memo_t *m,
+                                 const sl_server_conf_t *sc, const char *source,
+                                 const char *v, apr_size_t n)
+{
+    const sl_hmac_t *k = sl_memo_hmac(m, sc->secret, sc->secret_len);
+
+    return k ? sl_identity_with(p, k, source, v, n)
+             : sl_identity(p, sc->secret, sc->secret_len, source, v, n);
+}
+
 /* The identity of a user name (not empty). An authenticated one is
  * itself. One only attempted (sent: the Basic name a section with count=
  * reads before authentication) has a tag of its own, so that failed
@@ -67,14 +79,13 @@ static const char *sl_key_address(apr_pool_t *p, const sl_dir_conf_t *dc,
  * lockout per name alone lets anyone lock alice out from anywhere, one per
  * name and address stops guessing her password from one address and
  * leaves her own address alone. */
-static const char *sl_key_user_make(apr_pool_t *p, const sl_server_conf_t *sc,
-                                    const sl_dir_conf_t *dc,
-                                    const sl_key_source_t *src,
-                                    const char *name, int sent,
-                                    const char *address)
+static const char *
+sl_key_user_make(apr_pool_t *p, sl_memo_t *m, const sl_server_conf_t *sc,
+                 const sl_dir_conf_t *dc, const sl_key_source_t *src,
+                 const char *name, int sent, const char *address)
 {
     char *v = apr_pstrdup(p, name), *pair;
-    apr_size_t n, m;
+    apr_size_t n, alen;
 
     /* A login backend that ignores case (LDAP, many SQL setups) takes
      * Alice and alice for one account: one budget. */
@@ -83,25 +94,25 @@ static const char *sl_key_user_make(apr_pool_t *p, const sl_server_conf_t *sc,
     }
     n = strlen(v);
     if (!sent) {
-        return sl_identity(p, sc->secret, sc->secret_len, "user", v, n);
+        return sl_key_digest(p, m, sc, "user", v, n);
     }
     if (src->flags & SL_USER_ANY_ADDRESS) {
-        return sl_identity(p, sc->secret, sc->secret_len, "sent-user", v, n);
+        return sl_key_digest(p, m, sc, "sent-user", v, n);
     }
     /* Name, NUL, address: neither holds a NUL, so no two pairs meet. */
     address = sl_key_address(p, dc, address ? address : "");
-    m = strlen(address);
-    pair = apr_palloc(p, n + 1 + m);
+    alen = strlen(address);
+    pair = apr_palloc(p, n + 1 + alen);
     memcpy(pair, v, n + 1);
-    memcpy(pair + n + 1, address, m);
-    return sl_identity(p, sc->secret, sc->secret_len, "sent-user+ip", pair,
-                       n + 1 + m);
+    memcpy(pair + n + 1, address, alen);
+    return sl_key_digest(p, m, sc, "sent-user+ip", pair, n + 1 + alen);
 }
 
 /* The identity of the value v (not empty) of source src other than user:
  * with sl_key_user, the one function that makes identities, for requests
  * and for the operator's look. */
-static const char *sl_key_hash_make(apr_pool_t *p, const sl_server_conf_t *sc,
+static const char *sl_key_hash_make(apr_pool_t *p, sl_memo_t *m,
+                                    const sl_server_conf_t *sc,
                                     const sl_dir_conf_t *dc,
                                     const sl_key_source_t *src, const char *v)
 {
@@ -127,7 +138,7 @@ static const char *sl_key_hash_make(apr_pool_t *p, const sl_server_conf_t *sc,
     }
     t = apr_pstrdup(p, tag);
     ap_str_tolower(t);
-    return sl_identity(p, sc->secret, sc->secret_len, t, v, strlen(v));
+    return sl_key_digest(p, m, sc, t, v, strlen(v));
 }
 
 /* What an identity is made of, as the memo keys it (sl_memo.h): kind,
@@ -190,7 +201,7 @@ static const char *sl_key_user(apr_pool_t *p, sl_memo_t *m,
     return id ? id
               : sl_key_keep(
                     m, set, sc, in, n,
-                    sl_key_user_make(p, sc, dc, src, name, sent, address));
+                    sl_key_user_make(p, m, sc, dc, src, name, sent, address));
 }
 
 /* sl_key_hash_make's identity, through the memo m (NULL: none). */
@@ -216,7 +227,7 @@ static const char *sl_key_hash(apr_pool_t *p, sl_memo_t *m,
 
     return id ? id
               : sl_key_keep(m, set, sc, in, n,
-                            sl_key_hash_make(p, sc, dc, src, v));
+                            sl_key_hash_make(p, m, sc, dc, src, v));
 }
 
 /* The shared bucket's identity, through the memo m (NULL: none). */
@@ -229,9 +240,8 @@ static const char *sl_key_none(apr_pool_t *p, sl_memo_t *m,
     const char *id = sl_key_recall(p, m, sc, in, n, &set);
 
     return id ? id
-              : sl_key_keep(
-                    m, set, sc, in, n,
-                    sl_identity(p, sc->secret, sc->secret_len, "none", "-", 1));
+              : sl_key_keep(m, set, sc, in, n,
+                            sl_key_digest(p, m, sc, "none", "-", 1));
 }
 
 /* The budget's identity: the first key source with a value, hashed. */

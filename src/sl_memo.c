@@ -16,6 +16,8 @@
 #define SL_MEMO_SETS  2048
 #define SL_MEMO_WAYS  4
 #define SL_MEMO_LOCKS 16
+/* Secrets prepared: one a virtual host at most, most servers have one. */
+#define SL_MEMO_SECRETS 8
 
 typedef struct sl_memo_entry {
     const unsigned char *secret;
@@ -33,12 +35,22 @@ typedef struct sl_memo_set {
     sl_memo_entry_t way[SL_MEMO_WAYS];
 } sl_memo_set_t;
 
+typedef struct sl_memo_secret {
+    const unsigned char *secret;
+    apr_size_t slen;
+    sl_hmac_t hmac;
+} sl_memo_secret_t;
+
 struct sl_memo {
     /* Writers of set i take lock[i % SL_MEMO_LOCKS]; readers take none.
      * NULL: one thread. */
     apr_thread_mutex_t *lock[SL_MEMO_LOCKS];
     unsigned int nsets; /* a power of two */
     sl_memo_set_t *set;
+    /* The first nsecrets are made, and never change again; made under
+     * lock[0]. */
+    apr_uint32_t nsecrets;
+    sl_memo_secret_t secret[SL_MEMO_SECRETS];
 };
 
 sl_memo_t *sl_memo_create(apr_pool_t *p, int threads)
@@ -143,4 +155,48 @@ void sl_memo_put(sl_memo_t *m, unsigned int set, const unsigned char *secret,
     if (lock) {
         apr_thread_mutex_unlock(lock);
     }
+}
+
+static const sl_hmac_t *sl_memo_secret_of(const sl_memo_t *m, apr_uint32_t n,
+                                          const unsigned char *secret,
+                                          apr_size_t slen)
+{
+    apr_uint32_t i;
+
+    for (i = 0; i < n; i++) {
+        if (m->secret[i].secret == secret && m->secret[i].slen == slen) {
+            return &m->secret[i].hmac;
+        }
+    }
+    return NULL;
+}
+
+const sl_hmac_t *sl_memo_hmac(sl_memo_t *m, const unsigned char *secret,
+                              apr_size_t slen)
+{
+    const sl_hmac_t *k;
+    apr_uint32_t n;
+
+    if (!m || !secret) {
+        return NULL;
+    }
+    n = __atomic_load_n(&m->nsecrets, __ATOMIC_ACQUIRE);
+    if ((k = sl_memo_secret_of(m, n, secret, slen)) || n == SL_MEMO_SECRETS) {
+        return k;
+    }
+    if (m->lock[0]) {
+        apr_thread_mutex_lock(m->lock[0]);
+    }
+    n = __atomic_load_n(&m->nsecrets, __ATOMIC_RELAXED);
+    if (!(k = sl_memo_secret_of(m, n, secret, slen)) && n < SL_MEMO_SECRETS) {
+        m->secret[n].secret = secret;
+        m->secret[n].slen = slen;
+        sl_hmac_prepare(&m->secret[n].hmac, secret, slen);
+        k = &m->secret[n].hmac;
+        __atomic_store_n(&m->nsecrets, n + 1, __ATOMIC_RELEASE);
+    }
+    if (m->lock[0]) {
+        apr_thread_mutex_unlock(m->lock[0]);
+    }
+    return k;
 }

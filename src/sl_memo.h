@@ -35,4 +35,9 @@ void sl_memo_put(sl_memo_t *m, unsigned int set, const unsigned char *secret,
                  apr_size_t slen, const char *in, apr_size_t len,
                  const char *identity);
 
+/* The prepared HMAC key (sl_hmac_prepare) of secret, made the first time
+ * it is asked for; NULL for a ninth secret, or without a memo. */
+const sl_hmac_t *sl_memo_hmac(sl_memo_t *m, const unsigned char *secret,
+                              apr_size_t slen);
+
 #endif

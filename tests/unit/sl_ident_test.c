@@ -146,6 +146,24 @@ static void test_keys(apr_pool_t *p)
     EXPECT(sl_key_slot("foo{}bar", 8) == sl_key_slot("foo{}bar", 8),
            "empty tag hashes the whole key");
     {
+        /* A prepared secret makes what the secret makes, at any length. */
+        unsigned char sec[200];
+        static const apr_size_t lens[] = {0, 1, 32, 63, 64, 65, 100, 200};
+        size_t i;
+        for (i = 0; i < sizeof(sec); i++) {
+            sec[i] = (unsigned char) (i * 37 + 11);
+        }
+        for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+            sl_hmac_t k;
+            const char *a, *b;
+            sl_hmac_prepare(&k, sec, lens[i]);
+            a = sl_identity_with(p, &k, "header:x-key", "abc", 3);
+            b = sl_identity(p, sec, lens[i], "header:x-key", "abc", 3);
+            EXPECT(!strcmp(a, b), "prepared, %d bytes: %s, %s", (int) lens[i],
+                   a, b);
+        }
+    }
+    {
         /* The table gives what the bit-by-bit CRC16/XMODEM gives. */
         char v[64];
         int i, j, wrong = 0;

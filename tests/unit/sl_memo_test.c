@@ -153,6 +153,33 @@ static void test_race(apr_pool_t *p)
            wrong);
 }
 
+/* Each secret is prepared once, to what it makes itself; past the eighth
+ * there is none, and the caller hashes the secret as it is. */
+static void test_secrets(apr_pool_t *p)
+{
+    static unsigned char sec[9][20];
+    sl_memo_t *m = sl_memo_create(p, 4);
+    const sl_hmac_t *k;
+    int i;
+
+    for (i = 0; i < 9; i++) {
+        memset(sec[i], 'a' + i, sizeof(sec[i]));
+        k = sl_memo_hmac(m, sec[i], sizeof(sec[i]));
+        EXPECT(i < 8 ? k != NULL : k == NULL, "secret %d prepared", i);
+        if (k) {
+            EXPECT(k == sl_memo_hmac(m, sec[i], sizeof(sec[i])), "once");
+            EXPECT(!strcmp(sl_identity_with(p, k, "ip", "192.0.2.7", 9),
+                           sl_identity(p, sec[i], sizeof(sec[i]), "ip",
+                                       "192.0.2.7", 9)),
+                   "secret %d: the same identity", i);
+        }
+    }
+    EXPECT(sl_memo_hmac(m, sec[0], 19) != sl_memo_hmac(m, sec[0], 20),
+           "a secret is its address and its length");
+    EXPECT(!sl_memo_hmac(m, NULL, 0), "no secret");
+    EXPECT(!sl_memo_hmac(NULL, sec[0], 20), "no memo");
+}
+
 int main(void)
 {
     apr_pool_t *p;
@@ -162,6 +189,7 @@ int main(void)
     test_memo(p, 1);
     test_memo(p, 64);
     test_race(p);
+    test_secrets(p);
     printf("sl_memo: %d passed, %d failed\n", passed, failed);
     apr_terminate();
     return failed ? 1 : 0;
