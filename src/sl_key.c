@@ -191,10 +191,12 @@ static const char *sl_key_user(apr_pool_t *p, sl_memo_t *m,
     char in[SL_MEMO_IN];
     int mode = (sent ? 1 : 0) | (src->flags & SL_USER_NOCASE ? 2 : 0) |
                (src->flags & SL_USER_ANY_ADDRESS ? 4 : 0);
-    apr_size_t n = m ? sl_key_in(in, 'U', mode,
-                                 SL_OR(dc->ipv6_prefix, SL_DEFAULT_IPV6_PREFIX),
-                                 name, address ? address : "")
-                     : 0;
+    /* Only a name attempted from an address is paired with it. */
+    const char *a = (mode & 5) == 1 && address ? address : "";
+    apr_size_t n =
+        m ? sl_key_in(in, 'U', mode,
+                      SL_OR(dc->ipv6_prefix, SL_DEFAULT_IPV6_PREFIX), name, a)
+          : 0;
     unsigned int set = 0;
     const char *id = sl_key_recall(p, m, sc, in, n, &set);
 
