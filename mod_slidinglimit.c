@@ -49,6 +49,7 @@
  *   src/sl_limit.c       * a SlidingLimit line, its parsers, the algorithms
  *   src/sl_algo.c        * the algorithms' math, as lua/sl_check.lua's
  *   src/sl_ident.c       * identities, store keys, hash tags, slots
+ *   src/sl_memo.c        * the identities a child made, by what made them
  *   src/sl_url.c         * SlidingLimitStore's URL, redacted
  *   src/sl_reply.c       * the store's reply: a decision
  *   src/sl_wire.c        * quota headers, Retry-After, JSON bodies

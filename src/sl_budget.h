@@ -6,6 +6,7 @@
 #define SL_BUDGET_H
 
 #include "sl_config.h"
+#include "sl_memo.h"
 
 /* Limit l's budget for identity under section dc on sc's store: the key,
  * algorithm, store, requests, window, burst and block; cost and reserve
@@ -16,11 +17,13 @@ void sl_budget_make(apr_pool_t *p, const sl_server_conf_t *sc,
 
 /* A request's budgets, one per limit of limits (sl_limit_t *) under dc:
  * each limit's cost= (cost=expr: the request's own, later) and whether it
- * reserves (count=), *reserve whether any does. */
+ * reserves (count=), *reserve whether any does. memo (the process's; NULL:
+ * none) keeps the policies' keyed parts. */
 sl_budget_t *sl_budgets_build(apr_pool_t *p, const sl_server_conf_t *sc,
                               const sl_dir_conf_t *dc,
                               const apr_array_header_t *limits,
-                              const char *identity, int *reserve);
+                              const char *identity, sl_memo_t *memo,
+                              int *reserve);
 
 /* The operator's look at limit l: the budget a request of identity has
  * for one more unit. */

@@ -102,8 +102,9 @@ static void sl_budgets_of(sl_case_t *c, const sl_server_conf_t *sc)
         sl_key_identity(c->target, c->dc, sl_budget_counts(c->dc));
 
     c->n = c->limits->nelts;
-    c->budgets = sl_budgets_build(c->r->pool, sc, c->dc, c->limits, identity,
-                                  &c->reserve);
+    c->budgets =
+        sl_budgets_build(c->r->pool, sc, c->dc, c->limits, identity,
+                         sc->proc ? sc->proc->memo : NULL, &c->reserve);
 }
 
 /* cost=expr:: each such limit's cost for this request. Returns

@@ -41,6 +41,33 @@ static const unsigned char *sl_embedded_ipv4(const unsigned char *a,
     return v4 && v4[0] ? v4 : NULL;
 }
 
+/* Whether ip is an IPv4 address in the one dotted form glibc's inet_pton
+ * takes: four numbers to 255, without leading zeros. The busiest path
+ * (every client address a memo has not seen) spares the call. */
+static int sl_ipv4_dotted(const char *ip)
+{
+    int octets = 0, digits = 0, v = 0;
+
+    for (;; ip++) {
+        if (*ip >= '0' && *ip <= '9') {
+            if ((digits && !v) || (v = v * 10 + (*ip - '0')) > 255) {
+                return 0;
+            }
+            digits++;
+        }
+        else if ((*ip == '.' || !*ip) && digits && octets < 4) {
+            octets++;
+            if (!*ip) {
+                return octets == 4;
+            }
+            digits = v = 0;
+        }
+        else {
+            return 0;
+        }
+    }
+}
+
 const char *sl_ip_key(apr_pool_t *p, const char *ip, int v6bits)
 {
     unsigned char a[16], v4buf[4];
@@ -50,6 +77,9 @@ const char *sl_ip_key(apr_pool_t *p, const char *ip, int v6bits)
 
     if (!ip) {
         return NULL;
+    }
+    if (sl_ipv4_dotted(ip)) {
+        return ip;
     }
     /* A link-local address may carry its zone ("fe80::1%eth0"). */
     if (strchr(ip, '%')) {
@@ -87,42 +117,63 @@ const char *sl_ip_key(apr_pool_t *p, const char *ip, int v6bits)
  * length, which HMAC takes as it is, and its 160 bits leave the 96 that
  * the key keeps (SipHash gives 64 per key); it is also what any language's
  * standard library computes, for tools and tests that must find a key. */
-static void sl_identity_hmac(const unsigned char *secret, apr_size_t slen,
-                             const char *source, const char *value,
-                             apr_size_t len,
-                             unsigned char digest[APR_SHA1_DIGESTSIZE])
+void sl_hmac_prepare(sl_hmac_t *k, const unsigned char *secret, apr_size_t slen)
 {
-    unsigned char k[64] = {0}, pad[64];
+    unsigned char key[64] = {0}, pad[64];
     apr_sha1_ctx_t ctx;
     int i;
 
-    if (slen > sizeof(k)) {
+    if (slen > sizeof(key)) {
         apr_sha1_init(&ctx);
         apr_sha1_update_binary(&ctx, secret, (unsigned int) slen);
-        apr_sha1_final(k, &ctx);
+        apr_sha1_final(key, &ctx);
     }
     else {
-        memcpy(k, secret, slen);
+        memcpy(key, secret, slen);
     }
     for (i = 0; i < 64; i++) {
-        pad[i] = k[i] ^ 0x36;
+        pad[i] = key[i] ^ 0x36;
     }
-    apr_sha1_init(&ctx);
-    apr_sha1_update_binary(&ctx, pad, sizeof(pad));
+    apr_sha1_init(&k->inner);
+    apr_sha1_update_binary(&k->inner, pad, sizeof(pad));
+    for (i = 0; i < 64; i++) {
+        pad[i] = key[i] ^ 0x5c;
+    }
+    apr_sha1_init(&k->outer);
+    apr_sha1_update_binary(&k->outer, pad, sizeof(pad));
+    memset(key, 0, sizeof(key));
+    memset(pad, 0, sizeof(pad));
+}
+
+/* HMAC-SHA1 of source, its NUL and value from k's padded keys, already
+ * hashed: two blocks of SHA-1 for a short value instead of four. */
+static void sl_hmac_digest(const sl_hmac_t *k, const char *source,
+                           const char *value, apr_size_t len,
+                           unsigned char digest[APR_SHA1_DIGESTSIZE])
+{
+    apr_sha1_ctx_t ctx = k->inner;
+
     apr_sha1_update_binary(&ctx, (const unsigned char *) source,
                            strlen(source) + 1);
     apr_sha1_update_binary(&ctx, (const unsigned char *) value,
                            (unsigned int) len);
     apr_sha1_final(digest, &ctx);
-    for (i = 0; i < 64; i++) {
-        pad[i] = k[i] ^ 0x5c;
-    }
-    apr_sha1_init(&ctx);
-    apr_sha1_update_binary(&ctx, pad, sizeof(pad));
+    ctx = k->outer;
     apr_sha1_update_binary(&ctx, digest, APR_SHA1_DIGESTSIZE);
     apr_sha1_final(digest, &ctx);
-    memset(k, 0, sizeof(k));
-    memset(pad, 0, sizeof(pad));
+    memset(&ctx, 0, sizeof(ctx));
+}
+
+const char *sl_identity_with(apr_pool_t *p, const sl_hmac_t *k,
+                             const char *source, const char *value,
+                             apr_size_t len)
+{
+    unsigned char digest[APR_SHA1_DIGESTSIZE];
+    char *out = apr_palloc(p, apr_base64_encode_len(12));
+
+    sl_hmac_digest(k, source, value, len, digest);
+    apr_base64_encode_binary(out, digest, 12);
+    return out;
 }
 
 const char *sl_identity(apr_pool_t *p, const unsigned char *secret,
@@ -138,7 +189,10 @@ const char *sl_identity(apr_pool_t *p, const unsigned char *secret,
      * httpd (LimitRequestFieldSize, LimitRequestFields). The source tag and
      * a NUL keep "user bob" and "header bob" apart. */
     if (secret) {
-        sl_identity_hmac(secret, slen, source, value, len, digest);
+        sl_hmac_t k;
+        sl_hmac_prepare(&k, secret, slen);
+        sl_hmac_digest(&k, source, value, len, digest);
+        memset(&k, 0, sizeof(k));
     }
     else {
         apr_sha1_init(&ctx);
@@ -151,20 +205,48 @@ const char *sl_identity(apr_pool_t *p, const unsigned char *secret,
     return out;
 }
 
+const char *sl_store_policy(apr_pool_t *p, const sl_limit_t *l,
+                            const unsigned char *secret, apr_size_t slen)
+{
+    /* Under a secret the policy's part is keyed too, like the identity:
+     * nobody without it can name a policy whose key is another's. Made
+     * per request because a section's limits are read before the server's
+     * secret may be, and one section may serve hosts with different
+     * secrets. */
+    return secret ? sl_identity(p, secret, slen, "policy", l->id, strlen(l->id))
+                  : l->id;
+}
+
+char *sl_store_key_join(apr_pool_t *p, const char *prefix, const char *identity,
+                        const char *policy, int alg, apr_size_t *len)
+{
+    apr_size_t a = strlen(prefix), b = strlen(identity), c = strlen(policy);
+    char *key = apr_palloc(p, a + b + c + 6), *k = key;
+
+    memcpy(k, prefix, a);
+    k += a;
+    *k++ = ':';
+    *k++ = '{';
+    memcpy(k, identity, b);
+    k += b;
+    *k++ = '}';
+    memcpy(k, policy, c);
+    k += c;
+    *k++ = '.';
+    *k++ = sl_algorithm_code(alg);
+    *k = '\0';
+    *len = (apr_size_t) (k - key);
+    return key;
+}
+
 const char *sl_store_key(apr_pool_t *p, const char *prefix,
                          const char *identity, const sl_limit_t *l, int alg,
                          const unsigned char *secret, apr_size_t slen)
 {
-    char code[2] = {sl_algorithm_code(alg), '\0'};
-    /* Under a secret the policy's part is keyed too, like the identity:
-     * nobody without it can name a policy whose key is another's. Made
-     * here because a section's limits are read before the server's secret
-     * may be, and one section may serve hosts with different secrets. */
-    const char *policy =
-        secret ? sl_identity(p, secret, slen, "policy", l->id, strlen(l->id))
-               : l->id;
+    apr_size_t len;
 
-    return apr_pstrcat(p, prefix, ":{", identity, "}", policy, ".", code, NULL);
+    return sl_store_key_join(p, prefix, identity,
+                             sl_store_policy(p, l, secret, slen), alg, &len);
 }
 
 apr_uint32_t sl_fnv1a(apr_uint32_t h, const void *data, apr_size_t len)
@@ -193,6 +275,39 @@ const char *sl_hash_tag(const char *key, apr_size_t len, apr_size_t *tag_len)
     return key;
 }
 
+/* CRC16/XMODEM (polynomial 0x1021) of every byte value: a byte at a time
+ * instead of a bit at a time. */
+static const unsigned short sl_crc16_table[256] = {
+    0x0000, 0x1021, 0x2042, 0x3063, 0x4084, 0x50a5, 0x60c6, 0x70e7, 0x8108,
+    0x9129, 0xa14a, 0xb16b, 0xc18c, 0xd1ad, 0xe1ce, 0xf1ef, 0x1231, 0x0210,
+    0x3273, 0x2252, 0x52b5, 0x4294, 0x72f7, 0x62d6, 0x9339, 0x8318, 0xb37b,
+    0xa35a, 0xd3bd, 0xc39c, 0xf3ff, 0xe3de, 0x2462, 0x3443, 0x0420, 0x1401,
+    0x64e6, 0x74c7, 0x44a4, 0x5485, 0xa56a, 0xb54b, 0x8528, 0x9509, 0xe5ee,
+    0xf5cf, 0xc5ac, 0xd58d, 0x3653, 0x2672, 0x1611, 0x0630, 0x76d7, 0x66f6,
+    0x5695, 0x46b4, 0xb75b, 0xa77a, 0x9719, 0x8738, 0xf7df, 0xe7fe, 0xd79d,
+    0xc7bc, 0x48c4, 0x58e5, 0x6886, 0x78a7, 0x0840, 0x1861, 0x2802, 0x3823,
+    0xc9cc, 0xd9ed, 0xe98e, 0xf9af, 0x8948, 0x9969, 0xa90a, 0xb92b, 0x5af5,
+    0x4ad4, 0x7ab7, 0x6a96, 0x1a71, 0x0a50, 0x3a33, 0x2a12, 0xdbfd, 0xcbdc,
+    0xfbbf, 0xeb9e, 0x9b79, 0x8b58, 0xbb3b, 0xab1a, 0x6ca6, 0x7c87, 0x4ce4,
+    0x5cc5, 0x2c22, 0x3c03, 0x0c60, 0x1c41, 0xedae, 0xfd8f, 0xcdec, 0xddcd,
+    0xad2a, 0xbd0b, 0x8d68, 0x9d49, 0x7e97, 0x6eb6, 0x5ed5, 0x4ef4, 0x3e13,
+    0x2e32, 0x1e51, 0x0e70, 0xff9f, 0xefbe, 0xdfdd, 0xcffc, 0xbf1b, 0xaf3a,
+    0x9f59, 0x8f78, 0x9188, 0x81a9, 0xb1ca, 0xa1eb, 0xd10c, 0xc12d, 0xf14e,
+    0xe16f, 0x1080, 0x00a1, 0x30c2, 0x20e3, 0x5004, 0x4025, 0x7046, 0x6067,
+    0x83b9, 0x9398, 0xa3fb, 0xb3da, 0xc33d, 0xd31c, 0xe37f, 0xf35e, 0x02b1,
+    0x1290, 0x22f3, 0x32d2, 0x4235, 0x5214, 0x6277, 0x7256, 0xb5ea, 0xa5cb,
+    0x95a8, 0x8589, 0xf56e, 0xe54f, 0xd52c, 0xc50d, 0x34e2, 0x24c3, 0x14a0,
+    0x0481, 0x7466, 0x6447, 0x5424, 0x4405, 0xa7db, 0xb7fa, 0x8799, 0x97b8,
+    0xe75f, 0xf77e, 0xc71d, 0xd73c, 0x26d3, 0x36f2, 0x0691, 0x16b0, 0x6657,
+    0x7676, 0x4615, 0x5634, 0xd94c, 0xc96d, 0xf90e, 0xe92f, 0x99c8, 0x89e9,
+    0xb98a, 0xa9ab, 0x5844, 0x4865, 0x7806, 0x6827, 0x18c0, 0x08e1, 0x3882,
+    0x28a3, 0xcb7d, 0xdb5c, 0xeb3f, 0xfb1e, 0x8bf9, 0x9bd8, 0xabbb, 0xbb9a,
+    0x4a75, 0x5a54, 0x6a37, 0x7a16, 0x0af1, 0x1ad0, 0x2ab3, 0x3a92, 0xfd2e,
+    0xed0f, 0xdd6c, 0xcd4d, 0xbdaa, 0xad8b, 0x9de8, 0x8dc9, 0x7c26, 0x6c07,
+    0x5c64, 0x4c45, 0x3ca2, 0x2c83, 0x1ce0, 0x0cc1, 0xef1f, 0xff3e, 0xcf5d,
+    0xdf7c, 0xaf9b, 0xbfba, 0x8fd9, 0x9ff8, 0x6e17, 0x7e36, 0x4e55, 0x5e74,
+    0x2e93, 0x3eb2, 0x0ed1, 0x1ef0};
+
 unsigned int sl_key_slot(const char *key, apr_size_t len)
 {
     unsigned int crc = 0;
@@ -200,11 +315,9 @@ unsigned int sl_key_slot(const char *key, apr_size_t len)
 
     key = sl_hash_tag(key, len, &len);
     for (i = 0; i < len; i++) {
-        int b;
-        crc ^= (unsigned int) (unsigned char) key[i] << 8;
-        for (b = 0; b < 8; b++) {
-            crc = (crc & 0x8000) ? ((crc << 1) ^ 0x1021) : (crc << 1);
-        }
+        crc = ((crc << 8) ^
+               sl_crc16_table[((crc >> 8) ^ (unsigned char) key[i]) & 0xff]) &
+              0xffff;
     }
-    return (crc & 0xffff) % 16384;
+    return crc % 16384;
 }

@@ -7,6 +7,7 @@
 #define SL_IDENT_H
 
 #include <apr_pools.h>
+#include <apr_sha1.h>
 
 #include "sl_limit.h"
 
@@ -23,10 +24,37 @@ const char *sl_identity(apr_pool_t *p, const unsigned char *secret,
                         apr_size_t slen, const char *source, const char *value,
                         apr_size_t len);
 
+/* The characters of an identity (sl_identity): 12 bytes in base64. */
+#define SL_IDENTITY_LEN 16
+
+/* The policy's part of its store keys: the limit's id, or with a secret
+ * (SlidingLimitKeySecret) sl_identity of source "policy" and the id: 16
+ * characters either way. */
+const char *sl_store_policy(apr_pool_t *p, const sl_limit_t *l,
+                            const unsigned char *secret, apr_size_t slen);
+
+/* PREFIX:{identity}POLICY.A from its parts, *len its length. */
+char *sl_store_key_join(apr_pool_t *p, const char *prefix, const char *identity,
+                        const char *policy, int alg, apr_size_t *len);
+
+/* HMAC-SHA1's two padded keys under one secret, each a SHA-1 that has
+ * taken its first block: what every identity under the secret starts
+ * from. */
+typedef struct sl_hmac {
+    apr_sha1_ctx_t inner;
+    apr_sha1_ctx_t outer;
+} sl_hmac_t;
+
+void sl_hmac_prepare(sl_hmac_t *k, const unsigned char *secret,
+                     apr_size_t slen);
+
+/* sl_identity under the secret k was prepared with. */
+const char *sl_identity_with(apr_pool_t *p, const sl_hmac_t *k,
+                             const char *source, const char *value,
+                             apr_size_t len);
+
 /* PREFIX:{identity}POLICY.A -- the braces make every key of one identity
- * share a Redis Cluster hash slot. POLICY is the limit's id, or with a
- * secret (SlidingLimitKeySecret) sl_identity of source "policy" and the
- * id: 16 characters either way. */
+ * share a Redis Cluster hash slot. POLICY is sl_store_policy's. */
 const char *sl_store_key(apr_pool_t *p, const char *prefix,
                          const char *identity, const sl_limit_t *l, int alg,
                          const unsigned char *secret, apr_size_t slen);

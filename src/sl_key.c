@@ -1,5 +1,7 @@
 #include "sl_key.h"
 #include "sl_ident.h"
+#include "sl_memo.h"
+#include "sl_proc.h"
 
 #include "http_log.h"
 #include "apr_base64.h"
@@ -57,6 +59,18 @@ static const char *sl_key_address(apr_pool_t *p, const sl_dir_conf_t *dc,
     return m ? m : a;
 }
 
+/* sl_identity under sc's secret, from its key prepared once where the
+ * memo m (NULL: none) has it. */
+static const char *sl_key_digest(apr_pool_t *p, sl_memo_t *m,
+                                 const sl_server_conf_t *sc, const char *source,
+                                 const char *v, apr_size_t n)
+{
+    const sl_hmac_t *k = sl_memo_hmac(m, sc->secret, sc->secret_len);
+
+    return k ? sl_identity_with(p, k, source, v, n)
+             : sl_identity(p, sc->secret, sc->secret_len, source, v, n);
+}
+
 /* The identity of a user name (not empty). An authenticated one is
  * itself. One only attempted (sent: the Basic name a section with count=
  * reads before authentication) has a tag of its own, so that failed
@@ -65,13 +79,13 @@ static const char *sl_key_address(apr_pool_t *p, const sl_dir_conf_t *dc,
  * lockout per name alone lets anyone lock alice out from anywhere, one per
  * name and address stops guessing her password from one address and
  * leaves her own address alone. */
-static const char *sl_key_user(apr_pool_t *p, const sl_server_conf_t *sc,
-                               const sl_dir_conf_t *dc,
-                               const sl_key_source_t *src, const char *name,
-                               int sent, const char *address)
+static const char *
+sl_key_user_make(apr_pool_t *p, sl_memo_t *m, const sl_server_conf_t *sc,
+                 const sl_dir_conf_t *dc, const sl_key_source_t *src,
+                 const char *name, int sent, const char *address)
 {
     char *v = apr_pstrdup(p, name), *pair;
-    apr_size_t n, m;
+    apr_size_t n, alen;
 
     /* A login backend that ignores case (LDAP, many SQL setups) takes
      * Alice and alice for one account: one budget. */
@@ -80,27 +94,27 @@ static const char *sl_key_user(apr_pool_t *p, const sl_server_conf_t *sc,
     }
     n = strlen(v);
     if (!sent) {
-        return sl_identity(p, sc->secret, sc->secret_len, "user", v, n);
+        return sl_key_digest(p, m, sc, "user", v, n);
     }
     if (src->flags & SL_USER_ANY_ADDRESS) {
-        return sl_identity(p, sc->secret, sc->secret_len, "sent-user", v, n);
+        return sl_key_digest(p, m, sc, "sent-user", v, n);
     }
     /* Name, NUL, address: neither holds a NUL, so no two pairs meet. */
     address = sl_key_address(p, dc, address ? address : "");
-    m = strlen(address);
-    pair = apr_palloc(p, n + 1 + m);
+    alen = strlen(address);
+    pair = apr_palloc(p, n + 1 + alen);
     memcpy(pair, v, n + 1);
-    memcpy(pair + n + 1, address, m);
-    return sl_identity(p, sc->secret, sc->secret_len, "sent-user+ip", pair,
-                       n + 1 + m);
+    memcpy(pair + n + 1, address, alen);
+    return sl_key_digest(p, m, sc, "sent-user+ip", pair, n + 1 + alen);
 }
 
 /* The identity of the value v (not empty) of source src other than user:
  * with sl_key_user, the one function that makes identities, for requests
  * and for the operator's look. */
-static const char *sl_key_hash(apr_pool_t *p, const sl_server_conf_t *sc,
-                               const sl_dir_conf_t *dc,
-                               const sl_key_source_t *src, const char *v)
+static const char *sl_key_hash_make(apr_pool_t *p, sl_memo_t *m,
+                                    const sl_server_conf_t *sc,
+                                    const sl_dir_conf_t *dc,
+                                    const sl_key_source_t *src, const char *v)
 {
     const char *tag = "ip";
     char *t;
@@ -124,7 +138,112 @@ static const char *sl_key_hash(apr_pool_t *p, const sl_server_conf_t *sc,
     }
     t = apr_pstrdup(p, tag);
     ap_str_tolower(t);
-    return sl_identity(p, sc->secret, sc->secret_len, t, v, strlen(v));
+    return sl_key_digest(p, m, sc, t, v, strlen(v));
+}
+
+/* What an identity is made of, as the memo keys it (sl_memo.h): kind,
+ * two small numbers (an IPv6 prefix, a user source's mode), then a and b,
+ * each with its NUL (no part holds one). 0 when it does not fit. */
+static apr_size_t sl_key_in(char *in, char kind, int x, int y, const char *a,
+                            const char *b)
+{
+    apr_size_t n = strlen(a) + 1, m = strlen(b) + 1;
+
+    if (3 + n + m > SL_MEMO_IN) {
+        return 0;
+    }
+    in[0] = kind;
+    in[1] = (char) x;
+    in[2] = (char) y;
+    memcpy(in + 3, a, n);
+    memcpy(in + 3 + n, b, m);
+    return 3 + n + m;
+}
+
+/* The identity the memo m holds for in (n bytes; 0: none), in p; *set
+ * where sl_key_keep keeps it. */
+static const char *sl_key_recall(apr_pool_t *p, sl_memo_t *m,
+                                 const sl_server_conf_t *sc, const char *in,
+                                 apr_size_t n, unsigned int *set)
+{
+    return n ? sl_memo_find(m, p, sc->secret, sc->secret_len, in, n, set)
+             : NULL;
+}
+
+/* id, which in made, kept in the memo m. */
+static const char *sl_key_keep(sl_memo_t *m, unsigned int set,
+                               const sl_server_conf_t *sc, const char *in,
+                               apr_size_t n, const char *id)
+{
+    if (n) {
+        sl_memo_put(m, set, sc->secret, sc->secret_len, in, n, id);
+    }
+    return id;
+}
+
+/* sl_key_user_make's identity, through the memo m (NULL: none). */
+static const char *sl_key_user(apr_pool_t *p, sl_memo_t *m,
+                               const sl_server_conf_t *sc,
+                               const sl_dir_conf_t *dc,
+                               const sl_key_source_t *src, const char *name,
+                               int sent, const char *address)
+{
+    char in[SL_MEMO_IN];
+    int mode = (sent ? 1 : 0) | (src->flags & SL_USER_NOCASE ? 2 : 0) |
+               (src->flags & SL_USER_ANY_ADDRESS ? 4 : 0);
+    /* Only a name attempted from an address is paired with it. */
+    const char *a = (mode & 5) == 1 && address ? address : "";
+    apr_size_t n =
+        m ? sl_key_in(in, 'U', mode,
+                      SL_OR(dc->ipv6_prefix, SL_DEFAULT_IPV6_PREFIX), name, a)
+          : 0;
+    unsigned int set = 0;
+    const char *id = sl_key_recall(p, m, sc, in, n, &set);
+
+    return id ? id
+              : sl_key_keep(
+                    m, set, sc, in, n,
+                    sl_key_user_make(p, m, sc, dc, src, name, sent, address));
+}
+
+/* sl_key_hash_make's identity, through the memo m (NULL: none). */
+static const char *sl_key_hash(apr_pool_t *p, sl_memo_t *m,
+                               const sl_server_conf_t *sc,
+                               const sl_dir_conf_t *dc,
+                               const sl_key_source_t *src, const char *v)
+{
+    static const char kinds[] = {[SL_KEY_IP] = 'i',
+                                 [SL_KEY_USER] = 'u',
+                                 [SL_KEY_HEADER] = 'h',
+                                 [SL_KEY_ENV] = 'e',
+                                 [SL_KEY_EXPR] = 'x'};
+    char in[SL_MEMO_IN];
+    apr_size_t n =
+        m && src->type >= 0 && src->type < (int) sizeof(kinds)
+            ? sl_key_in(in, kinds[src->type],
+                        SL_OR(dc->ipv6_prefix, SL_DEFAULT_IPV6_PREFIX), 0,
+                        src->name ? src->name : "", v)
+            : 0;
+    unsigned int set = 0;
+    const char *id = sl_key_recall(p, m, sc, in, n, &set);
+
+    return id ? id
+              : sl_key_keep(m, set, sc, in, n,
+                            sl_key_hash_make(p, m, sc, dc, src, v));
+}
+
+/* The shared bucket's identity, through the memo m (NULL: none). */
+static const char *sl_key_none(apr_pool_t *p, sl_memo_t *m,
+                               const sl_server_conf_t *sc)
+{
+    char in[SL_MEMO_IN];
+    apr_size_t n = m ? sl_key_in(in, 'n', 0, 0, "", "") : 0;
+    unsigned int set = 0;
+    const char *id = sl_key_recall(p, m, sc, in, n, &set);
+
+    return id ? id
+              : sl_key_keep(m, set, sc, in, n,
+                            sl_key_digest(p, m, sc, "none", "-", 1));
 }
 
 /* The budget's identity: the first key source with a value, hashed. */
@@ -134,6 +253,7 @@ const char *sl_key_identity(request_rec *r, const sl_dir_conf_t *dc,
     const sl_server_conf_t *sc = sl_config_server(r->server);
     int n, i, user = 0;
     const sl_key_source_t *src = sl_key_sources(dc, &n);
+    sl_memo_t *m = sc->proc ? sc->proc->memo : NULL;
 
     for (i = 0; i < n; i++) {
         const char *v = NULL, *err = NULL;
@@ -147,7 +267,7 @@ const char *sl_key_identity(request_rec *r, const sl_dir_conf_t *dc,
             user = 1;
             v = before_auth ? sl_basic_user(r) : r->user;
             if (v && *v) {
-                return sl_key_user(r->pool, sc, dc, &src[i], v, before_auth,
+                return sl_key_user(r->pool, m, sc, dc, &src[i], v, before_auth,
                                    r->useragent_ip);
             }
             continue;
@@ -169,16 +289,16 @@ const char *sl_key_identity(request_rec *r, const sl_dir_conf_t *dc,
             break;
         }
         if (v && *v) {
-            return sl_key_hash(r->pool, sc, dc, &src[i], v);
+            return sl_key_hash(r->pool, m, sc, dc, &src[i], v);
         }
     }
     /* Requests without a user are many clients (every browser's first try
      * sends no credentials): one shared bucket would let a few of them
      * spend, or block=, everybody's. */
     if (user && r->useragent_ip) {
-        return sl_key_hash(r->pool, sc, dc, &sl_key_ip, r->useragent_ip);
+        return sl_key_hash(r->pool, m, sc, dc, &sl_key_ip, r->useragent_ip);
     }
-    return sl_identity(r->pool, sc->secret, sc->secret_len, "none", "-", 1);
+    return sl_key_none(r->pool, m, sc);
 }
 
 /* The query's name of a source: "ip", "user", "header:NAME", "env:NAME",
@@ -243,14 +363,14 @@ static const char *sl_key_of_source(apr_pool_t *p, const sl_server_conf_t *sc,
             *err = apr_psprintf(p, "ip: '%s' is not an IP address", address);
             return NULL;
         }
-        return sl_key_user(p, sc, dc, one, value, before_auth, address);
+        return sl_key_user(p, NULL, sc, dc, one, value, before_auth, address);
     }
     if (one->type == SL_KEY_IP &&
         !sl_ip_key(p, value, SL_OR(dc->ipv6_prefix, SL_DEFAULT_IPV6_PREFIX))) {
         *err = apr_psprintf(p, "ip: '%s' is not an IP address", value);
         return NULL;
     }
-    return sl_key_hash(p, sc, dc, one, value);
+    return sl_key_hash(p, NULL, sc, dc, one, value);
 }
 
 /* The section's key sources as the query names them, for an error. */
@@ -312,7 +432,7 @@ const char *sl_key_identity_of(apr_pool_t *p, const sl_server_conf_t *sc,
             *err = apr_psprintf(p, "ip: '%s' is not an IP address", value);
             return NULL;
         }
-        return sl_key_hash(p, sc, dc, &sl_key_ip, value);
+        return sl_key_hash(p, NULL, sc, dc, &sl_key_ip, value);
     }
     *err = apr_psprintf(p,
                         "%s is not a key source here; the section's are: "

@@ -99,5 +99,6 @@ void sl_proc_child_init(apr_pool_t *pchild, server_rec *s, sl_proc_t *proc)
     }
     proc->denycache =
         sl_denycache_create(pchild, proc->denycache_shm, threads > 1);
+    proc->memo = sl_memo_create(pchild, threads);
     sl_store_child_init(pchild, s, proc, threads);
 }

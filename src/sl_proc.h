@@ -7,6 +7,7 @@
 
 #include "sl_breaker.h"
 #include "sl_denycache.h"
+#include "sl_memo.h"
 #include "sl_prereq.h"
 #include "sl_shm.h"
 #include "sl_stats.h"
@@ -19,6 +20,7 @@ typedef struct sl_proc {
     sl_prereqs_t *prereqs;   /* which store nodes were asked INFO */
     sl_denycache_shm_t *denycache_shm; /* shared by the generation's children */
     sl_denycache_t *denycache;
+    sl_memo_t *memo;        /* the identities this child made */
     struct sl_store *local; /* the shm store, the local fallback (child) */
     unsigned char seed[8];
     volatile apr_uint32_t counter;

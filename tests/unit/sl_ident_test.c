@@ -6,6 +6,7 @@
 #include <apr_general.h>
 #include <apr_strings.h>
 
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -32,6 +33,26 @@ static void test_keys(apr_pool_t *p)
     EXPECT(!strcmp(sl_ip_key(p, "2001:db8:1:2:ffff::1", 60), "2001:db8:1::/60"),
            "ipv6 /60: %s", sl_ip_key(p, "2001:db8:1:2:ffff::1", 60));
     EXPECT(sl_ip_key(p, "not-an-ip", 64) == NULL, "garbage address");
+    {
+        /* Every dotted form is what inet_pton says of it: an address is
+         * its own key, anything else no IPv4 address. */
+        static const char *const forms[] = {
+            "0.0.0.0",    "255.255.255.255", "1.2.3.4",   "10.0.0.1",
+            "01.2.3.4",   "1.2.3.04",        "1.2.3.00",  "256.1.1.1",
+            "1.2.3.255",  "1.2.3.256",       "1.2.3",     "1.2.3.4.",
+            "1.2.3.4.5",  ".1.2.3.4",        "1..2.3",    "1.2.3.4 ",
+            " 1.2.3.4",   "1.2.3.-4",        "1.2.3.4x",  "",
+            "1000.1.1.1", "1.2.3.4%eth0",    "0x1.2.3.4", "1.2.3.1234"};
+        unsigned char a[16];
+        size_t i;
+        for (i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+            const char *k = sl_ip_key(p, forms[i], 64);
+            int v4 = inet_pton(AF_INET, forms[i], a) == 1;
+            EXPECT(v4 ? k == forms[i]
+                      : (!k || (strcmp(k, forms[i]) && strchr(forms[i], '%'))),
+                   "ipv4 form '%s': %s", forms[i], k ? k : "(none)");
+        }
+    }
     /* Forms that carry an IPv4 address are keyed by it: NAT64/SIIT gives
      * every IPv4 client one /64 otherwise, 6to4 one client 65,536. */
     EXPECT(!strcmp(sl_ip_key(p, "64:ff9b::192.0.2.7", 64), "192.0.2.7"),
@@ -124,6 +145,54 @@ static void test_keys(apr_pool_t *p)
     EXPECT(sl_key_slot("foo{bar}baz", 11) == sl_key_slot("bar", 3), "tag");
     EXPECT(sl_key_slot("foo{}bar", 8) == sl_key_slot("foo{}bar", 8),
            "empty tag hashes the whole key");
+    {
+        /* A prepared secret makes what the secret makes, at any length. */
+        unsigned char sec[200];
+        static const apr_size_t lens[] = {0, 1, 32, 63, 64, 65, 100, 200};
+        size_t i;
+        for (i = 0; i < sizeof(sec); i++) {
+            sec[i] = (unsigned char) (i * 37 + 11);
+        }
+        for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+            sl_hmac_t k;
+            const char *a, *b;
+            sl_hmac_prepare(&k, sec, lens[i]);
+            a = sl_identity_with(p, &k, "header:x-key", "abc", 3);
+            b = sl_identity(p, sec, lens[i], "header:x-key", "abc", 3);
+            EXPECT(!strcmp(a, b), "prepared, %d bytes: %s, %s", (int) lens[i],
+                   a, b);
+        }
+    }
+    {
+        /* The table gives what the bit-by-bit CRC16/XMODEM gives. */
+        char v[64];
+        int i, j, wrong = 0;
+        for (i = 0; i < 2000; i++) {
+            unsigned int crc = 0, b, len = (unsigned int) (i % 60) + 1;
+            for (j = 0; j < (int) len; j++) {
+                v[j] = (char) ((i * 131 + j * 977) & 0xff);
+                if (v[j] == '{') {
+                    v[j] = 'x';
+                }
+            }
+            for (j = 0; j < (int) len; j++) {
+                crc ^= (unsigned int) (unsigned char) v[j] << 8;
+                for (b = 0; b < 8; b++) {
+                    crc = (crc & 0x8000) ? ((crc << 1) ^ 0x1021) : (crc << 1);
+                }
+            }
+            wrong += sl_key_slot(v, len) != (crc & 0xffff) % 16384;
+        }
+        EXPECT(!wrong, "crc16 table: %d differ", wrong);
+    }
+    {
+        apr_size_t len;
+        const char *k = sl_store_key_join(p, "sl", k1, "f1T9dVjwyKc/0JjT",
+                                          SL_ALG_COUNTER, &len);
+        EXPECT(!strcmp(k, key) && len == strlen(key), "joined: %s", k);
+        EXPECT(!strcmp(sl_store_policy(p, l, NULL, 0), l->id),
+               "unkeyed policy: the id");
+    }
 }
 
 int main(void)
