@@ -1,6 +1,7 @@
 #include "sl_reply.h"
 
 #include <apr_strings.h>
+#include <apr_time.h>
 
 const char *sl_decision_parse(apr_pool_t *p, const long long *v, apr_size_t nv,
                               int nlimits, sl_decision_t *d)
