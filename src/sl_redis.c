@@ -237,88 +237,87 @@ static apr_status_t sl_redis_call(sl_redis_t *rs, apr_pool_t *p,
     sl_way_t way = {.ops = &sl_redis_way,
                     .ctx = rs,
                     .p = p,
-                    .slot = sl_key_slot(budgets[0].key, budgets[0].key_len),
                     .cluster = rs->topo.slots != NULL,
                     .sentinel = rs->url->kind == SL_URL_SENTINEL,
                     .buf = buf,
                     .len = len,
                     .script = script};
 
+    /* Only a cluster routes by slot: the CRC16 is not for one node. */
+    if (way.cluster) {
+        way.slot = sl_key_slot(budgets[0].key, budgets[0].key_len);
+    }
     return sl_way_run(&way, reply, err, trips);
 }
 
-/* A script call's head: command, script, the keys and the member, as
+/* A script call's head, written into buf (sized by sl_script_size): the
+ * argument count, EVALSHA, the script, the keys and the member, as
  * binary-safe arguments (no key or value can be read as a command).
- * Returns the index of the next argument. */
-static int sl_script_head(apr_pool_t *p, const char **argv, size_t *argvlen,
-                          const char *cmd, const char *script,
-                          const sl_budget_t *budgets, int n, const char *member,
-                          apr_size_t member_len)
+ * Returns where the script's own arguments go. */
+static char *sl_script_head(char *o, int argc, const sl_script_t *script,
+                            const sl_budget_t *budgets, int n,
+                            const char *member, apr_size_t member_len)
 {
     int i;
 
-    argv[0] = cmd;
-    argv[1] = script;
-    argv[2] = apr_itoa(p, n);
+    o = sl_resp_count(o, argc);
+    o = sl_resp_arg(o, "EVALSHA", 7);
+    o = sl_resp_arg(o, script->sha, 2 * APR_SHA1_DIGESTSIZE);
+    o = sl_resp_int(o, n);
     for (i = 0; i < n; i++) {
-        argv[3 + i] = budgets[i].key;
-        argvlen[3 + i] = budgets[i].key_len;
+        o = sl_resp_arg(o, budgets[i].key, budgets[i].key_len);
     }
-    argv[3 + n] = member;
-    argvlen[3 + n] = member_len;
-    return 4 + n;
+    return sl_resp_arg(o, member, member_len);
 }
 
-/* The lengths of the text arguments (all but the keys and the member),
- * then the call in RESP. */
-static const char *sl_script_call(apr_pool_t *p, int argc, const char **argv,
-                                  size_t *argvlen, int n, apr_size_t *len)
+/* The bound of a script call's RESP: its head, then nints numbers and a
+ * word of at most 8 bytes. */
+static apr_size_t sl_script_size(const sl_budget_t *budgets, int n,
+                                 apr_size_t member_len, int nints)
 {
+    apr_size_t size = SL_RESP_COUNT_MAX + SL_RESP_ARG_MAX(7) +
+                      SL_RESP_ARG_MAX(2 * APR_SHA1_DIGESTSIZE) +
+                      SL_RESP_INT_MAX + SL_RESP_ARG_MAX(member_len) +
+                      SL_RESP_ARG_MAX(8) + (apr_size_t) nints * SL_RESP_INT_MAX;
     int i;
 
-    for (i = 0; i < argc; i++) {
-        if (i < 3 || i > 3 + n) {
-            argvlen[i] = strlen(argv[i]);
-        }
+    for (i = 0; i < n; i++) {
+        size += SL_RESP_ARG_MAX(budgets[i].key_len);
     }
-    return sl_resp_format(p, argc, argv, argvlen, len);
+    return size;
 }
 
 /* lua/sl_check.lua's arguments: per budget its algorithm, requests,
  * window, burst, cost and block; then "peek" for a look that changes
- * nothing. */
+ * nothing. Written straight into one buffer: formatting each number in
+ * the pool and the command from an argv after was a fifth of the
+ * request path's instructions. */
 static const char *sl_decide_command(sl_redis_t *rs, apr_pool_t *p,
                                      const sl_budget_t *budgets, int n,
                                      const char *member, apr_size_t member_len,
                                      int peek, apr_size_t *len)
 {
-    int argc = 4 + n + 6 * n + !!peek, i, k;
-    const char **argv = apr_palloc(p, sizeof(*argv) * argc);
-    size_t *argvlen = apr_palloc(p, sizeof(*argvlen) * argc);
+    char *buf = apr_palloc(p, sl_script_size(budgets, n, member_len, 6 * n));
+    char *o = sl_script_head(buf, 4 + n + 6 * n + !!peek, &rs->check, budgets,
+                             n, member, member_len);
+    int i;
 
-    k = sl_script_head(p, argv, argvlen, "EVALSHA", rs->check.sha, budgets, n,
-                       member, member_len);
     for (i = 0; i < n; i++) {
-        char code[2] = {sl_algorithm_code(budgets[i].algorithm), '\0'};
-        argv[k++] = apr_pstrdup(p, code);
-        /* apr_off_t_toa, not apr_psprintf: a fifth of the request path's
-         * instructions went to formatting these numbers. */
-        argv[k++] = apr_off_t_toa(p, (apr_off_t) budgets[i].requests);
-        argv[k++] = apr_off_t_toa(p, (apr_off_t) budgets[i].window);
-        argv[k++] = apr_off_t_toa(p, (apr_off_t) (budgets[i].burst
-                                                      ? budgets[i].burst
-                                                      : budgets[i].requests));
-        argv[k++] = budgets[i].cost > 1
-                        ? apr_off_t_toa(p, (apr_off_t) budgets[i].cost)
-                        : "1";
-        argv[k++] = budgets[i].block
-                        ? apr_off_t_toa(p, (apr_off_t) budgets[i].block)
-                        : "0";
+        const sl_budget_t *b = &budgets[i];
+        char code = sl_algorithm_code(b->algorithm);
+
+        o = sl_resp_arg(o, &code, 1);
+        o = sl_resp_int(o, b->requests);
+        o = sl_resp_int(o, b->window);
+        o = sl_resp_int(o, b->burst ? b->burst : b->requests);
+        o = sl_resp_int(o, b->cost > 1 ? b->cost : 1);
+        o = sl_resp_int(o, b->block);
     }
     if (peek) {
-        argv[k++] = "peek";
+        o = sl_resp_arg(o, "peek", 4);
     }
-    return sl_script_call(p, argc, argv, argvlen, n, len);
+    *len = (apr_size_t) (o - buf);
+    return buf;
 }
 
 /* lua/sl_give_back.lua's arguments: the admission's store time, then per
@@ -331,22 +330,24 @@ static const char *sl_give_back_command(sl_redis_t *rs, apr_pool_t *p,
                                         apr_size_t member_len, apr_time_t at,
                                         apr_size_t *len)
 {
-    int argc = 5 + n + 4 * n, i, k;
-    const char **argv = apr_palloc(p, sizeof(*argv) * argc);
-    size_t *argvlen = apr_palloc(p, sizeof(*argvlen) * argc);
+    char *buf =
+        apr_palloc(p, sl_script_size(budgets, n, member_len, 1 + 4 * n));
+    char *o = sl_script_head(buf, 5 + n + 4 * n, &rs->give_back, budgets, n,
+                             member, member_len);
+    int i;
 
-    k = sl_script_head(p, argv, argvlen, "EVALSHA", rs->give_back.sha, budgets,
-                       n, member, member_len);
-    argv[k++] = apr_off_t_toa(p, (apr_off_t) at);
+    o = sl_resp_int(o, at);
     for (i = 0; i < n; i++) {
-        char code[2] = {sl_algorithm_code(budgets[i].algorithm), '\0'};
-        argv[k++] = apr_pstrdup(p, code);
-        argv[k++] = apr_off_t_toa(p, (apr_off_t) budgets[i].requests);
-        argv[k++] = apr_off_t_toa(p, (apr_off_t) budgets[i].window);
-        argv[k++] = apr_off_t_toa(
-            p, (apr_off_t) (budgets[i].cost > 1 ? budgets[i].cost : 1));
+        const sl_budget_t *b = &budgets[i];
+        char code = sl_algorithm_code(b->algorithm);
+
+        o = sl_resp_arg(o, &code, 1);
+        o = sl_resp_int(o, b->requests);
+        o = sl_resp_int(o, b->window);
+        o = sl_resp_int(o, b->cost > 1 ? b->cost : 1);
     }
-    return sl_script_call(p, argc, argv, argvlen, n, len);
+    *len = (apr_size_t) (o - buf);
+    return buf;
 }
 
 apr_status_t sl_redis_decide(sl_redis_t *rs, apr_pool_t *p,

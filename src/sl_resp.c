@@ -138,26 +138,61 @@ static char *sl_resp_header(char *o, char type, apr_size_t n)
     return o;
 }
 
+char *sl_resp_count(char *o, int argc)
+{
+    return sl_resp_header(o, '*', (apr_size_t) argc);
+}
+
+char *sl_resp_arg(char *o, const char *s, apr_size_t n)
+{
+    o = sl_resp_header(o, '$', n);
+    memcpy(o, s, n);
+    o += n;
+    *o++ = '\r';
+    *o++ = '\n';
+    return o;
+}
+
+/* As apr_off_t_toa writes it, without a pool or a second copy: the
+ * script's numbers are most of a decision's arguments. */
+char *sl_resp_int(char *o, apr_int64_t v)
+{
+    char digits[24];
+    apr_uint64_t u = v < 0 ? 0 - (apr_uint64_t) v : (apr_uint64_t) v;
+    int k = 0;
+
+    do {
+        digits[k++] = (char) ('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0) {
+        digits[k++] = '-';
+    }
+    o = sl_resp_header(o, '$', (apr_size_t) k);
+    while (k) {
+        *o++ = digits[--k];
+    }
+    *o++ = '\r';
+    *o++ = '\n';
+    return o;
+}
+
 /* The command in RESP, as redisFormatCommandArgv makes it, but in the
  * request pool rather than malloc'd: it lives as long as its request. */
 const char *sl_resp_format(apr_pool_t *p, int argc, const char **argv,
                            const size_t *argvlen, apr_size_t *len)
 {
-    apr_size_t total = 24 + 2;
+    apr_size_t total = SL_RESP_COUNT_MAX;
     char *buf, *o;
     int i;
 
     for (i = 0; i < argc; i++) {
-        total += 24 + 2 + argvlen[i] + 2;
+        total += SL_RESP_ARG_MAX(argvlen[i]);
     }
     buf = o = apr_palloc(p, total);
-    o = sl_resp_header(o, '*', (apr_size_t) argc);
+    o = sl_resp_count(o, argc);
     for (i = 0; i < argc; i++) {
-        o = sl_resp_header(o, '$', argvlen[i]);
-        memcpy(o, argv[i], argvlen[i]);
-        o += argvlen[i];
-        *o++ = '\r';
-        *o++ = '\n';
+        o = sl_resp_arg(o, argv[i], argvlen[i]);
     }
     *len = (apr_size_t) (o - buf);
     return buf;

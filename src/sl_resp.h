@@ -16,6 +16,17 @@
 const char *sl_resp_format(apr_pool_t *p, int argc, const char **argv,
                            const size_t *argvlen, apr_size_t *len);
 
+/* A command written piece by piece into one buffer that the caller sized
+ * with these bounds: the argument count, an argument of n bytes, a
+ * decimal integer. Each returns the end of what it wrote. The bytes are
+ * sl_resp_format's for the same arguments. */
+#define SL_RESP_COUNT_MAX  16
+#define SL_RESP_ARG_MAX(n) (25 + (apr_size_t) (n))
+#define SL_RESP_INT_MAX    27
+char *sl_resp_count(char *o, int argc);
+char *sl_resp_arg(char *o, const char *s, apr_size_t n);
+char *sl_resp_int(char *o, apr_int64_t v);
+
 /* What a round trip's outcome asks of the request. One reading for the
  * pipelined and the direct trip. rv: the trip's status; stale: it failed
  * on a pooled connection the server had closed. */

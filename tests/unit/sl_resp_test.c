@@ -36,6 +36,40 @@ static void test_format(void)
            "RESP: one argument");
 }
 
+/* The writer's pieces make sl_resp_format's bytes, numbers as
+ * apr_off_t_toa spells them. */
+static void test_write(void)
+{
+    static const apr_int64_t nums[] = {
+        0, 7, 10, 999999, -1, APR_INT64_MAX, APR_INT64_MIN};
+    const char *argv[2 + 7];
+    size_t argvlen[2 + 7];
+    char buf[SL_RESP_COUNT_MAX + SL_RESP_ARG_MAX(4) + SL_RESP_ARG_MAX(0) +
+             7 * SL_RESP_INT_MAX];
+    char *o = buf;
+    apr_size_t len;
+    const char *want;
+    int i;
+
+    argv[0] = "a\r\nb";
+    argvlen[0] = 4;
+    argv[1] = "";
+    argvlen[1] = 0;
+    o = sl_resp_count(o, 9);
+    o = sl_resp_arg(o, argv[0], argvlen[0]);
+    o = sl_resp_arg(o, argv[1], argvlen[1]);
+    for (i = 0; i < 7; i++) {
+        argv[2 + i] = apr_off_t_toa(pool, (apr_off_t) nums[i]);
+        argvlen[2 + i] = strlen(argv[2 + i]);
+        o = sl_resp_int(o, nums[i]);
+    }
+    want = sl_resp_format(pool, 9, argv, argvlen, &len);
+    EXPECT((apr_size_t) (o - buf) == len && !memcmp(buf, want, len),
+           "RESP written in pieces: as sl_resp_format writes it");
+    EXPECT(!strcmp(argv[8], "-9223372036854775808") && argvlen[7] == 19,
+           "the longest numbers fit their bound");
+}
+
 static void test_classify(void)
 {
     static const struct {
@@ -142,6 +176,7 @@ int main(void)
     apr_initialize();
     apr_pool_create(&pool, NULL);
     test_format();
+    test_write();
     test_classify();
     test_errors();
     test_integers();
