@@ -140,11 +140,12 @@ void sl_redis_sentinel_auth(sl_redis_t *rs, const char *user,
 
 /* One round trip on a connection of its own: SCRIPT LOAD and ASKING first
  * when asked, then the command, all written at once; the last reply is
- * the command's. */
+ * the command's (read into ints when an array). */
 static apr_status_t sl_direct(sl_redis_t *rs, sl_node_t *node, apr_pool_t *p,
                               const char *buf, apr_size_t len, int asking,
-                              const sl_script_t *reload, redisReply **reply,
-                              int *stale, const char **err, int *trips)
+                              const sl_script_t *reload, sl_ints_t *ints,
+                              redisReply **reply, int *stale, const char **err,
+                              int *trips)
 {
     sl_conn_t *conn;
     redisReply *last = NULL, *r;
@@ -168,7 +169,8 @@ static apr_status_t sl_direct(sl_redis_t *rs, sl_node_t *node, apr_pool_t *p,
         rv = sl_conn_send(conn, buf, len);
     }
     for (i = 0; rv == APR_SUCCESS && i < replies; i++) {
-        rv = sl_conn_read(conn, &r, errbuf, sizeof(errbuf));
+        rv = sl_conn_read(conn, i == replies - 1 ? ints : NULL, &r, errbuf,
+                          sizeof(errbuf));
         if (rv == APR_SUCCESS) {
             if (last) {
                 freeReplyObject(last);
@@ -207,12 +209,13 @@ static apr_status_t sl_redis_trip(const sl_way_t *w, int shared,
     apr_status_t rv = APR_ENOTIMPL;
 
     if (shared && rs->pipeline) {
-        rv = sl_pipe_exec(rs, w->node, w->p, w->buf, w->len, reply, stale, err,
-                          trips);
+        rv = sl_pipe_exec(rs, w->node, w->p, w->buf, w->len, w->ints, reply,
+                          stale, err, trips);
     }
     if (rv == APR_ENOTIMPL) {
         rv = sl_direct(rs, w->node, w->p, w->buf, w->len, w->asking,
-                       w->reload ? w->script : NULL, reply, stale, err, trips);
+                       w->reload ? w->script : NULL, w->ints, reply, stale, err,
+                       trips);
     }
     return rv;
 }
@@ -227,12 +230,12 @@ static const sl_way_ops_t sl_redis_way = {
 };
 
 /* One call (buf, which runs script, NULL for a plain command) on the
- * master of the budgets' slot, as sl_way_run routes it. */
-static apr_status_t sl_redis_call(sl_redis_t *rs, apr_pool_t *p,
-                                  const sl_budget_t *budgets,
-                                  const sl_script_t *script, const char *buf,
-                                  apr_size_t len, redisReply **reply,
-                                  const char **err, int *trips)
+ * master of the budgets' slot, as sl_way_run routes it; an array reply is
+ * read into ints when given. */
+static apr_status_t
+sl_redis_call(sl_redis_t *rs, apr_pool_t *p, const sl_budget_t *budgets,
+              const sl_script_t *script, const char *buf, apr_size_t len,
+              sl_ints_t *ints, redisReply **reply, const char **err, int *trips)
 {
     sl_way_t way = {.ops = &sl_redis_way,
                     .ctx = rs,
@@ -241,7 +244,8 @@ static apr_status_t sl_redis_call(sl_redis_t *rs, apr_pool_t *p,
                     .sentinel = rs->url->kind == SL_URL_SENTINEL,
                     .buf = buf,
                     .len = len,
-                    .script = script};
+                    .script = script,
+                    .ints = ints};
 
     /* Only a cluster routes by slot: the CRC16 is not for one node. */
     if (way.cluster) {
@@ -359,13 +363,16 @@ apr_status_t sl_redis_decide(sl_redis_t *rs, apr_pool_t *p,
     apr_size_t len;
     const char *buf =
         sl_decide_command(rs, p, budgets, n, member, member_len, 0, &len);
-    apr_status_t rv =
-        sl_redis_call(rs, p, budgets, &rs->check, buf, len, &reply, err, trips);
+    sl_ints_t ints = {.cap = 3 + 3 * (apr_size_t) n};
+    apr_status_t rv;
 
+    ints.v = apr_palloc(p, sizeof(*ints.v) * ints.cap);
+    rv = sl_redis_call(rs, p, budgets, &rs->check, buf, len, &ints, &reply, err,
+                       trips);
     if (rv == APR_SUCCESS) {
-        *err = sl_reply_decision(p, reply, n, d);
+        *err = sl_reply_decision(p, reply, &ints, n, d);
         rv = *err ? APR_EGENERAL : APR_SUCCESS;
-        freeReplyObject(reply);
+        sl_reply_free(reply);
     }
     return rv;
 }
@@ -381,7 +388,7 @@ apr_status_t sl_redis_give_back(sl_redis_t *rs, apr_pool_t *p,
         sl_give_back_command(rs, p, budgets, n, member, member_len, at, &len);
     int trips;
     apr_status_t rv = sl_redis_call(rs, p, budgets, &rs->give_back, buf, len,
-                                    &reply, err, &trips);
+                                    NULL, &reply, err, &trips);
 
     if (reply) {
         freeReplyObject(reply);
@@ -394,19 +401,22 @@ apr_status_t sl_redis_peek(sl_redis_t *rs, apr_pool_t *p,
                            apr_int64_t **blocked, const char **err)
 {
     redisReply *reply = NULL;
-    apr_size_t len;
-    long long *v;
+    apr_size_t len, nv;
+    const long long *v;
     int trips;
     const char *buf = sl_decide_command(rs, p, budgets, n, "-", 1, 1, &len);
-    apr_status_t rv = sl_redis_call(rs, p, budgets, &rs->check, buf, len,
-                                    &reply, err, &trips);
+    sl_ints_t ints = {.cap = 3 + 4 * (apr_size_t) n};
+    apr_status_t rv;
 
+    ints.v = apr_palloc(p, sizeof(*ints.v) * ints.cap);
+    rv = sl_redis_call(rs, p, budgets, &rs->check, buf, len, &ints, &reply, err,
+                       &trips);
     if (rv == APR_SUCCESS) {
-        if (!(*err = sl_reply_integers(p, reply, &v))) {
-            *err = sl_peek_parse(p, v, reply->elements, n, d, blocked);
+        if (!(*err = sl_reply_values(p, reply, &ints, &v, &nv))) {
+            *err = sl_peek_parse(p, v, nv, n, d, blocked);
         }
         rv = *err ? APR_EGENERAL : APR_SUCCESS;
-        freeReplyObject(reply);
+        sl_reply_free(reply);
     }
     return rv;
 }
@@ -433,7 +443,8 @@ apr_status_t sl_redis_reset(sl_redis_t *rs, apr_pool_t *p,
         argvlen[2 + 2 * i] = budgets[i].key_len + 2;
     }
     buf = sl_resp_format(p, argc, argv, argvlen, &len);
-    rv = sl_redis_call(rs, p, budgets, NULL, buf, len, &reply, err, &trips);
+    rv = sl_redis_call(rs, p, budgets, NULL, buf, len, NULL, &reply, err,
+                       &trips);
     if (rv == APR_SUCCESS) {
         if (reply->type != REDIS_REPLY_INTEGER) {
             *err = apr_psprintf(p, "unexpected reply type %d", reply->type);

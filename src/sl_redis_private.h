@@ -48,7 +48,8 @@
  * transport. */
 typedef struct sl_conn {
     sl_transport_t *t;
-    char *out; /* commands sent with the next read */
+    sl_reader_t rd; /* the transport's reader's object functions */
+    char *out;      /* commands sent with the next read */
     apr_size_t outlen, outcap;
     int uses;
     apr_uint32_t node_epoch; /* the node's epoch when it was made */
@@ -194,9 +195,10 @@ void sl_conn_error_reply(sl_node_t *node, const char *msg);
 /* Queues one command in RESP; written by the next sl_conn_read. */
 apr_status_t sl_conn_send(sl_conn_t *conn, const char *buf, apr_size_t len);
 /* The next reply, or APR_TIMEUP, APR_ECONNRESET or APR_EGENERAL with the
- * reason in err. */
-apr_status_t sl_conn_read(sl_conn_t *conn, redisReply **reply, char *err,
-                          apr_size_t errlen);
+ * reason in err. ints (or NULL): an array reply is read into it, and
+ * *reply is then sl_reply_ints. */
+apr_status_t sl_conn_read(sl_conn_t *conn, sl_ints_t *ints, redisReply **reply,
+                          char *err, apr_size_t errlen);
 /* Closes a connection whose read failed with rv; 1 when it was a pooled
  * one the server had closed (its commands may be sent again on a new one,
  * and the node's older connections are dropped too). */
@@ -205,8 +207,9 @@ int sl_conn_discard(sl_node_t *node, sl_conn_t *conn, apr_status_t rv);
 /* sl_pipe.c */
 apr_status_t sl_pipe_init(sl_redis_t *rs, apr_pool_t *p);
 apr_status_t sl_pipe_exec(sl_redis_t *rs, sl_node_t *node, apr_pool_t *p,
-                          const char *buf, apr_size_t len, redisReply **reply,
-                          int *stale, const char **err, int *trips);
+                          const char *buf, apr_size_t len, sl_ints_t *ints,
+                          redisReply **reply, int *stale, const char **err,
+                          int *trips);
 
 /* sl_topology.c, called with the Redis client's mutex held */
 void sl_topo_ref(sl_node_t *node);

@@ -34,7 +34,7 @@ static int sl_load_from(sl_redis_t *rs, sl_node_t *node)
         rv = sl_conn_send(conn, SL_RESP_CLUSTER_SLOTS,
                           sizeof(SL_RESP_CLUSTER_SLOTS) - 1);
         if (rv == APR_SUCCESS) {
-            rv = sl_conn_read(conn, &r, errbuf, sizeof(errbuf));
+            rv = sl_conn_read(conn, NULL, &r, errbuf, sizeof(errbuf));
         }
         if (rv != APR_SUCCESS) {
             if (sl_conn_discard(node, conn, rv)) {

@@ -575,6 +575,11 @@ apr_status_t sl_transport_reply(sl_transport_t *t, redisReply **reply)
     }
 }
 
+redisReader *sl_transport_reader(sl_transport_t *t)
+{
+    return t->reader;
+}
+
 apr_status_t sl_transport_vcommand(sl_transport_t *t, redisReply **reply,
                                    const char *fmt, va_list ap)
 {

@@ -60,6 +60,10 @@ apr_status_t sl_transport_send(sl_transport_t *t, const char *buf,
  * or protocol error); the transport is unusable after any failure. */
 apr_status_t sl_transport_reply(sl_transport_t *t, redisReply **reply);
 
+/* The transport's reply reader, for the caller's object functions
+ * (sl_reader_init). */
+redisReader *sl_transport_reader(sl_transport_t *t);
+
 /* Formats, sends and reads one command (connection setup, Sentinel). */
 apr_status_t sl_transport_command(sl_transport_t *t, redisReply **reply,
                                   const char *fmt, ...);

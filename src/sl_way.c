@@ -159,7 +159,7 @@ apr_status_t sl_way_run(sl_way_t *w, redisReply **reply, const char **err,
         }
         more = sl_way_next(w, cls, *reply, &rv, err);
         if (*reply) {
-            freeReplyObject(*reply);
+            sl_reply_free(*reply);
             *reply = NULL;
         }
         if (!more) {

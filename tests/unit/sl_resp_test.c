@@ -171,6 +171,95 @@ static void test_integers(void)
     freeReplyObject(r);
 }
 
+/* Replies read by a reader with the store's object functions: an array
+ * into the target's integers, fed a byte at a time as the network may
+ * hand it over; every other reply as hiredis makes it. */
+static void *read_into(redisReader *reader, sl_reader_t *rd, sl_ints_t *ints,
+                       const char *resp)
+{
+    void *r = NULL;
+    size_t i, n = strlen(resp);
+
+    rd->target = ints;
+    for (i = 0; i < n && !r; i++) {
+        if (redisReaderFeed(reader, resp + i, 1) != REDIS_OK ||
+            redisReaderGetReply(reader, &r) != REDIS_OK) {
+            r = NULL;
+            break;
+        }
+    }
+    rd->target = NULL;
+    return r;
+}
+
+static void test_reader(void)
+{
+    redisReader *reader = redisReaderCreate();
+    sl_reader_t rd;
+    long long v[6];
+    sl_ints_t ints = {.v = v, .cap = 6};
+    const long long *got;
+    apr_size_t nv;
+    sl_decision_t d;
+    redisReply *r;
+
+    sl_reader_init(&rd, reader);
+    r = read_into(reader, &rd, &ints,
+                  "*3\r\n:-2\r\n:9007199254740993\r\n:0\r\n");
+    EXPECT(r == &sl_reply_ints && ints.n == 3 && ints.bad == -1 && v[0] == -2 &&
+               v[1] == 9007199254740993LL && v[2] == 0,
+           "an array read into the integers, no redisReply");
+    EXPECT(sl_reply_classify(APR_SUCCESS, 0, r) == SL_REPLY_OK,
+           "read as an answer");
+    EXPECT(!sl_reply_values(pool, r, &ints, &got, &nv) && got == v && nv == 3,
+           "its values");
+    r = read_into(reader, &rd, &ints,
+                  "*6\r\n:1700000000\r\n:250\r\n:1\r\n:1\r\n:9\r\n:"
+                  "60000000\r\n");
+    EXPECT(r == &sl_reply_ints &&
+               sl_reply_decision(pool, r, &ints, 1, &d) == NULL && d.admitted &&
+               d.quota[0].remaining == 9 &&
+               d.now == 1700000000LL * APR_USEC_PER_SEC + 250,
+           "a decision for one budget");
+    sl_reply_free(r);
+    r = read_into(reader, &rd, &ints,
+                  "*3\r\n:1\r\n*2\r\n:5\r\n$1\r\nx\r\n$-1\r\n");
+    EXPECT(r == &sl_reply_ints && ints.n == 3 && ints.bad == 1,
+           "what is no integer is noted, the first of them");
+    EXPECT(!strcmp(sl_reply_values(pool, r, &ints, &got, &nv),
+                   "reply element 1 is not an integer"),
+           "with sl_reply_integers' words");
+    r = read_into(reader, &rd, &ints,
+                  "-NOSCRIPT No matching script. Please use EVAL.\r\n");
+    EXPECT(r && r != &sl_reply_ints && r->type == REDIS_REPLY_ERROR &&
+               sl_reply_classify(APR_SUCCESS, 0, r) == SL_REPLY_NOSCRIPT,
+           "an error as hiredis reads it");
+    sl_reply_free(r);
+    r = read_into(reader, &rd, &ints,
+                  "*7\r\n:1\r\n:2\r\n:3\r\n:4\r\n:5\r\n:6\r\n:7\r\n");
+    EXPECT(r && r != &sl_reply_ints && r->type == REDIS_REPLY_ARRAY &&
+               r->elements == 7 && r->element[6]->integer == 7,
+           "an array longer than the room: hiredis' own");
+    EXPECT(!sl_reply_values(pool, r, &ints, &got, &nv) && nv == 7 &&
+               got[6] == 7,
+           "and its values");
+    sl_reply_free(r);
+    r = read_into(reader, &rd, NULL, "*2\r\n:1\r\n+OK\r\n");
+    EXPECT(r && r != &sl_reply_ints && r->elements == 2 &&
+               r->element[1]->type == REDIS_REPLY_STATUS,
+           "without a target: hiredis' own");
+    sl_reply_free(r);
+    r = read_into(reader, &rd, &ints, ":42\r\n");
+    EXPECT(r && r != &sl_reply_ints && r->type == REDIS_REPLY_INTEGER &&
+               sl_reply_decision(pool, r, &ints, 1, &d) != NULL,
+           "not an array: hiredis' own, and no decision");
+    sl_reply_free(r);
+    /* Freed half read: the reader's partial reply is the marker. */
+    EXPECT(read_into(reader, &rd, &ints, "*6\r\n:1\r\n") == NULL,
+           "half an array: no reply yet");
+    redisReaderFree(reader);
+}
+
 int main(void)
 {
     apr_initialize();
@@ -180,6 +269,7 @@ int main(void)
     test_classify();
     test_errors();
     test_integers();
+    test_reader();
     printf("sl_resp_test: %d passed, %d failed\n", passed, failed);
     apr_pool_destroy(pool);
     apr_terminate();
