@@ -35,7 +35,14 @@ static void sl_script_init(apr_pool_t *p, sl_script_t *sc, const char *text)
     const char *argv[3] = {"SCRIPT", "LOAD", text};
     size_t argvlen[3] = {6, 4, strlen(text)};
 
+    char *head = apr_palloc(p, SL_RESP_ARG_MAX(7) +
+                                   SL_RESP_ARG_MAX(2 * APR_SHA1_DIGESTSIZE));
+
     sc->sha = sl_sha1_hex(p, text);
+    sc->head = head;
+    sc->head_len = (apr_size_t) (sl_resp_arg(sl_resp_arg(head, "EVALSHA", 7),
+                                             sc->sha, 2 * APR_SHA1_DIGESTSIZE) -
+                                 head);
     sc->load = sl_resp_format(p, 3, argv, argvlen, &sc->load_len);
 }
 
@@ -265,8 +272,8 @@ static char *sl_script_head(char *o, int argc, const sl_script_t *script,
     int i;
 
     o = sl_resp_count(o, argc);
-    o = sl_resp_arg(o, "EVALSHA", 7);
-    o = sl_resp_arg(o, script->sha, 2 * APR_SHA1_DIGESTSIZE);
+    memcpy(o, script->head, script->head_len);
+    o += script->head_len;
     o = sl_resp_int(o, n);
     for (i = 0; i < n; i++) {
         o = sl_resp_arg(o, budgets[i].key, budgets[i].key_len);

@@ -146,7 +146,10 @@ typedef struct sl_master {
 /* A script run with EVALSHA; after NOSCRIPT (Redis restarted, SCRIPT FLUSH)
  * it is loaded again in the same round trip as the call. */
 typedef struct sl_script {
-    const char *sha;  /* hex SHA-1 of the text */
+    const char *sha; /* hex SHA-1 of the text */
+    /* EVALSHA and the SHA-1 as a command's first two arguments, in RESP */
+    const char *head;
+    apr_size_t head_len;
     const char *load; /* SCRIPT LOAD of the text, in RESP */
     apr_size_t load_len;
 } sl_script_t;

@@ -256,19 +256,53 @@ void sl_reader_init(sl_reader_t *rd, redisReader *reader)
     }
 }
 
+/* Decimal numbers two digits at a time, written from the end: a decision
+ * writes a dozen of them. */
+static const char sl_pairs[] = "0001020304050607080910111213141516171819"
+                               "2021222324252627282930313233343536373839"
+                               "4041424344454647484950515253545556575859"
+                               "6061626364656667686970717273747576777879"
+                               "8081828384858687888990919293949596979899";
+
+static int sl_ndigits(apr_uint64_t u)
+{
+    apr_uint64_t p = 10;
+    int k = 1;
+
+    /* 10^19 is the last power of ten below 2^64. */
+    while (k < 20 && u >= p) {
+        p *= 10;
+        k++;
+    }
+    return k;
+}
+
+/* u's k digits (sl_ndigits) at o; returns their end. */
+static char *sl_decimal(char *o, apr_uint64_t u, int k)
+{
+    char *e = o + k;
+
+    while (u >= 100) {
+        unsigned int d = (unsigned int) (u % 100) * 2;
+        u /= 100;
+        *--e = sl_pairs[d + 1];
+        *--e = sl_pairs[d];
+    }
+    if (u >= 10) {
+        unsigned int d = (unsigned int) u * 2;
+        *--e = sl_pairs[d + 1];
+        *--e = sl_pairs[d];
+    }
+    else {
+        *--e = (char) ('0' + u);
+    }
+    return o + k;
+}
+
 static char *sl_resp_header(char *o, char type, apr_size_t n)
 {
-    char digits[24];
-    int k = 0;
-
     *o++ = type;
-    do {
-        digits[k++] = (char) ('0' + n % 10);
-        n /= 10;
-    } while (n);
-    while (k) {
-        *o++ = digits[--k];
-    }
+    o = sl_decimal(o, n, sl_ndigits(n));
     *o++ = '\r';
     *o++ = '\n';
     return o;
@@ -293,21 +327,17 @@ char *sl_resp_arg(char *o, const char *s, apr_size_t n)
  * script's numbers are most of a decision's arguments. */
 char *sl_resp_int(char *o, apr_int64_t v)
 {
-    char digits[24];
     apr_uint64_t u = v < 0 ? 0 - (apr_uint64_t) v : (apr_uint64_t) v;
-    int k = 0;
+    int k = sl_ndigits(u), len = k + (v < 0);
 
-    do {
-        digits[k++] = (char) ('0' + u % 10);
-        u /= 10;
-    } while (u);
+    *o++ = '$';
+    o = sl_decimal(o, (apr_uint64_t) len, len < 10 ? 1 : 2);
+    *o++ = '\r';
+    *o++ = '\n';
     if (v < 0) {
-        digits[k++] = '-';
+        *o++ = '-';
     }
-    o = sl_resp_header(o, '$', (apr_size_t) k);
-    while (k) {
-        *o++ = digits[--k];
-    }
+    o = sl_decimal(o, u, k);
     *o++ = '\r';
     *o++ = '\n';
     return o;
