@@ -445,10 +445,17 @@ apr_status_t sl_conn_read(sl_conn_t *conn, sl_ints_t *ints, redisReply **reply,
             freeReplyObject(info);
         }
     }
-    if (rv == APR_SUCCESS) {
+    if (rv == APR_SUCCESS && ints) {
+        int taken;
         conn->rd.target = ints;
-        rv = sl_transport_reply(conn->t, reply);
+        rv = sl_transport_take(conn->t, sl_resp_take_ints, ints, reply, &taken);
         conn->rd.target = NULL;
+        if (rv == APR_SUCCESS && taken) {
+            *reply = (redisReply *) &sl_reply_ints;
+        }
+    }
+    else if (rv == APR_SUCCESS) {
+        rv = sl_transport_reply(conn->t, reply);
     }
     if (rv != APR_SUCCESS) {
         apr_cpystrn(err, sl_transport_error(conn->t), errlen);

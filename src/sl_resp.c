@@ -222,6 +222,55 @@ static void *sl_reader_nil(const redisReadTask *task)
     return sl_in_ints(task) ? sl_ints_other(task) : rd->dflt->createNil(task);
 }
 
+/* A count ("*N") or an integer (":N") line at *pp, in the spelling
+ * Redis writes: no sign but '-', no leading zero, at most 18 digits. */
+static int sl_take_number(const char **pp, const char *end, char type,
+                          long long *out)
+{
+    const char *p = *pp, *digits;
+    apr_uint64_t u = 0;
+    int neg;
+
+    if (p == end || *p++ != type) {
+        return 0;
+    }
+    neg = p < end && *p == '-';
+    p += neg;
+    for (digits = p; p < end && *p >= '0' && *p <= '9'; p++) {
+        u = u * 10 + (apr_uint64_t) (*p - '0');
+    }
+    if (p == digits || p - digits > 18 || (*digits == '0' && p - digits > 1) ||
+        (neg && !u) || end - p < 2 || p[0] != '\r' || p[1] != '\n') {
+        return 0;
+    }
+    *out = neg ? -(long long) u : (long long) u;
+    *pp = p + 2;
+    return 1;
+}
+
+/* hiredis' reader spends more on the five integers of a decision than the
+ * rest of the trip: when the bytes that arrive start with the reply, they
+ * are read here. */
+apr_size_t sl_resp_take_ints(void *ctx, const char *buf, apr_size_t len)
+{
+    sl_ints_t *ints = ctx;
+    const char *p = buf, *end = buf + len;
+    long long n, i;
+
+    if (!sl_take_number(&p, end, '*', &n) || n < 0 ||
+        (apr_uint64_t) n > ints->cap) {
+        return 0;
+    }
+    for (i = 0; i < n; i++) {
+        if (!sl_take_number(&p, end, ':', &ints->v[i])) {
+            return 0;
+        }
+    }
+    ints->n = (apr_size_t) n;
+    ints->bad = -1;
+    return (apr_size_t) (p - buf);
+}
+
 void sl_reply_free(redisReply *r)
 {
     if (r != &sl_reply_ints) {

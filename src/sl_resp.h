@@ -63,6 +63,10 @@ typedef struct sl_reader {
     sl_ints_t *target;
 } sl_reader_t;
 void sl_reader_init(sl_reader_t *rd, redisReader *reader);
+/* An sl_transport_take_fn (ctx: an sl_ints_t): the array of integers at
+ * the front of buf, when it is one whole reply that hiredis would read
+ * the same (anything else, even a valid one, is left to the reader). */
+apr_size_t sl_resp_take_ints(void *ctx, const char *buf, apr_size_t len);
 /* freeReplyObject, but for sl_reply_ints. */
 void sl_reply_free(redisReply *r);
 

@@ -510,10 +510,15 @@ apr_status_t sl_transport_send(sl_transport_t *t, const char *buf,
     return APR_SUCCESS;
 }
 
-/* Reads what has arrived into the reply reader. */
-static apr_status_t sl_fill(sl_transport_t *t)
+/* Reads what has arrived into the reply reader; take (if any) is offered
+ * it first when the reader holds nothing, and *taken says it took a whole
+ * reply from the front. */
+static apr_status_t sl_fill(sl_transport_t *t, sl_transport_take_fn *take,
+                            void *ctx, int *taken)
 {
+    redisReader *rd = t->reader;
     char buf[16384];
+    const char *from = buf;
     ssize_t n;
 
     if (t->ssl) {
@@ -549,30 +554,52 @@ static apr_status_t sl_fill(sl_transport_t *t)
             }
         }
     }
-    if (redisReaderFeed(t->reader, buf, (size_t) n) != REDIS_OK) {
-        return sl_fail(t, APR_EGENERAL, "reply: %s", t->reader->errstr);
+    if (take && rd->ridx == -1 && rd->pos == rd->len) {
+        apr_size_t used = take(ctx, buf, (apr_size_t) n);
+        if (used) {
+            *taken = 1;
+            from += used;
+            n -= (ssize_t) used;
+        }
+    }
+    if (n && redisReaderFeed(rd, from, (size_t) n) != REDIS_OK) {
+        return sl_fail(t, APR_EGENERAL, "reply: %s", rd->errstr);
     }
     return APR_SUCCESS;
 }
 
-apr_status_t sl_transport_reply(sl_transport_t *t, redisReply **reply)
+apr_status_t sl_transport_take(sl_transport_t *t, sl_transport_take_fn *take,
+                               void *ctx, redisReply **reply, int *taken)
 {
     void *r = NULL;
     apr_status_t rv;
 
     *reply = NULL;
+    *taken = 0;
     for (;;) {
-        if (redisReaderGetReply(t->reader, &r) != REDIS_OK) {
-            return sl_fail(t, APR_EGENERAL, "reply: %s", t->reader->errstr);
+        /* Only with something to read: a reader that looked at an empty
+         * buffer waits for a reply's first byte (ridx 0), and would not
+         * pass the next bytes to take. */
+        if (t->reader->ridx != -1 || t->reader->pos < t->reader->len) {
+            if (redisReaderGetReply(t->reader, &r) != REDIS_OK) {
+                return sl_fail(t, APR_EGENERAL, "reply: %s", t->reader->errstr);
+            }
+            if (r) {
+                *reply = r;
+                return APR_SUCCESS;
+            }
         }
-        if (r) {
-            *reply = r;
-            return APR_SUCCESS;
-        }
-        if ((rv = sl_fill(t)) != APR_SUCCESS) {
+        if ((rv = sl_fill(t, take, ctx, taken)) != APR_SUCCESS || *taken) {
             return rv;
         }
     }
+}
+
+apr_status_t sl_transport_reply(sl_transport_t *t, redisReply **reply)
+{
+    int taken;
+
+    return sl_transport_take(t, NULL, NULL, reply, &taken);
 }
 
 redisReader *sl_transport_reader(sl_transport_t *t)

@@ -260,6 +260,45 @@ static void test_reader(void)
     redisReaderFree(reader);
 }
 
+/* The decision's integers taken from the bytes received, or left to
+ * hiredis when they are anything but what Redis writes for them. */
+static void test_take(void)
+{
+    long long v[4];
+    sl_ints_t ints = {.v = v, .cap = 4};
+    static const char two[] = "*2\r\n:1700000000\r\n:-250\r\n+OK\r\n";
+    static const char *const left[] = {
+        "*2\r\n:1\r\n:2\r",
+        "*2\r\n:1\r\n",
+        "*2\r\n:1\r\n$1\r\nx\r\n",
+        "*5\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n",
+        "*1\r\n:01\r\n",
+        "*1\r\n:-0\r\n",
+        "*1\r\n:+1\r\n",
+        "*1\r\n:1234567890123456789\r\n",
+        "*-1\r\n",
+        "-ERR x\r\n",
+        "*1\r\n:1\n",
+        "*1\r\n:\r\n",
+    };
+    size_t i;
+
+    EXPECT(sl_resp_take_ints(&ints, two, sizeof(two) - 1) == 24 &&
+               ints.n == 2 && ints.bad == -1 && v[0] == 1700000000 &&
+               v[1] == -250,
+           "a whole array taken, what follows left");
+    EXPECT(sl_resp_take_ints(&ints, "*0\r\n", 4) == 4 && ints.n == 0,
+           "an empty one");
+    EXPECT(sl_resp_take_ints(&ints, "*1\r\n:123456789012345678\r\n", 25) ==
+                   25 &&
+               v[0] == 123456789012345678LL,
+           "18 digits");
+    for (i = 0; i < sizeof(left) / sizeof(left[0]); i++) {
+        EXPECT(sl_resp_take_ints(&ints, left[i], strlen(left[i])) == 0,
+               "left to the reader: %s", left[i]);
+    }
+}
+
 int main(void)
 {
     apr_initialize();
@@ -270,6 +309,7 @@ int main(void)
     test_errors();
     test_integers();
     test_reader();
+    test_take();
     printf("sl_resp_test: %d passed, %d failed\n", passed, failed);
     apr_pool_destroy(pool);
     apr_terminate();
