@@ -118,6 +118,9 @@ apr_status_t sl_redis_create(apr_pool_t *p, const sl_store_url_t *url,
     if (rv != APR_SUCCESS) {
         return rv;
     }
+    if (!rs->topo.slots) {
+        rs->single = rs->topo.nnodes ? rs->topo.nodes[0] : NULL;
+    }
     *out = rs;
     return APR_SUCCESS;
 }

@@ -177,6 +177,9 @@ struct sl_redis {
      * one child share this structure, never a connection. */
     apr_thread_mutex_t *mutex;
     sl_topology_t topo;
+    /* A store that is not a cluster: the table's first node, where every
+     * call goes (sl_slots_route). */
+    sl_node_t *single;
 };
 
 /* sl_conn.c: nodes and the transport, behind connect / send / read /
