@@ -222,30 +222,30 @@ static void *sl_reader_nil(const redisReadTask *task)
     return sl_in_ints(task) ? sl_ints_other(task) : rd->dflt->createNil(task);
 }
 
-/* A count ("*N") or an integer (":N") line at *pp, in the spelling
- * Redis writes: no sign but '-', no leading zero, at most 18 digits. */
-static int sl_take_number(const char **pp, const char *end, char type,
-                          long long *out)
+/* A count ("*N") or an integer (":N") line at p, in the spelling Redis
+ * writes: no sign but '-', no leading zero, at most 18 digits. Returns its
+ * end, or NULL. */
+static APR_INLINE const char *sl_take_number(const char *p, const char *end,
+                                             char type, long long *out)
 {
-    const char *p = *pp, *digits;
+    const char *digits;
     apr_uint64_t u = 0;
     int neg;
 
-    if (p == end || *p++ != type) {
-        return 0;
+    if (end - p < 4 || p[0] != type) {
+        return NULL;
     }
-    neg = p < end && *p == '-';
-    p += neg;
-    for (digits = p; p < end && *p >= '0' && *p <= '9'; p++) {
+    neg = p[1] == '-';
+    for (p = digits = p + 1 + neg; p < end && (unsigned int) (*p - '0') <= 9;
+         p++) {
         u = u * 10 + (apr_uint64_t) (*p - '0');
     }
     if (p == digits || p - digits > 18 || (*digits == '0' && p - digits > 1) ||
         (neg && !u) || end - p < 2 || p[0] != '\r' || p[1] != '\n') {
-        return 0;
+        return NULL;
     }
     *out = neg ? -(long long) u : (long long) u;
-    *pp = p + 2;
-    return 1;
+    return p + 2;
 }
 
 /* hiredis' reader spends more on the five integers of a decision than the
@@ -257,12 +257,12 @@ apr_size_t sl_resp_take_ints(void *ctx, const char *buf, apr_size_t len)
     const char *p = buf, *end = buf + len;
     long long n, i;
 
-    if (!sl_take_number(&p, end, '*', &n) || n < 0 ||
+    if (!(p = sl_take_number(p, end, '*', &n)) || n < 0 ||
         (apr_uint64_t) n > ints->cap) {
         return 0;
     }
     for (i = 0; i < n; i++) {
-        if (!sl_take_number(&p, end, ':', &ints->v[i])) {
+        if (!(p = sl_take_number(p, end, ':', &ints->v[i]))) {
             return 0;
         }
     }
