@@ -279,6 +279,7 @@ static apr_status_t sl_conn_construct(sl_node_t *node, sl_conn_t **out)
         return rv;
     }
     conn->t = t;
+    sl_reader_init(&conn->rd, sl_transport_reader(t));
     conn->node_epoch = apr_atomic_read32(&node->epoch);
     sl_conn_send_info(rs, conn, host, port);
     *out = conn;
@@ -427,8 +428,8 @@ apr_status_t sl_conn_send(sl_conn_t *conn, const char *buf, apr_size_t len)
     return APR_SUCCESS;
 }
 
-apr_status_t sl_conn_read(sl_conn_t *conn, redisReply **reply, char *err,
-                          apr_size_t errlen)
+apr_status_t sl_conn_read(sl_conn_t *conn, sl_ints_t *ints, redisReply **reply,
+                          char *err, apr_size_t errlen)
 {
     apr_status_t rv = APR_SUCCESS;
 
@@ -444,7 +445,16 @@ apr_status_t sl_conn_read(sl_conn_t *conn, redisReply **reply, char *err,
             freeReplyObject(info);
         }
     }
-    if (rv == APR_SUCCESS) {
+    if (rv == APR_SUCCESS && ints) {
+        int taken;
+        conn->rd.target = ints;
+        rv = sl_transport_take(conn->t, sl_resp_take_ints, ints, reply, &taken);
+        conn->rd.target = NULL;
+        if (rv == APR_SUCCESS && taken) {
+            *reply = (redisReply *) &sl_reply_ints;
+        }
+    }
+    else if (rv == APR_SUCCESS) {
         rv = sl_transport_reply(conn->t, reply);
     }
     if (rv != APR_SUCCESS) {

@@ -26,6 +26,7 @@ typedef struct sl_pcmd {
     struct sl_pcmd *next;
     const char *buf;
     apr_size_t len;
+    sl_ints_t *ints;     /* the reply's integers go here (NULL: none) */
     sl_waiter_t *waiter; /* NULL for the thread that led at once */
     volatile apr_uint32_t state;
     /* DONE: the reply, or NULL and rv, err (a copy: the context that said
@@ -224,7 +225,8 @@ static void sl_pipe_run(sl_node_t *node, sl_pcmd_t *own, int *trips)
         }
         for (got = 0; rv == APR_SUCCESS && got < n; got++) {
             const redisReply *r;
-            rv = sl_conn_read(conn, &batch[got]->reply, errbuf, sizeof(errbuf));
+            rv = sl_conn_read(conn, batch[got]->ints, &batch[got]->reply,
+                              errbuf, sizeof(errbuf));
             if (rv != APR_SUCCESS) {
                 batch[got]->reply = NULL;
                 break;
@@ -276,8 +278,9 @@ static void sl_pipe_run(sl_node_t *node, sl_pcmd_t *own, int *trips)
  * *err; APR_ENOTIMPL when this thread has no waiter (the caller then goes
  * the direct way). */
 apr_status_t sl_pipe_exec(sl_redis_t *rs, sl_node_t *node, apr_pool_t *p,
-                          const char *buf, apr_size_t len, redisReply **reply,
-                          int *stale, const char **err, int *trips)
+                          const char *buf, apr_size_t len, sl_ints_t *ints,
+                          redisReply **reply, int *stale, const char **err,
+                          int *trips)
 {
     sl_pcmd_t cmd;
     sl_waiter_t *w;
@@ -287,6 +290,7 @@ apr_status_t sl_pipe_exec(sl_redis_t *rs, sl_node_t *node, apr_pool_t *p,
     cmd.next = NULL;
     cmd.buf = buf;
     cmd.len = len;
+    cmd.ints = ints;
     cmd.waiter = NULL;
     cmd.state = SL_PCMD_QUEUED;
     cmd.reply = NULL;

@@ -35,7 +35,14 @@ static void sl_script_init(apr_pool_t *p, sl_script_t *sc, const char *text)
     const char *argv[3] = {"SCRIPT", "LOAD", text};
     size_t argvlen[3] = {6, 4, strlen(text)};
 
+    char *head = apr_palloc(p, SL_RESP_ARG_MAX(7) +
+                                   SL_RESP_ARG_MAX(2 * APR_SHA1_DIGESTSIZE));
+
     sc->sha = sl_sha1_hex(p, text);
+    sc->head = head;
+    sc->head_len = (apr_size_t) (sl_resp_arg(sl_resp_arg(head, "EVALSHA", 7),
+                                             sc->sha, 2 * APR_SHA1_DIGESTSIZE) -
+                                 head);
     sc->load = sl_resp_format(p, 3, argv, argvlen, &sc->load_len);
 }
 
@@ -111,6 +118,9 @@ apr_status_t sl_redis_create(apr_pool_t *p, const sl_store_url_t *url,
     if (rv != APR_SUCCESS) {
         return rv;
     }
+    if (!rs->topo.slots) {
+        rs->single = rs->topo.nnodes ? rs->topo.nodes[0] : NULL;
+    }
     *out = rs;
     return APR_SUCCESS;
 }
@@ -140,11 +150,12 @@ void sl_redis_sentinel_auth(sl_redis_t *rs, const char *user,
 
 /* One round trip on a connection of its own: SCRIPT LOAD and ASKING first
  * when asked, then the command, all written at once; the last reply is
- * the command's. */
+ * the command's (read into ints when an array). */
 static apr_status_t sl_direct(sl_redis_t *rs, sl_node_t *node, apr_pool_t *p,
                               const char *buf, apr_size_t len, int asking,
-                              const sl_script_t *reload, redisReply **reply,
-                              int *stale, const char **err, int *trips)
+                              const sl_script_t *reload, sl_ints_t *ints,
+                              redisReply **reply, int *stale, const char **err,
+                              int *trips)
 {
     sl_conn_t *conn;
     redisReply *last = NULL, *r;
@@ -168,7 +179,8 @@ static apr_status_t sl_direct(sl_redis_t *rs, sl_node_t *node, apr_pool_t *p,
         rv = sl_conn_send(conn, buf, len);
     }
     for (i = 0; rv == APR_SUCCESS && i < replies; i++) {
-        rv = sl_conn_read(conn, &r, errbuf, sizeof(errbuf));
+        rv = sl_conn_read(conn, i == replies - 1 ? ints : NULL, &r, errbuf,
+                          sizeof(errbuf));
         if (rv == APR_SUCCESS) {
             if (last) {
                 freeReplyObject(last);
@@ -207,12 +219,13 @@ static apr_status_t sl_redis_trip(const sl_way_t *w, int shared,
     apr_status_t rv = APR_ENOTIMPL;
 
     if (shared && rs->pipeline) {
-        rv = sl_pipe_exec(rs, w->node, w->p, w->buf, w->len, reply, stale, err,
-                          trips);
+        rv = sl_pipe_exec(rs, w->node, w->p, w->buf, w->len, w->ints, reply,
+                          stale, err, trips);
     }
     if (rv == APR_ENOTIMPL) {
         rv = sl_direct(rs, w->node, w->p, w->buf, w->len, w->asking,
-                       w->reload ? w->script : NULL, reply, stale, err, trips);
+                       w->reload ? w->script : NULL, w->ints, reply, stale, err,
+                       trips);
     }
     return rv;
 }
@@ -227,98 +240,98 @@ static const sl_way_ops_t sl_redis_way = {
 };
 
 /* One call (buf, which runs script, NULL for a plain command) on the
- * master of the budgets' slot, as sl_way_run routes it. */
-static apr_status_t sl_redis_call(sl_redis_t *rs, apr_pool_t *p,
-                                  const sl_budget_t *budgets,
-                                  const sl_script_t *script, const char *buf,
-                                  apr_size_t len, redisReply **reply,
-                                  const char **err, int *trips)
+ * master of the budgets' slot, as sl_way_run routes it; an array reply is
+ * read into ints when given. */
+static apr_status_t
+sl_redis_call(sl_redis_t *rs, apr_pool_t *p, const sl_budget_t *budgets,
+              const sl_script_t *script, const char *buf, apr_size_t len,
+              sl_ints_t *ints, redisReply **reply, const char **err, int *trips)
 {
     sl_way_t way = {.ops = &sl_redis_way,
                     .ctx = rs,
                     .p = p,
-                    .slot = sl_key_slot(budgets[0].key, budgets[0].key_len),
                     .cluster = rs->topo.slots != NULL,
                     .sentinel = rs->url->kind == SL_URL_SENTINEL,
                     .buf = buf,
                     .len = len,
-                    .script = script};
+                    .script = script,
+                    .ints = ints};
 
+    /* Only a cluster routes by slot: the CRC16 is not for one node. */
+    if (way.cluster) {
+        way.slot = sl_key_slot(budgets[0].key, budgets[0].key_len);
+    }
     return sl_way_run(&way, reply, err, trips);
 }
 
-/* A script call's head: command, script, the keys and the member, as
+/* A script call's head, written into buf (sized by sl_script_size): the
+ * argument count, EVALSHA, the script, the keys and the member, as
  * binary-safe arguments (no key or value can be read as a command).
- * Returns the index of the next argument. */
-static int sl_script_head(apr_pool_t *p, const char **argv, size_t *argvlen,
-                          const char *cmd, const char *script,
-                          const sl_budget_t *budgets, int n, const char *member,
-                          apr_size_t member_len)
+ * Returns where the script's own arguments go. */
+static char *sl_script_head(char *o, int argc, const sl_script_t *script,
+                            const sl_budget_t *budgets, int n,
+                            const char *member, apr_size_t member_len)
 {
     int i;
 
-    argv[0] = cmd;
-    argv[1] = script;
-    argv[2] = apr_itoa(p, n);
+    o = sl_resp_count(o, argc);
+    memcpy(o, script->head, script->head_len);
+    o += script->head_len;
+    o = sl_resp_int(o, n);
     for (i = 0; i < n; i++) {
-        argv[3 + i] = budgets[i].key;
-        argvlen[3 + i] = budgets[i].key_len;
+        o = sl_resp_arg(o, budgets[i].key, budgets[i].key_len);
     }
-    argv[3 + n] = member;
-    argvlen[3 + n] = member_len;
-    return 4 + n;
+    return sl_resp_arg(o, member, member_len);
 }
 
-/* The lengths of the text arguments (all but the keys and the member),
- * then the call in RESP. */
-static const char *sl_script_call(apr_pool_t *p, int argc, const char **argv,
-                                  size_t *argvlen, int n, apr_size_t *len)
+/* The bound of a script call's RESP: its head, then nints numbers and a
+ * word of at most 8 bytes. */
+static apr_size_t sl_script_size(const sl_budget_t *budgets, int n,
+                                 apr_size_t member_len, int nints)
 {
+    apr_size_t size = SL_RESP_COUNT_MAX + SL_RESP_ARG_MAX(7) +
+                      SL_RESP_ARG_MAX(2 * APR_SHA1_DIGESTSIZE) +
+                      SL_RESP_INT_MAX + SL_RESP_ARG_MAX(member_len) +
+                      SL_RESP_ARG_MAX(8) + (apr_size_t) nints * SL_RESP_INT_MAX;
     int i;
 
-    for (i = 0; i < argc; i++) {
-        if (i < 3 || i > 3 + n) {
-            argvlen[i] = strlen(argv[i]);
-        }
+    for (i = 0; i < n; i++) {
+        size += SL_RESP_ARG_MAX(budgets[i].key_len);
     }
-    return sl_resp_format(p, argc, argv, argvlen, len);
+    return size;
 }
 
 /* lua/sl_check.lua's arguments: per budget its algorithm, requests,
  * window, burst, cost and block; then "peek" for a look that changes
- * nothing. */
+ * nothing. Written straight into one buffer: formatting each number in
+ * the pool and the command from an argv after was a fifth of the
+ * request path's instructions. */
 static const char *sl_decide_command(sl_redis_t *rs, apr_pool_t *p,
                                      const sl_budget_t *budgets, int n,
                                      const char *member, apr_size_t member_len,
                                      int peek, apr_size_t *len)
 {
-    int argc = 4 + n + 6 * n + !!peek, i, k;
-    const char **argv = apr_palloc(p, sizeof(*argv) * argc);
-    size_t *argvlen = apr_palloc(p, sizeof(*argvlen) * argc);
+    char *buf = apr_palloc(p, sl_script_size(budgets, n, member_len, 6 * n));
+    char *o = sl_script_head(buf, 4 + n + 6 * n + !!peek, &rs->check, budgets,
+                             n, member, member_len);
+    int i;
 
-    k = sl_script_head(p, argv, argvlen, "EVALSHA", rs->check.sha, budgets, n,
-                       member, member_len);
     for (i = 0; i < n; i++) {
-        char code[2] = {sl_algorithm_code(budgets[i].algorithm), '\0'};
-        argv[k++] = apr_pstrdup(p, code);
-        /* apr_off_t_toa, not apr_psprintf: a fifth of the request path's
-         * instructions went to formatting these numbers. */
-        argv[k++] = apr_off_t_toa(p, (apr_off_t) budgets[i].requests);
-        argv[k++] = apr_off_t_toa(p, (apr_off_t) budgets[i].window);
-        argv[k++] = apr_off_t_toa(p, (apr_off_t) (budgets[i].burst
-                                                      ? budgets[i].burst
-                                                      : budgets[i].requests));
-        argv[k++] = budgets[i].cost > 1
-                        ? apr_off_t_toa(p, (apr_off_t) budgets[i].cost)
-                        : "1";
-        argv[k++] = budgets[i].block
-                        ? apr_off_t_toa(p, (apr_off_t) budgets[i].block)
-                        : "0";
+        const sl_budget_t *b = &budgets[i];
+        char code = sl_algorithm_code(b->algorithm);
+
+        o = sl_resp_arg(o, &code, 1);
+        o = sl_resp_int(o, b->requests);
+        o = sl_resp_int(o, b->window);
+        o = sl_resp_int(o, b->burst ? b->burst : b->requests);
+        o = sl_resp_int(o, b->cost > 1 ? b->cost : 1);
+        o = sl_resp_int(o, b->block);
     }
     if (peek) {
-        argv[k++] = "peek";
+        o = sl_resp_arg(o, "peek", 4);
     }
-    return sl_script_call(p, argc, argv, argvlen, n, len);
+    *len = (apr_size_t) (o - buf);
+    return buf;
 }
 
 /* lua/sl_give_back.lua's arguments: the admission's store time, then per
@@ -331,22 +344,24 @@ static const char *sl_give_back_command(sl_redis_t *rs, apr_pool_t *p,
                                         apr_size_t member_len, apr_time_t at,
                                         apr_size_t *len)
 {
-    int argc = 5 + n + 4 * n, i, k;
-    const char **argv = apr_palloc(p, sizeof(*argv) * argc);
-    size_t *argvlen = apr_palloc(p, sizeof(*argvlen) * argc);
+    char *buf =
+        apr_palloc(p, sl_script_size(budgets, n, member_len, 1 + 4 * n));
+    char *o = sl_script_head(buf, 5 + n + 4 * n, &rs->give_back, budgets, n,
+                             member, member_len);
+    int i;
 
-    k = sl_script_head(p, argv, argvlen, "EVALSHA", rs->give_back.sha, budgets,
-                       n, member, member_len);
-    argv[k++] = apr_off_t_toa(p, (apr_off_t) at);
+    o = sl_resp_int(o, at);
     for (i = 0; i < n; i++) {
-        char code[2] = {sl_algorithm_code(budgets[i].algorithm), '\0'};
-        argv[k++] = apr_pstrdup(p, code);
-        argv[k++] = apr_off_t_toa(p, (apr_off_t) budgets[i].requests);
-        argv[k++] = apr_off_t_toa(p, (apr_off_t) budgets[i].window);
-        argv[k++] = apr_off_t_toa(
-            p, (apr_off_t) (budgets[i].cost > 1 ? budgets[i].cost : 1));
+        const sl_budget_t *b = &budgets[i];
+        char code = sl_algorithm_code(b->algorithm);
+
+        o = sl_resp_arg(o, &code, 1);
+        o = sl_resp_int(o, b->requests);
+        o = sl_resp_int(o, b->window);
+        o = sl_resp_int(o, b->cost > 1 ? b->cost : 1);
     }
-    return sl_script_call(p, argc, argv, argvlen, n, len);
+    *len = (apr_size_t) (o - buf);
+    return buf;
 }
 
 apr_status_t sl_redis_decide(sl_redis_t *rs, apr_pool_t *p,
@@ -358,13 +373,16 @@ apr_status_t sl_redis_decide(sl_redis_t *rs, apr_pool_t *p,
     apr_size_t len;
     const char *buf =
         sl_decide_command(rs, p, budgets, n, member, member_len, 0, &len);
-    apr_status_t rv =
-        sl_redis_call(rs, p, budgets, &rs->check, buf, len, &reply, err, trips);
+    sl_ints_t ints = {.cap = 3 + 3 * (apr_size_t) n};
+    apr_status_t rv;
 
+    ints.v = apr_palloc(p, sizeof(*ints.v) * ints.cap);
+    rv = sl_redis_call(rs, p, budgets, &rs->check, buf, len, &ints, &reply, err,
+                       trips);
     if (rv == APR_SUCCESS) {
-        *err = sl_reply_decision(p, reply, n, d);
+        *err = sl_reply_decision(p, reply, &ints, n, d);
         rv = *err ? APR_EGENERAL : APR_SUCCESS;
-        freeReplyObject(reply);
+        sl_reply_free(reply);
     }
     return rv;
 }
@@ -380,7 +398,7 @@ apr_status_t sl_redis_give_back(sl_redis_t *rs, apr_pool_t *p,
         sl_give_back_command(rs, p, budgets, n, member, member_len, at, &len);
     int trips;
     apr_status_t rv = sl_redis_call(rs, p, budgets, &rs->give_back, buf, len,
-                                    &reply, err, &trips);
+                                    NULL, &reply, err, &trips);
 
     if (reply) {
         freeReplyObject(reply);
@@ -393,19 +411,22 @@ apr_status_t sl_redis_peek(sl_redis_t *rs, apr_pool_t *p,
                            apr_int64_t **blocked, const char **err)
 {
     redisReply *reply = NULL;
-    apr_size_t len;
-    long long *v;
+    apr_size_t len, nv;
+    const long long *v;
     int trips;
     const char *buf = sl_decide_command(rs, p, budgets, n, "-", 1, 1, &len);
-    apr_status_t rv = sl_redis_call(rs, p, budgets, &rs->check, buf, len,
-                                    &reply, err, &trips);
+    sl_ints_t ints = {.cap = 3 + 4 * (apr_size_t) n};
+    apr_status_t rv;
 
+    ints.v = apr_palloc(p, sizeof(*ints.v) * ints.cap);
+    rv = sl_redis_call(rs, p, budgets, &rs->check, buf, len, &ints, &reply, err,
+                       &trips);
     if (rv == APR_SUCCESS) {
-        if (!(*err = sl_reply_integers(p, reply, &v))) {
-            *err = sl_peek_parse(p, v, reply->elements, n, d, blocked);
+        if (!(*err = sl_reply_values(p, reply, &ints, &v, &nv))) {
+            *err = sl_peek_parse(p, v, nv, n, d, blocked);
         }
         rv = *err ? APR_EGENERAL : APR_SUCCESS;
-        freeReplyObject(reply);
+        sl_reply_free(reply);
     }
     return rv;
 }
@@ -432,7 +453,8 @@ apr_status_t sl_redis_reset(sl_redis_t *rs, apr_pool_t *p,
         argvlen[2 + 2 * i] = budgets[i].key_len + 2;
     }
     buf = sl_resp_format(p, argc, argv, argvlen, &len);
-    rv = sl_redis_call(rs, p, budgets, NULL, buf, len, &reply, err, &trips);
+    rv = sl_redis_call(rs, p, budgets, NULL, buf, len, NULL, &reply, err,
+                       &trips);
     if (rv == APR_SUCCESS) {
         if (reply->type != REDIS_REPLY_INTEGER) {
             *err = apr_psprintf(p, "unexpected reply type %d", reply->type);

@@ -48,7 +48,8 @@
  * transport. */
 typedef struct sl_conn {
     sl_transport_t *t;
-    char *out; /* commands sent with the next read */
+    sl_reader_t rd; /* the transport's reader's object functions */
+    char *out;      /* commands sent with the next read */
     apr_size_t outlen, outcap;
     int uses;
     apr_uint32_t node_epoch; /* the node's epoch when it was made */
@@ -145,7 +146,10 @@ typedef struct sl_master {
 /* A script run with EVALSHA; after NOSCRIPT (Redis restarted, SCRIPT FLUSH)
  * it is loaded again in the same round trip as the call. */
 typedef struct sl_script {
-    const char *sha;  /* hex SHA-1 of the text */
+    const char *sha; /* hex SHA-1 of the text */
+    /* EVALSHA and the SHA-1 as a command's first two arguments, in RESP */
+    const char *head;
+    apr_size_t head_len;
     const char *load; /* SCRIPT LOAD of the text, in RESP */
     apr_size_t load_len;
 } sl_script_t;
@@ -173,6 +177,9 @@ struct sl_redis {
      * one child share this structure, never a connection. */
     apr_thread_mutex_t *mutex;
     sl_topology_t topo;
+    /* A store that is not a cluster: the table's first node, where every
+     * call goes (sl_slots_route). */
+    sl_node_t *single;
 };
 
 /* sl_conn.c: nodes and the transport, behind connect / send / read /
@@ -194,9 +201,10 @@ void sl_conn_error_reply(sl_node_t *node, const char *msg);
 /* Queues one command in RESP; written by the next sl_conn_read. */
 apr_status_t sl_conn_send(sl_conn_t *conn, const char *buf, apr_size_t len);
 /* The next reply, or APR_TIMEUP, APR_ECONNRESET or APR_EGENERAL with the
- * reason in err. */
-apr_status_t sl_conn_read(sl_conn_t *conn, redisReply **reply, char *err,
-                          apr_size_t errlen);
+ * reason in err. ints (or NULL): an array reply is read into it, and
+ * *reply is then sl_reply_ints. */
+apr_status_t sl_conn_read(sl_conn_t *conn, sl_ints_t *ints, redisReply **reply,
+                          char *err, apr_size_t errlen);
 /* Closes a connection whose read failed with rv; 1 when it was a pooled
  * one the server had closed (its commands may be sent again on a new one,
  * and the node's older connections are dropped too). */
@@ -205,8 +213,9 @@ int sl_conn_discard(sl_node_t *node, sl_conn_t *conn, apr_status_t rv);
 /* sl_pipe.c */
 apr_status_t sl_pipe_init(sl_redis_t *rs, apr_pool_t *p);
 apr_status_t sl_pipe_exec(sl_redis_t *rs, sl_node_t *node, apr_pool_t *p,
-                          const char *buf, apr_size_t len, redisReply **reply,
-                          int *stale, const char **err, int *trips);
+                          const char *buf, apr_size_t len, sl_ints_t *ints,
+                          redisReply **reply, int *stale, const char **err,
+                          int *trips);
 
 /* sl_topology.c, called with the Redis client's mutex held */
 void sl_topo_ref(sl_node_t *node);

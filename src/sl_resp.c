@@ -111,28 +111,282 @@ const char *sl_reply_integers(apr_pool_t *p, const redisReply *r, long long **v)
     return NULL;
 }
 
-const char *sl_reply_decision(apr_pool_t *p, const redisReply *r, int n,
-                              sl_decision_t *d)
+const char *sl_reply_values(apr_pool_t *p, const redisReply *r,
+                            const sl_ints_t *ints, const long long **v,
+                            apr_size_t *nv)
 {
-    long long *v;
-    const char *err = sl_reply_integers(p, r, &v);
+    long long *values;
+    const char *err;
 
-    return err ? err : sl_decision_parse(p, v, r->elements, n, d);
+    if (r == &sl_reply_ints) {
+        if (ints->bad >= 0) {
+            return apr_psprintf(p, "reply element %lu is not an integer",
+                                (unsigned long) ints->bad);
+        }
+        *v = ints->v;
+        *nv = ints->n;
+        return NULL;
+    }
+    if ((err = sl_reply_integers(p, r, &values)) != NULL) {
+        return err;
+    }
+    *v = values;
+    *nv = r->elements;
+    return NULL;
+}
+
+const char *sl_reply_decision(apr_pool_t *p, const redisReply *r,
+                              const sl_ints_t *ints, int n, sl_decision_t *d)
+{
+    const long long *v = NULL;
+    apr_size_t nv = 0;
+    const char *err = sl_reply_values(p, r, ints, &v, &nv);
+
+    return err ? err : sl_decision_parse(p, v, nv, n, d);
+}
+
+/* The reader's object functions. hiredis makes a redisReply (two callocs
+ * and a free each) for the array and for every one of its integers: a
+ * third of the request path's instructions with Redis went to reading
+ * five integers. An array read while the reader has a target becomes
+ * sl_reply_ints, its elements go into the target's v (anything nested is
+ * only noted as not an integer), and every other reply is hiredis' own. */
+const redisReply sl_reply_ints = {.type = REDIS_REPLY_ARRAY};
+
+#define SL_INTS ((void *) &sl_reply_ints)
+
+/* 1: task is an element of an array read into the target; 2: deeper. */
+static int sl_in_ints(const redisReadTask *task)
+{
+    if (!task->parent || task->parent->obj != SL_INTS) {
+        return 0;
+    }
+    return task->parent->parent ? 2 : 1;
+}
+
+static void *sl_ints_other(const redisReadTask *task)
+{
+    sl_ints_t *ints = ((sl_reader_t *) task->privdata)->target;
+
+    if (sl_in_ints(task) == 1 && ints->bad < 0) {
+        ints->bad = task->idx;
+    }
+    return SL_INTS;
+}
+
+static void *sl_reader_string(const redisReadTask *task, char *str, size_t len)
+{
+    sl_reader_t *rd = task->privdata;
+
+    return sl_in_ints(task) ? sl_ints_other(task)
+                            : rd->dflt->createString(task, str, len);
+}
+
+#if HIREDIS_MAJOR >= 1
+typedef size_t sl_reader_len_t;
+#else
+typedef int sl_reader_len_t;
+#endif
+
+static void *sl_reader_array(const redisReadTask *task, sl_reader_len_t len)
+{
+    sl_reader_t *rd = task->privdata;
+
+    /* A longer array (or hiredis' -1) is hiredis' own. */
+    if (!task->parent && rd->target && (apr_size_t) len <= rd->target->cap) {
+        rd->target->n = (apr_size_t) len;
+        rd->target->bad = -1;
+        return SL_INTS;
+    }
+    return sl_in_ints(task) ? sl_ints_other(task)
+                            : rd->dflt->createArray(task, len);
+}
+
+static void *sl_reader_integer(const redisReadTask *task, long long value)
+{
+    sl_reader_t *rd = task->privdata;
+
+    switch (sl_in_ints(task)) {
+    case 0:
+        return rd->dflt->createInteger(task, value);
+    case 1:
+        rd->target->v[task->idx] = value;
+    }
+    return SL_INTS;
+}
+
+static void *sl_reader_nil(const redisReadTask *task)
+{
+    sl_reader_t *rd = task->privdata;
+
+    return sl_in_ints(task) ? sl_ints_other(task) : rd->dflt->createNil(task);
+}
+
+/* A count ("*N") or an integer (":N") line at p, in the spelling Redis
+ * writes: no sign but '-', no leading zero, at most 18 digits. Returns its
+ * end, or NULL. */
+static APR_INLINE const char *sl_take_number(const char *p, const char *end,
+                                             char type, long long *out)
+{
+    const char *digits;
+    apr_uint64_t u = 0;
+    int neg;
+
+    if (end - p < 4 || p[0] != type) {
+        return NULL;
+    }
+    neg = p[1] == '-';
+    for (p = digits = p + 1 + neg; p < end && (unsigned int) (*p - '0') <= 9;
+         p++) {
+        u = u * 10 + (apr_uint64_t) (*p - '0');
+    }
+    if (p == digits || p - digits > 18 || (*digits == '0' && p - digits > 1) ||
+        (neg && !u) || end - p < 2 || p[0] != '\r' || p[1] != '\n') {
+        return NULL;
+    }
+    *out = neg ? -(long long) u : (long long) u;
+    return p + 2;
+}
+
+/* hiredis' reader spends more on the five integers of a decision than the
+ * rest of the trip: when the bytes that arrive start with the reply, they
+ * are read here. */
+apr_size_t sl_resp_take_ints(void *ctx, const char *buf, apr_size_t len)
+{
+    sl_ints_t *ints = ctx;
+    const char *p = buf, *end = buf + len;
+    long long n, i;
+
+    if (!(p = sl_take_number(p, end, '*', &n)) || n < 0 ||
+        (apr_uint64_t) n > ints->cap) {
+        return 0;
+    }
+    for (i = 0; i < n; i++) {
+        if (!(p = sl_take_number(p, end, ':', &ints->v[i]))) {
+            return 0;
+        }
+    }
+    ints->n = (apr_size_t) n;
+    ints->bad = -1;
+    return (apr_size_t) (p - buf);
+}
+
+void sl_reply_free(redisReply *r)
+{
+    if (r != &sl_reply_ints) {
+        freeReplyObject(r);
+    }
+}
+
+/* No privdata here: hiredis' own is freeReplyObject. */
+static void sl_reader_free(void *obj)
+{
+    sl_reply_free(obj);
+}
+
+static const redisReplyObjectFunctions sl_reader_fns = {
+    .createString = sl_reader_string,
+    .createArray = sl_reader_array,
+    .createInteger = sl_reader_integer,
+    .createNil = sl_reader_nil,
+    .freeObject = sl_reader_free,
+};
+
+void sl_reader_init(sl_reader_t *rd, redisReader *reader)
+{
+    rd->target = NULL;
+    rd->dflt = reader->fn;
+    /* A reader that makes no objects (none in any hiredis yet) is left
+     * alone. */
+    if (rd->dflt && rd->dflt->createString && rd->dflt->createArray &&
+        rd->dflt->createInteger && rd->dflt->createNil) {
+        reader->fn = (redisReplyObjectFunctions *) &sl_reader_fns;
+        reader->privdata = rd;
+    }
+}
+
+/* Decimal numbers two digits at a time, written from the end: a decision
+ * writes a dozen of them. */
+static const char sl_pairs[] = "0001020304050607080910111213141516171819"
+                               "2021222324252627282930313233343536373839"
+                               "4041424344454647484950515253545556575859"
+                               "6061626364656667686970717273747576777879"
+                               "8081828384858687888990919293949596979899";
+
+static int sl_ndigits(apr_uint64_t u)
+{
+    apr_uint64_t p = 10;
+    int k = 1;
+
+    /* 10^19 is the last power of ten below 2^64. */
+    while (k < 20 && u >= p) {
+        p *= 10;
+        k++;
+    }
+    return k;
+}
+
+/* u's k digits (sl_ndigits) at o; returns their end. */
+static char *sl_decimal(char *o, apr_uint64_t u, int k)
+{
+    char *e = o + k;
+
+    while (u >= 100) {
+        unsigned int d = (unsigned int) (u % 100) * 2;
+        u /= 100;
+        *--e = sl_pairs[d + 1];
+        *--e = sl_pairs[d];
+    }
+    if (u >= 10) {
+        unsigned int d = (unsigned int) u * 2;
+        *--e = sl_pairs[d + 1];
+        *--e = sl_pairs[d];
+    }
+    else {
+        *--e = (char) ('0' + u);
+    }
+    return o + k;
 }
 
 static char *sl_resp_header(char *o, char type, apr_size_t n)
 {
-    char digits[24];
-    int k = 0;
-
     *o++ = type;
-    do {
-        digits[k++] = (char) ('0' + n % 10);
-        n /= 10;
-    } while (n);
-    while (k) {
-        *o++ = digits[--k];
+    o = sl_decimal(o, n, sl_ndigits(n));
+    *o++ = '\r';
+    *o++ = '\n';
+    return o;
+}
+
+char *sl_resp_count(char *o, int argc)
+{
+    return sl_resp_header(o, '*', (apr_size_t) argc);
+}
+
+char *sl_resp_arg(char *o, const char *s, apr_size_t n)
+{
+    o = sl_resp_header(o, '$', n);
+    memcpy(o, s, n);
+    o += n;
+    *o++ = '\r';
+    *o++ = '\n';
+    return o;
+}
+
+/* As apr_off_t_toa writes it, without a pool or a second copy: the
+ * script's numbers are most of a decision's arguments. */
+char *sl_resp_int(char *o, apr_int64_t v)
+{
+    apr_uint64_t u = v < 0 ? 0 - (apr_uint64_t) v : (apr_uint64_t) v;
+    int k = sl_ndigits(u), len = k + (v < 0);
+
+    *o++ = '$';
+    o = sl_decimal(o, (apr_uint64_t) len, len < 10 ? 1 : 2);
+    *o++ = '\r';
+    *o++ = '\n';
+    if (v < 0) {
+        *o++ = '-';
     }
+    o = sl_decimal(o, u, k);
     *o++ = '\r';
     *o++ = '\n';
     return o;
@@ -143,21 +397,17 @@ static char *sl_resp_header(char *o, char type, apr_size_t n)
 const char *sl_resp_format(apr_pool_t *p, int argc, const char **argv,
                            const size_t *argvlen, apr_size_t *len)
 {
-    apr_size_t total = 24 + 2;
+    apr_size_t total = SL_RESP_COUNT_MAX;
     char *buf, *o;
     int i;
 
     for (i = 0; i < argc; i++) {
-        total += 24 + 2 + argvlen[i] + 2;
+        total += SL_RESP_ARG_MAX(argvlen[i]);
     }
     buf = o = apr_palloc(p, total);
-    o = sl_resp_header(o, '*', (apr_size_t) argc);
+    o = sl_resp_count(o, argc);
     for (i = 0; i < argc; i++) {
-        o = sl_resp_header(o, '$', argvlen[i]);
-        memcpy(o, argv[i], argvlen[i]);
-        o += argvlen[i];
-        *o++ = '\r';
-        *o++ = '\n';
+        o = sl_resp_arg(o, argv[i], argvlen[i]);
     }
     *len = (apr_size_t) (o - buf);
     return buf;

@@ -11,7 +11,7 @@ void sl_slots_unref(void *ctx, sl_node_t *node)
 {
     sl_redis_t *rs = ctx;
 
-    if (node) {
+    if (node && rs->topo.slots) {
         apr_thread_mutex_lock(rs->mutex);
         sl_topo_unref(&rs->topo, node);
         apr_thread_mutex_unlock(rs->mutex);
@@ -34,7 +34,7 @@ static int sl_load_from(sl_redis_t *rs, sl_node_t *node)
         rv = sl_conn_send(conn, SL_RESP_CLUSTER_SLOTS,
                           sizeof(SL_RESP_CLUSTER_SLOTS) - 1);
         if (rv == APR_SUCCESS) {
-            rv = sl_conn_read(conn, &r, errbuf, sizeof(errbuf));
+            rv = sl_conn_read(conn, NULL, &r, errbuf, sizeof(errbuf));
         }
         if (rv != APR_SUCCESS) {
             if (sl_conn_discard(node, conn, rv)) {
@@ -128,6 +128,14 @@ sl_node_t *sl_slots_route(void *ctx, apr_pool_t *p, unsigned int slot,
     sl_redis_t *rs = ctx;
     sl_node_t *node;
 
+    /* Only a cluster's map drops nodes from the table (sl_topo_load): a
+     * store that is not one keeps its nodes, the table's references, until
+     * the child exits, and sends every call to the first. No lock and no
+     * reference of the call's own: two lock round trips a request, which
+     * the threads of a child all took. */
+    if (!rs->topo.slots) {
+        return rs->single;
+    }
     apr_thread_mutex_lock(rs->mutex);
     if (outdated) {
         rs->topo.outdated = 1;
@@ -152,10 +160,13 @@ sl_node_t *sl_slots_redirect(void *ctx, const char *msg, sl_node_t *from_node)
 
     apr_thread_mutex_lock(rs->mutex);
     node = sl_topo_redirect(&rs->topo, msg, from_node);
-    if (node) {
-        sl_topo_ref(node);
+    /* As in sl_slots_route, a store that is not a cluster holds none. */
+    if (rs->topo.slots) {
+        if (node) {
+            sl_topo_ref(node);
+        }
+        sl_topo_unref(&rs->topo, from_node);
     }
-    sl_topo_unref(&rs->topo, from_node);
     apr_thread_mutex_unlock(rs->mutex);
     return node;
 }

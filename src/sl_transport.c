@@ -37,6 +37,10 @@ struct sl_transport {
     redisReader *reader;
     apr_interval_time_t command_timeout;
     apr_time_t deadline; /* of the current round trip */
+    /* Plaintext: the socket's SO_RCVTIMEO (0: reads never block), and
+     * whether the round trip's first read may block (sl_blocking_reads). */
+    apr_interval_time_t rcvtimeo;
+    int block_once;
     char err[160];
 };
 
@@ -398,6 +402,36 @@ static apr_status_t sl_handshake(sl_transport_t *t, sl_tls_t *tls,
     return APR_EGENERAL;
 }
 
+/* A round trip's first plaintext read sleeps in recv itself, not in a
+ * poll after a recv that found nothing yet: most replies are not there
+ * when the read starts, and that was two system calls per request. The
+ * socket is made blocking with SO_RCVTIMEO a margin short of the command
+ * timeout (the kernel rounds it up to its ticks); writes, and every
+ * other read, pass MSG_DONTWAIT and wait in poll as before, and a first
+ * read that times out waits out the rest of the deadline in poll, so the
+ * round trip stays bounded by the deadline as poll keeps it. */
+#define SL_RCV_MARGIN apr_time_from_msec(20)
+#define SL_RCV_SLACK  apr_time_from_msec(5)
+
+static void sl_blocking_reads(sl_transport_t *t)
+{
+    apr_interval_time_t to = t->command_timeout - SL_RCV_MARGIN;
+    struct timeval tv;
+    int fl;
+
+    if (to < SL_RCV_MARGIN) {
+        return;
+    }
+    tv.tv_sec = (time_t) (to / APR_USEC_PER_SEC);
+    tv.tv_usec = (suseconds_t) (to % APR_USEC_PER_SEC);
+    if (setsockopt(t->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) != 0 ||
+        (fl = fcntl(t->fd, F_GETFL)) < 0 ||
+        fcntl(t->fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+        return;
+    }
+    t->rcvtimeo = to;
+}
+
 apr_status_t sl_transport_connect(const char *host, int port, const char *path,
                                   sl_tls_t *tls,
                                   apr_interval_time_t connect_timeout,
@@ -425,6 +459,9 @@ apr_status_t sl_transport_connect(const char *host, int port, const char *path,
     if (rv != APR_SUCCESS) {
         sl_transport_close(t);
         return rv;
+    }
+    if (!tls) {
+        sl_blocking_reads(t);
     }
     *out = t;
     return APR_SUCCESS;
@@ -471,6 +508,7 @@ apr_status_t sl_transport_send(sl_transport_t *t, const char *buf,
                                apr_size_t len)
 {
     t->deadline = sl_now() + t->command_timeout;
+    t->block_once = t->rcvtimeo > 0;
     while (len > 0) {
         ssize_t n;
 
@@ -485,7 +523,7 @@ apr_status_t sl_transport_send(sl_transport_t *t, const char *buf,
             n = written;
         }
         else {
-            n = send(t->fd, buf, len, MSG_NOSIGNAL);
+            n = send(t->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
             if (n < 0) {
                 int w;
                 if (errno == EINTR) {
@@ -510,10 +548,29 @@ apr_status_t sl_transport_send(sl_transport_t *t, const char *buf,
     return APR_SUCCESS;
 }
 
-/* Reads what has arrived into the reply reader. */
-static apr_status_t sl_fill(sl_transport_t *t)
+/* The round trip's first read blocks (sl_blocking_reads) while the
+ * kernel's timeout ends before the deadline: the write took less than the
+ * slack. */
+static int sl_recv_flags(sl_transport_t *t)
 {
+    int first = t->block_once;
+
+    t->block_once = 0;
+    return first && t->deadline - sl_now() >=
+                        t->rcvtimeo + SL_RCV_MARGIN - SL_RCV_SLACK
+               ? 0
+               : MSG_DONTWAIT;
+}
+
+/* Reads what has arrived into the reply reader; take (if any) is offered
+ * it first when the reader holds nothing, and *taken says it took a whole
+ * reply from the front. */
+static apr_status_t sl_fill(sl_transport_t *t, sl_transport_take_fn *take,
+                            void *ctx, int *taken)
+{
+    redisReader *rd = t->reader;
     char buf[16384];
+    const char *from = buf;
     ssize_t n;
 
     if (t->ssl) {
@@ -527,8 +584,8 @@ static apr_status_t sl_fill(sl_transport_t *t)
     }
     else {
         for (;;) {
-            int w;
-            n = recv(t->fd, buf, sizeof(buf), 0);
+            int w, flags = sl_recv_flags(t);
+            n = recv(t->fd, buf, sizeof(buf), flags);
             if (n > 0) {
                 break;
             }
@@ -549,30 +606,57 @@ static apr_status_t sl_fill(sl_transport_t *t)
             }
         }
     }
-    if (redisReaderFeed(t->reader, buf, (size_t) n) != REDIS_OK) {
-        return sl_fail(t, APR_EGENERAL, "reply: %s", t->reader->errstr);
+    if (take && rd->ridx == -1 && rd->pos == rd->len) {
+        apr_size_t used = take(ctx, buf, (apr_size_t) n);
+        if (used) {
+            *taken = 1;
+            from += used;
+            n -= (ssize_t) used;
+        }
+    }
+    if (n && redisReaderFeed(rd, from, (size_t) n) != REDIS_OK) {
+        return sl_fail(t, APR_EGENERAL, "reply: %s", rd->errstr);
     }
     return APR_SUCCESS;
 }
 
-apr_status_t sl_transport_reply(sl_transport_t *t, redisReply **reply)
+apr_status_t sl_transport_take(sl_transport_t *t, sl_transport_take_fn *take,
+                               void *ctx, redisReply **reply, int *taken)
 {
     void *r = NULL;
     apr_status_t rv;
 
     *reply = NULL;
+    *taken = 0;
     for (;;) {
-        if (redisReaderGetReply(t->reader, &r) != REDIS_OK) {
-            return sl_fail(t, APR_EGENERAL, "reply: %s", t->reader->errstr);
+        /* Only with something to read: a reader that looked at an empty
+         * buffer waits for a reply's first byte (ridx 0), and would not
+         * pass the next bytes to take. */
+        if (t->reader->ridx != -1 || t->reader->pos < t->reader->len) {
+            if (redisReaderGetReply(t->reader, &r) != REDIS_OK) {
+                return sl_fail(t, APR_EGENERAL, "reply: %s", t->reader->errstr);
+            }
+            if (r) {
+                *reply = r;
+                return APR_SUCCESS;
+            }
         }
-        if (r) {
-            *reply = r;
-            return APR_SUCCESS;
-        }
-        if ((rv = sl_fill(t)) != APR_SUCCESS) {
+        if ((rv = sl_fill(t, take, ctx, taken)) != APR_SUCCESS || *taken) {
             return rv;
         }
     }
+}
+
+apr_status_t sl_transport_reply(sl_transport_t *t, redisReply **reply)
+{
+    int taken;
+
+    return sl_transport_take(t, NULL, NULL, reply, &taken);
+}
+
+redisReader *sl_transport_reader(sl_transport_t *t)
+{
+    return t->reader;
 }
 
 apr_status_t sl_transport_vcommand(sl_transport_t *t, redisReply **reply,

@@ -60,6 +60,20 @@ apr_status_t sl_transport_send(sl_transport_t *t, const char *buf,
  * or protocol error); the transport is unusable after any failure. */
 apr_status_t sl_transport_reply(sl_transport_t *t, redisReply **reply);
 
+/* The same, but the bytes received are offered to take first whenever the
+ * reader holds none: take returns the length of the one whole reply it
+ * took from their front (0: none; the reader reads them all). *taken
+ * says it did, and *reply is then NULL; what follows the reply goes to
+ * the reader. */
+typedef apr_size_t sl_transport_take_fn(void *ctx, const char *buf,
+                                        apr_size_t len);
+apr_status_t sl_transport_take(sl_transport_t *t, sl_transport_take_fn *take,
+                               void *ctx, redisReply **reply, int *taken);
+
+/* The transport's reply reader, for the caller's object functions
+ * (sl_reader_init). */
+redisReader *sl_transport_reader(sl_transport_t *t);
+
 /* Formats, sends and reads one command (connection setup, Sentinel). */
 apr_status_t sl_transport_command(sl_transport_t *t, redisReply **reply,
                                   const char *fmt, ...);

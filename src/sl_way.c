@@ -29,7 +29,8 @@ static int sl_way_reroute(sl_way_t *w)
 static int sl_way_trip(sl_way_t *w, int attempt, redisReply **reply,
                        apr_status_t *rv, const char **err, int *trips)
 {
-    apr_time_t start = apr_time_now();
+    /* Only a cluster node's health is timed. */
+    apr_time_t start = w->cluster ? apr_time_now() : 0;
     int stale = 0, cls;
 
     *rv = w->ops->trip(w, attempt == 0, reply, &stale, err, trips);
@@ -159,7 +160,7 @@ apr_status_t sl_way_run(sl_way_t *w, redisReply **reply, const char **err,
         }
         more = sl_way_next(w, cls, *reply, &rv, err);
         if (*reply) {
-            freeReplyObject(*reply);
+            sl_reply_free(*reply);
             *reply = NULL;
         }
         if (!more) {

@@ -53,6 +53,9 @@ struct sl_way {
     const char *buf; /* the call, in RESP */
     apr_size_t len;
     const sl_script_t *script; /* what buf runs (loaded after NOSCRIPT) */
+    /* An array reply is read into it (NULL: none): the trip's *reply is
+     * then sl_reply_ints. */
+    sl_ints_t *ints;
     /* The way's own: the node it sends to (held), what its next trip sends
      * before buf, and how often it reloaded, retried and waited. */
     sl_node_t *node;

@@ -45,6 +45,59 @@ static const char *cert(apr_pool_t *p, const char *file)
     return apr_pstrcat(p, getenv("SL_T_CERTS"), "/", file, NULL);
 }
 
+/* A take function (sl_transport_take) for one integer reply. */
+static apr_size_t take_integer(void *ctx, const char *buf, apr_size_t len)
+{
+    const char *crlf = len > 1 && buf[0] == ':' ? memchr(buf, '\r', len) : NULL;
+
+    if (!crlf || crlf + 1 >= buf + len) {
+        return 0;
+    }
+    *(long long *) ctx = atoll(buf + 1);
+    return (apr_size_t) (crlf + 2 - buf);
+}
+
+/* Two pipelined INCR and a GET read with a take function: the first reply
+ * is taken from the bytes received, whatever came with it goes to the
+ * reader, and the order stays. */
+static void exercise_take(sl_transport_t *t, const char *what)
+{
+    redisReply *r = NULL;
+    long long v = 0;
+    char *a = NULL, *c = NULL, *all;
+    int la, lc, taken = 0;
+
+    la = redisFormatCommand(&a, "INCR sl:t:%s", what);
+    lc = redisFormatCommand(&c, "GET sl:t:%s", what);
+    all = malloc(2 * la + lc);
+    memcpy(all, a, la);
+    memcpy(all + la, a, la);
+    memcpy(all + 2 * la, c, lc);
+    EXPECT(sl_transport_send(t, all, 2 * la + lc) == APR_SUCCESS,
+           "%s: pipelined send for take", what);
+    EXPECT(sl_transport_take(t, take_integer, &v, &r, &taken) == APR_SUCCESS &&
+               taken && !r && v == 43,
+           "%s: the first reply taken", what);
+    EXPECT(sl_transport_take(t, take_integer, &v, &r, &taken) == APR_SUCCESS &&
+               ((taken && !r && v == 44) ||
+                (!taken && r && r->type == REDIS_REPLY_INTEGER &&
+                 r->integer == 44)),
+           "%s: the second, taken or from the reader", what);
+    if (r) {
+        freeReplyObject(r);
+    }
+    EXPECT(sl_transport_take(t, take_integer, &v, &r, &taken) == APR_SUCCESS &&
+               !taken && r && r->type == REDIS_REPLY_STRING &&
+               !strcmp(r->str, "44"),
+           "%s: a reply not taken is the reader's", what);
+    if (r) {
+        freeReplyObject(r);
+    }
+    free(a);
+    free(c);
+    free(all);
+}
+
 /* PING and a pipelined SET/INCR/GET (one send, three replies in order). */
 static void exercise(sl_transport_t *t, const char *what)
 {
@@ -83,6 +136,7 @@ static void exercise(sl_transport_t *t, const char *what)
     free(b);
     free(c);
     free(all);
+    exercise_take(t, what);
 }
 
 /* A value larger than a TLS record and a socket buffer, both ways. */

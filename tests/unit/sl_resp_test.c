@@ -36,6 +36,40 @@ static void test_format(void)
            "RESP: one argument");
 }
 
+/* The writer's pieces make sl_resp_format's bytes, numbers as
+ * apr_off_t_toa spells them. */
+static void test_write(void)
+{
+    static const apr_int64_t nums[] = {
+        0, 7, 10, 999999, -1, APR_INT64_MAX, APR_INT64_MIN};
+    const char *argv[2 + 7];
+    size_t argvlen[2 + 7];
+    char buf[SL_RESP_COUNT_MAX + SL_RESP_ARG_MAX(4) + SL_RESP_ARG_MAX(0) +
+             7 * SL_RESP_INT_MAX];
+    char *o = buf;
+    apr_size_t len;
+    const char *want;
+    int i;
+
+    argv[0] = "a\r\nb";
+    argvlen[0] = 4;
+    argv[1] = "";
+    argvlen[1] = 0;
+    o = sl_resp_count(o, 9);
+    o = sl_resp_arg(o, argv[0], argvlen[0]);
+    o = sl_resp_arg(o, argv[1], argvlen[1]);
+    for (i = 0; i < 7; i++) {
+        argv[2 + i] = apr_off_t_toa(pool, (apr_off_t) nums[i]);
+        argvlen[2 + i] = strlen(argv[2 + i]);
+        o = sl_resp_int(o, nums[i]);
+    }
+    want = sl_resp_format(pool, 9, argv, argvlen, &len);
+    EXPECT((apr_size_t) (o - buf) == len && !memcmp(buf, want, len),
+           "RESP written in pieces: as sl_resp_format writes it");
+    EXPECT(!strcmp(argv[8], "-9223372036854775808") && argvlen[7] == 19,
+           "the longest numbers fit their bound");
+}
+
 static void test_classify(void)
 {
     static const struct {
@@ -137,14 +171,145 @@ static void test_integers(void)
     freeReplyObject(r);
 }
 
+/* Replies read by a reader with the store's object functions: an array
+ * into the target's integers, fed a byte at a time as the network may
+ * hand it over; every other reply as hiredis makes it. */
+static void *read_into(redisReader *reader, sl_reader_t *rd, sl_ints_t *ints,
+                       const char *resp)
+{
+    void *r = NULL;
+    size_t i, n = strlen(resp);
+
+    rd->target = ints;
+    for (i = 0; i < n && !r; i++) {
+        if (redisReaderFeed(reader, resp + i, 1) != REDIS_OK ||
+            redisReaderGetReply(reader, &r) != REDIS_OK) {
+            r = NULL;
+            break;
+        }
+    }
+    rd->target = NULL;
+    return r;
+}
+
+static void test_reader(void)
+{
+    redisReader *reader = redisReaderCreate();
+    sl_reader_t rd;
+    long long v[6];
+    sl_ints_t ints = {.v = v, .cap = 6};
+    const long long *got;
+    apr_size_t nv;
+    sl_decision_t d;
+    redisReply *r;
+
+    sl_reader_init(&rd, reader);
+    r = read_into(reader, &rd, &ints,
+                  "*3\r\n:-2\r\n:9007199254740993\r\n:0\r\n");
+    EXPECT(r == &sl_reply_ints && ints.n == 3 && ints.bad == -1 && v[0] == -2 &&
+               v[1] == 9007199254740993LL && v[2] == 0,
+           "an array read into the integers, no redisReply");
+    EXPECT(sl_reply_classify(APR_SUCCESS, 0, r) == SL_REPLY_OK,
+           "read as an answer");
+    EXPECT(!sl_reply_values(pool, r, &ints, &got, &nv) && got == v && nv == 3,
+           "its values");
+    r = read_into(reader, &rd, &ints,
+                  "*6\r\n:1700000000\r\n:250\r\n:1\r\n:1\r\n:9\r\n:"
+                  "60000000\r\n");
+    EXPECT(r == &sl_reply_ints &&
+               sl_reply_decision(pool, r, &ints, 1, &d) == NULL && d.admitted &&
+               d.quota[0].remaining == 9 &&
+               d.now == 1700000000LL * APR_USEC_PER_SEC + 250,
+           "a decision for one budget");
+    sl_reply_free(r);
+    r = read_into(reader, &rd, &ints,
+                  "*3\r\n:1\r\n*2\r\n:5\r\n$1\r\nx\r\n$-1\r\n");
+    EXPECT(r == &sl_reply_ints && ints.n == 3 && ints.bad == 1,
+           "what is no integer is noted, the first of them");
+    EXPECT(!strcmp(sl_reply_values(pool, r, &ints, &got, &nv),
+                   "reply element 1 is not an integer"),
+           "with sl_reply_integers' words");
+    r = read_into(reader, &rd, &ints,
+                  "-NOSCRIPT No matching script. Please use EVAL.\r\n");
+    EXPECT(r && r != &sl_reply_ints && r->type == REDIS_REPLY_ERROR &&
+               sl_reply_classify(APR_SUCCESS, 0, r) == SL_REPLY_NOSCRIPT,
+           "an error as hiredis reads it");
+    sl_reply_free(r);
+    r = read_into(reader, &rd, &ints,
+                  "*7\r\n:1\r\n:2\r\n:3\r\n:4\r\n:5\r\n:6\r\n:7\r\n");
+    EXPECT(r && r != &sl_reply_ints && r->type == REDIS_REPLY_ARRAY &&
+               r->elements == 7 && r->element[6]->integer == 7,
+           "an array longer than the room: hiredis' own");
+    EXPECT(!sl_reply_values(pool, r, &ints, &got, &nv) && nv == 7 &&
+               got[6] == 7,
+           "and its values");
+    sl_reply_free(r);
+    r = read_into(reader, &rd, NULL, "*2\r\n:1\r\n+OK\r\n");
+    EXPECT(r && r != &sl_reply_ints && r->elements == 2 &&
+               r->element[1]->type == REDIS_REPLY_STATUS,
+           "without a target: hiredis' own");
+    sl_reply_free(r);
+    r = read_into(reader, &rd, &ints, ":42\r\n");
+    EXPECT(r && r != &sl_reply_ints && r->type == REDIS_REPLY_INTEGER &&
+               sl_reply_decision(pool, r, &ints, 1, &d) != NULL,
+           "not an array: hiredis' own, and no decision");
+    sl_reply_free(r);
+    /* Freed half read: the reader's partial reply is the marker. */
+    EXPECT(read_into(reader, &rd, &ints, "*6\r\n:1\r\n") == NULL,
+           "half an array: no reply yet");
+    redisReaderFree(reader);
+}
+
+/* The decision's integers taken from the bytes received, or left to
+ * hiredis when they are anything but what Redis writes for them. */
+static void test_take(void)
+{
+    long long v[4];
+    sl_ints_t ints = {.v = v, .cap = 4};
+    static const char two[] = "*2\r\n:1700000000\r\n:-250\r\n+OK\r\n";
+    static const char *const left[] = {
+        "*2\r\n:1\r\n:2\r",
+        "*2\r\n:1\r\n",
+        "*2\r\n:1\r\n$1\r\nx\r\n",
+        "*5\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n",
+        "*1\r\n:01\r\n",
+        "*1\r\n:-0\r\n",
+        "*1\r\n:+1\r\n",
+        "*1\r\n:1234567890123456789\r\n",
+        "*-1\r\n",
+        "-ERR x\r\n",
+        "*1\r\n:1\n",
+        "*1\r\n:\r\n",
+    };
+    size_t i;
+
+    EXPECT(sl_resp_take_ints(&ints, two, sizeof(two) - 1) == 24 &&
+               ints.n == 2 && ints.bad == -1 && v[0] == 1700000000 &&
+               v[1] == -250,
+           "a whole array taken, what follows left");
+    EXPECT(sl_resp_take_ints(&ints, "*0\r\n", 4) == 4 && ints.n == 0,
+           "an empty one");
+    EXPECT(sl_resp_take_ints(&ints, "*1\r\n:123456789012345678\r\n", 25) ==
+                   25 &&
+               v[0] == 123456789012345678LL,
+           "18 digits");
+    for (i = 0; i < sizeof(left) / sizeof(left[0]); i++) {
+        EXPECT(sl_resp_take_ints(&ints, left[i], strlen(left[i])) == 0,
+               "left to the reader: %s", left[i]);
+    }
+}
+
 int main(void)
 {
     apr_initialize();
     apr_pool_create(&pool, NULL);
     test_format();
+    test_write();
     test_classify();
     test_errors();
     test_integers();
+    test_reader();
+    test_take();
     printf("sl_resp_test: %d passed, %d failed\n", passed, failed);
     apr_pool_destroy(pool);
     apr_terminate();

@@ -59,7 +59,8 @@ static struct {
 static sl_topology_t topo;
 static apr_pool_t *pool;
 static sl_node_t *n1, *n2, *n3;
-static const sl_script_t script = {"0123", "*1\r\n$4\r\nLOAD\r\n", 14};
+static const sl_script_t script = {
+    .sha = "0123", .load = "*1\r\n$4\r\nLOAD\r\n", .load_len = 14};
 
 static sl_node_t *fake_new(void *ctx, const char *host, apr_size_t hostlen,
                            int port)
