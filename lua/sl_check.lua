@@ -94,25 +94,28 @@ local solo = n == 1 and not peek
 local floor, ceil, find, match, format, sub = math.floor, math.ceil,
     string.find, string.match, string.format, string.sub
 
--- The common call, a counter of cost 1 without a block alone in its call
--- (and a burst the requests' own string, as the module sends it), decided
--- here with what the counter branch below does for it and nothing else:
--- about a quarter of the script's own work per call. Anything else, bad
--- arguments and a key of another type included, goes the general way. The
--- math is the counter branch's, operation for operation: change both.
-if solo and ARGV[2] == 'c' and ARGV[6] == '1' and ARGV[7] == '0' then
+-- The common call, a counter or a log of cost 1 without a block alone in
+-- its call (and a burst the requests' own string, as the module sends
+-- it), decided here with what the general loop below does for it and
+-- nothing else: a fifth to a quarter of the script's own work per call.
+-- Anything else (bad arguments, a key of another type, a log with a
+-- total, a refusal that must walk the log) goes the general way, which
+-- names the error or replaces the key as before; the fast path has
+-- written nothing by then but the trim the general way would make. The
+-- math is the general branches', operation for operation: change both.
+local alg1 = ARGV[2]
+if solo and (alg1 == 'c' or alg1 == 'l') and ARGV[6] == '1'
+    and ARGV[7] == '0' then
     local s_limit, s_win = ARGV[3], ARGV[4]
     local limit = find(s_limit, '^%d+$') and s_limit + 0
     local win = find(s_win, '^%d+$') and s_win + 0
     local key = KEYS[1]
-    local v
-    if ARGV[5] == s_limit and limit and win and limit >= 1
+    local valid = ARGV[5] == s_limit and limit and win and limit >= 1
         and limit <= MAX_REQUESTS and win >= MIN_WINDOW
-        and win <= MAX_WINDOW then
-        v = redis.pcall('GET', key)
-    end
-    -- v: nil (bad arguments), false (no key), a string or an error table.
-    if v ~= nil and type(v) ~= 'table' then
+        and win <= MAX_WINDOW
+    local v = valid and alg1 == 'c' and redis.pcall('GET', key)
+    -- v: false (a log, bad arguments or no key), a string or an error.
+    if valid and alg1 == 'c' and type(v) ~= 'table' then
         local idx = floor(now / win)
         local cur, prev, head = 0, 0, false
         local stp, sc
@@ -153,6 +156,41 @@ if solo and ARGV[2] == 'c' and ARGV[6] == '1' and ARGV[7] == '0' then
             or format('%d%09d%09d', idx % 8 + 1, prev, c), 'PX',
             ceil(((idx + 2) * win - now) / 1000) + 1)
         return { sec, usec, 1, 1, rr, rrs }
+    elseif valid and alg1 == 'l' then
+        -- The log without a total, nothing stored at or below 0: every
+        -- member is one request of one unit, and the trim removes the
+        -- oldest gone ranks of the first read.
+        v = redis.pcall('ZRANGE', key, '0', '1', 'WITHSCORES')
+        local first = v[2] and v[2] + 0
+        local units, at = false, false
+        if not v.err and not (first and first <= 0) then
+            local gone = 0
+            if first and not (first > now - win) then
+                gone = redis.call('ZREMRANGEBYSCORE', key, '(0',
+                    format('%d', now - win))
+            end
+            units = #v < 4 and #v / 2 - gone or redis.call('ZCARD', key)
+            -- The wait of the oldest live unit (u = 0 in the walk).
+            if units > 0 and units <= limit then
+                at = gone < #v / 2 and v[2 * gone + 2] + 0
+                    or redis.call('ZRANGE', key, '0', '0', 'WITHSCORES')[2] + 0
+            end
+        end
+        if units == 0 or at then
+            local rs = at and ceil(at + win - now) or win
+            if units >= limit then
+                return { sec, usec, 0, 0, 0, rs }
+            end
+            local base = '1*' .. member
+            local m, k = base, 0
+            local score = #t[2] == 6 and t[1] .. t[2] or format('%d', now)
+            while redis.call('ZADD', key, 'NX', score, m) == 0 do
+                k = k + 1
+                m = base .. ':' .. k
+            end
+            redis.call('PEXPIRE', key, format('%d', ceil(win / 1000) + 1))
+            return { sec, usec, 1, 1, limit - units - 1, rs }
+        end
     end
 end
 
