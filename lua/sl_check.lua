@@ -59,9 +59,9 @@
 -- passed to redis.call is formatted with %.17g, as dear as a pattern
 -- match, and more so for times: constant arguments are written as
 -- strings, times with %d (the same digits, as every value passed is a
--- whole number below 2^53). The common call (one
--- limit, cost 1, no block, no peek) keeps nothing for other limits and
--- skips the reads whose answer the first one already gave.
+-- whole number below 2^53). The common call takes a fast path before the
+-- loop; the general one keeps nothing for other limits when there are
+-- none and skips the reads whose answer an earlier one gave.
 
 local MAX_REQUESTS = 100000000
 -- Log entries a refusal's wait reads at most (src/sl_algo.h SL_LOG_WALK).
@@ -97,8 +97,9 @@ local floor, ceil, find, match, format, sub = math.floor, math.ceil,
 -- The common call, a counter or a log of cost 1 without a block alone in
 -- its call (and a burst the requests' own string, as the module sends
 -- it), decided here with what the general loop below does for it and
--- nothing else: a fifth to a quarter of the script's own work per call.
--- Anything else (bad arguments, a key of another type, a log with a
+-- nothing else: at this rate of calls the loop's bookkeeping (the other
+-- arguments' checks, the dispatch, the held state) costs as much as the
+-- math. Anything else (bad arguments, a key of another type, a log with a
 -- total, a refusal that must walk the log) goes the general way, which
 -- names the error or replaces the key as before; the fast path has
 -- written nothing by then but the trim the general way would make. The
@@ -120,7 +121,8 @@ if solo and (alg1 == 'c' or alg1 == 'l') and ARGV[6] == '1'
         local cur, prev, head = 0, 0, false
         local stp, sc
         if v then
-            stp, sc = match(v, '^([1-8]%d%d%d%d%d%d%d%d%d)(%d%d%d%d%d%d%d%d%d)$')
+            stp, sc = match(v,
+                '^([1-8]%d%d%d%d%d%d%d%d%d)(%d%d%d%d%d%d%d%d%d)$')
         end
         if stp then
             local tp = stp + 0
@@ -316,7 +318,8 @@ for i = 1, n do
                 end
             end
             if tname and gone > 0 and not peek then
-                redis.call('ZREMRANGEBYSCORE', key, '(0', format('%d', now - win))
+                redis.call('ZREMRANGEBYSCORE', key, '(0',
+                    format('%d', now - win))
             end
             -- What ZCARD would answer: the trim removed gone members.
             if #v < 4 then
@@ -605,8 +608,8 @@ for i = 1, n do
     if last and held then
         local h = 9 * i - 9
         foreign, value, ttl, cost, units, nreq, tname = held[h + 3],
-            held[h + 4], held[h + 5], held[h + 6], held[h + 7], held[h + 8],
-            held[h + 9]
+            held[h + 4], held[h + 5], held[h + 6], held[h + 7],
+            held[h + 8], held[h + 9]
     end
     if last then
         -- A key holding something this script did not write is replaced
