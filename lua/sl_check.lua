@@ -55,7 +55,13 @@
 -- script's time next to its Redis calls. Hence: no closures, one loop that
 -- reads and decides, one that writes, state kept in two preallocated
 -- tables, and conversions only where a value must cross the string/number
--- line (tonumber(s) runs strtod twice, arithmetic on s once).
+-- line (tonumber(s) runs strtod twice, arithmetic on s once). A number
+-- passed to redis.call is formatted with %.17g, as dear as a pattern
+-- match, and more so for times: constant arguments are written as
+-- strings, times with %d (the same digits, as every value passed is a
+-- whole number below 2^53). The common call takes a fast path before the
+-- loop; the general one keeps nothing for other limits when there are
+-- none and skips the reads whose answer an earlier one gave.
 
 local MAX_REQUESTS = 100000000
 -- Log entries a refusal's wait reads at most (src/sl_algo.h SL_LOG_WALK).
@@ -67,8 +73,9 @@ local MAX_WINDOW = 366 * 86400 * 1000000
 -- commands it ran) only. 7.0 always does; 5.0 and 6.x unless
 -- lua-replicate-commands is no; 3.2 and 4.x when asked first, here. Older
 -- Redis has no such call and refuses the first write, which the module
--- names in the error log (src/sl_prereq.c).
-if redis.replicate_commands then
+-- names in the error log (src/sl_prereq.c). From 7.0 on (which has
+-- REDIS_VERSION_NUM) the call does nothing.
+if redis.replicate_commands and not redis.REDIS_VERSION_NUM then
     redis.replicate_commands()
 end
 local t = redis.call('TIME')
@@ -80,9 +87,114 @@ local peek = #ARGV == 2 + 6 * n and ARGV[#ARGV] == 'peek'
 if n == 0 or #ARGV ~= 1 + 6 * n and not peek or #member == 0 then
     return redis.error_reply('ERR slidinglimit: bad arguments')
 end
+-- One limit and no peek: what a limit leaves for the others (held below)
+-- and its remaining and reset had nothing been admitted are never read.
+local solo = n == 1 and not peek
 
 local floor, ceil, find, match, format, sub = math.floor, math.ceil,
     string.find, string.match, string.format, string.sub
+
+-- The common call, a counter or a log of cost 1 without a block alone in
+-- its call (and a burst the requests' own string, as the module sends
+-- it), decided here with what the general loop below does for it and
+-- nothing else: at this rate of calls the loop's bookkeeping (the other
+-- arguments' checks, the dispatch, the held state) costs as much as the
+-- math. Anything else (bad arguments, a key of another type, a log with a
+-- total, a refusal that must walk the log) goes the general way, which
+-- names the error or replaces the key as before; the fast path has
+-- written nothing by then but the trim the general way would make. The
+-- math is the general branches', operation for operation: change both.
+local alg1 = ARGV[2]
+if solo and (alg1 == 'c' or alg1 == 'l') and ARGV[6] == '1'
+    and ARGV[7] == '0' then
+    local s_limit, s_win = ARGV[3], ARGV[4]
+    local limit = find(s_limit, '^%d+$') and s_limit + 0
+    local win = find(s_win, '^%d+$') and s_win + 0
+    local key = KEYS[1]
+    local valid = ARGV[5] == s_limit and limit and win and limit >= 1
+        and limit <= MAX_REQUESTS and win >= MIN_WINDOW
+        and win <= MAX_WINDOW
+    local v = valid and alg1 == 'c' and redis.pcall('GET', key)
+    -- v: false (a log, bad arguments or no key), a string or an error.
+    if valid and alg1 == 'c' and type(v) ~= 'table' then
+        local idx = floor(now / win)
+        local cur, prev, head = 0, 0, false
+        local stp, sc
+        if v then
+            stp, sc = match(v,
+                '^([1-8]%d%d%d%d%d%d%d%d%d)(%d%d%d%d%d%d%d%d%d)$')
+        end
+        if stp then
+            local tp = stp + 0
+            local tag = floor(tp / 1000000000)
+            if tag == idx % 8 + 1 then
+                cur, prev, head = sc + 0, tp - tag * 1000000000, stp
+            elseif tag == (idx - 1) % 8 + 1 then
+                prev = sc + 0
+            end
+        end
+        local start = idx * win
+        local w = prev * (win - (now - start)) / win
+        local ok = w + cur + 1 <= limit
+        local c = ok and cur + 1 or cur
+        local rr, rrs = floor(limit - (w + c)), 0
+        if rr < 0 then
+            rr = 0
+        end
+        if rr < limit then
+            local x = ok and limit - rr - 1 or limit - 1
+            if w + c <= x then
+                rrs = 0
+            elseif c <= x then
+                rrs = ceil((start - now) + win - win * (x - c) / prev)
+            else
+                rrs = ceil((start - now) + 2 * win - win * x / c)
+            end
+        end
+        if not ok then
+            return { sec, usec, 0, 0, 0, rrs }
+        end
+        redis.call('SET', key, head and head .. format('%09d', c)
+            or format('%d%09d%09d', idx % 8 + 1, prev, c), 'PX',
+            ceil(((idx + 2) * win - now) / 1000) + 1)
+        return { sec, usec, 1, 1, rr, rrs }
+    elseif valid and alg1 == 'l' then
+        -- The log without a total, nothing stored at or below 0: every
+        -- member is one request of one unit, and the trim removes the
+        -- oldest gone ranks of the first read.
+        v = redis.pcall('ZRANGE', key, '0', '1', 'WITHSCORES')
+        local first = v[2] and v[2] + 0
+        local units, at = false, false
+        if not v.err and not (first and first <= 0) then
+            local gone = 0
+            if first and not (first > now - win) then
+                gone = redis.call('ZREMRANGEBYSCORE', key, '(0',
+                    format('%d', now - win))
+            end
+            units = #v < 4 and #v / 2 - gone or redis.call('ZCARD', key)
+            -- The wait of the oldest live unit (u = 0 in the walk).
+            if units > 0 and units <= limit then
+                at = gone < #v / 2 and v[2 * gone + 2] + 0
+                    or redis.call('ZRANGE', key, '0', '0', 'WITHSCORES')[2] + 0
+            end
+        end
+        if units == 0 or at then
+            local rs = at and ceil(at + win - now) or win
+            if units >= limit then
+                return { sec, usec, 0, 0, 0, rs }
+            end
+            local base = '1*' .. member
+            local m, k = base, 0
+            local score = #t[2] == 6 and t[1] .. t[2] or format('%d', now)
+            while redis.call('ZADD', key, 'NX', score, m) == 0 do
+                k = k + 1
+                m = base .. ':' .. k
+            end
+            redis.call('PEXPIRE', key, format('%d', ceil(win / 1000) + 1))
+            return { sec, usec, 1, 1, limit - units - 1, rs }
+        end
+    end
+end
 
 -- The reply, sized for one limit (a constructor sizes the array part, so
 -- the common call never regrows it).
@@ -92,9 +204,11 @@ local out = { sec, usec, 1, 0, 0, 0 }
 -- the deferred write: the key held foreign data, the value to SET (false
 -- for the log), its TTL in milliseconds, the cost, and for the log the
 -- units and requests in its window and the name of its total (false:
--- none).
-local held = { 0, 0, false, false, 0, 1, 0, 0, false }
+-- none). A solo call keeps them in the locals below, which also hold the
+-- values of the limit being decided.
+local held = not solo and { 0, 0, false, false, 0, 1, 0, 0, false }
 local admitted = true
+local ok, r, rs, r0, rs0, foreign, value, ttl, cost, units, nreq, tname
 -- peek: per limit the time left in its block.
 local blocked = peek and {}
 
@@ -103,12 +217,16 @@ for i = 1, n do
     local key, alg, s_limit, s_win, s_burst, s_cost, s_block = KEYS[i],
         ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5]
     -- A whole number in range. Digits only: tonumber (and arithmetic)
-    -- also accept "nan", "inf", "0x10" and "1e3".
+    -- also accept "nan", "inf", "0x10" and "1e3". Equal strings are one
+    -- object in Lua, so comparing one with a constant costs nothing: the
+    -- usual burst (the requests' own string), cost and block skip the
+    -- pattern.
     local limit = find(s_limit, '^%d+$') and s_limit + 0
     local win = find(s_win, '^%d+$') and s_win + 0
-    local burst = find(s_burst, '^%d+$') and s_burst + 0
-    local cost = find(s_cost, '^%d+$') and s_cost + 0
-    local block = find(s_block, '^%d+$') and s_block + 0
+    local burst = s_burst == s_limit and limit
+        or find(s_burst, '^%d+$') and s_burst + 0
+    cost = s_cost == '1' and 1 or find(s_cost, '^%d+$') and s_cost + 0
+    local block = s_block == '0' and 0 or find(s_block, '^%d+$') and s_block + 0
     if not limit or limit < 1 or limit > MAX_REQUESTS
         or not win or win < MIN_WINDOW or win > MAX_WINDOW
         or not burst or burst < 1 or burst > MAX_REQUESTS
@@ -120,13 +238,15 @@ for i = 1, n do
         return redis.error_reply('ERR slidinglimit: bad cost ' .. i)
     end
 
-    -- ok; remaining and reset after this request (admitted) or now
-    -- (refused); r0, rs0 the same had nothing been admitted.
-    local ok, r, rs, r0, rs0
+    -- Every branch below sets ok; remaining and reset after this request
+    -- (admitted) or now (refused), r and rs; r0, rs0 the same had nothing
+    -- been admitted (unless solo and admitted); and an admission's value
+    -- and TTL.
     -- A read errs only on a key of another type: read as empty.
-    local v, foreign, value, ttl
+    local v
+    foreign = false
     -- The log's units and requests in the window, and its total's name.
-    local units, nreq, tname = 0, 0, false
+    units, nreq, tname = 0, 0, false
     -- The end of this limit's block, if one is running. A value beyond
     -- what a refusal writes (the store's clock stepped back, or foreign
     -- data) ends one block from now, as the key's TTL does anyway.
@@ -156,26 +276,38 @@ for i = 1, n do
         -- the members scored before T0: they were written when each
         -- request in the window was one unit, or by the script before this
         -- one, which wrote one member per unit.
-        local made, gone, base = false, 0, 0
-        v = redis.pcall('ZRANGE', key, 0, 0, 'WITHSCORES')
+        --
+        -- The two oldest members come first: the total, if any, and the
+        -- oldest request, whose score tells whether anything expired at
+        -- all; with one member or none they also give the count, and
+        -- without a total, when at most one expired, the oldest live
+        -- request's time, so those calls are skipped.
+        local made, gone, base, first = false, 0, 0, false
+        v = redis.pcall('ZRANGE', key, '0', '1', 'WITHSCORES')
         if v.err then
             foreign = true
         else
-            if v[2] and find(v[1], '^#%d+$') and v[2] + 0 < 0 then
-                tname, made, units = v[1], sub(v[1], 2) + 0, -v[2]
+            first = v[2] and v[2] + 0
+            if first and first < 0 and find(v[1], '^#%d+$') then
+                tname, made, units = v[1], sub(v[1], 2) + 0, -first
             end
             -- The expired, oldest first: ranks 1 .. gone behind the total,
             -- which needs their weights; without one, the trim's count is
             -- all there is to know, and a log of requests of one unit runs
             -- the commands it always ran (ZRANGEBYSCORE is in no ACL the
-            -- README gives).
-            if tname or peek then
-                gone = redis.call('ZCOUNT', key, '(0', now - win)
+            -- README gives). Nothing has expired when the oldest request
+            -- (the lowest score but the total's) is in the window.
+            local low = v[tname and 4 or 2]
+            if not low or low + 0 > now - win then
+                gone = 0
+            elseif tname or peek then
+                gone = redis.call('ZCOUNT', key, '(0', format('%d', now - win))
             else
-                gone = redis.call('ZREMRANGEBYSCORE', key, '(0', now - win)
+                gone = redis.call('ZREMRANGEBYSCORE', key, '(0',
+                    format('%d', now - win))
             end
             if tname and gone > 0 then
-                local e = redis.call('ZRANGE', key, 1, gone, 'WITHSCORES')
+                local e = redis.call('ZRANGE', key, '1', gone, 'WITHSCORES')
                 for j = 1, #e, 2 do
                     local x, w = e[j + 1] + 0, 1
                     if x >= made then
@@ -186,9 +318,16 @@ for i = 1, n do
                 end
             end
             if tname and gone > 0 and not peek then
-                redis.call('ZREMRANGEBYSCORE', key, '(0', now - win)
+                redis.call('ZREMRANGEBYSCORE', key, '(0',
+                    format('%d', now - win))
             end
-            nreq = redis.call('ZCARD', key) - (tname and 1 or 0)
+            -- What ZCARD would answer: the trim removed gone members.
+            if #v < 4 then
+                nreq = #v / 2 - (peek and 0 or gone)
+            else
+                nreq = redis.call('ZCARD', key)
+            end
+            nreq = nreq - (tname and 1 or 0)
             if peek then
                 nreq = nreq - gone
             end
@@ -230,6 +369,14 @@ for i = 1, n do
                 r, r0, u = 0, 0, units + cost - limit - 1
             end
             local at, rank, step, acc = false, base, 1, 0
+            -- Without a total each member is one unit, so the wait for
+            -- u = 0 is the oldest live member's, rank gone of the first
+            -- read: the trim removed the ranks before it (no score at or
+            -- below 0 came first), or a peek removed nothing.
+            if u == 0 and not tname and gone < #v / 2
+                and (peek or first > 0) then
+                at = v[2 * gone + 2] + 0
+            end
             while not at and rank - base < MAX_WALK do
                 local e = redis.call('ZRANGE', key, rank, rank + step - 1,
                     'WITHSCORES')
@@ -255,7 +402,7 @@ for i = 1, n do
                 end
             end
             if not at and rank - base >= MAX_WALK then
-                at = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2] + 0
+                at = redis.call('ZRANGE', key, '-1', '-1', 'WITHSCORES')[2] + 0
             end
             -- Without such a member (a total out of shape), a window.
             rs = at and ceil(at + win - now) or win
@@ -314,7 +461,7 @@ for i = 1, n do
         -- early.
         -- Admitted: k = 0 is now, k = 1 after this request. Refused: only
         -- k = 1, the request's own wait.
-        for k = ok and 0 or 1, 1 do
+        for k = ok and not solo and 0 or 1, 1 do
             local c = ok and k == 1 and cur + cost or cur
             local rr, rrs = floor(limit - (w + c)), 0
             if rr < 0 then
@@ -379,7 +526,7 @@ for i = 1, n do
         -- Remaining and reset for a TAT of tt: the stored one, then (if
         -- admitted) the new one. Counted by k, not stepped by T: near 1.8e15
         -- doubles are 0.25 apart, and a T below half that leaves tt + T == tt.
-        for k = 0, ok and 1 or 0 do
+        for k = ok and solo and 1 or 0, ok and 1 or 0 do
             local tt = k == 0 and tat or new_tat
             local rr, rrs = floor((tau - (tt - now)) / T + 0.5 / T), 0
             if rr < 0 then
@@ -422,19 +569,26 @@ for i = 1, n do
         end
         rs0 = rs
     end
-    local o, h = 3 * i, 9 * i - 9
+    local o = 3 * i
     out[o + 1], out[o + 2], out[o + 3] = ok and 1 or 0, r, rs
-    held[h + 1], held[h + 2], held[h + 3], held[h + 4], held[h + 5],
-        held[h + 6], held[h + 7], held[h + 8], held[h + 9] = r0, rs0,
-        foreign or false, value, ttl, cost, units, nreq, tname
+    if held then
+        local h = 9 * i - 9
+        held[h + 1], held[h + 2], held[h + 3], held[h + 4], held[h + 5],
+            held[h + 6], held[h + 7], held[h + 8], held[h + 9] = r0, rs0,
+            foreign, value, ttl, cost, units, nreq, tname
+    end
 end
 
 if not admitted or peek then
     out[3] = admitted and 1 or 0
-    for i = 1, n do
-        out[3 * i + 2], out[3 * i + 3] = held[9 * i - 8], held[9 * i - 7]
-        if peek then
-            out[3 + 3 * n + i] = blocked[i]
+    if not held then
+        out[5], out[6] = r0, rs0
+    else
+        for i = 1, n do
+            out[3 * i + 2], out[3 * i + 3] = held[9 * i - 8], held[9 * i - 7]
+            if peek then
+                out[3 + 3 * n + i] = blocked[i]
+            end
         end
     end
     return out
@@ -451,10 +605,13 @@ for i = 1, n do
             last = false
         end
     end
-    if last then
+    if last and held then
         local h = 9 * i - 9
-        local foreign, value, ttl, cost = held[h + 3], held[h + 4],
-            held[h + 5], held[h + 6]
+        foreign, value, ttl, cost, units, nreq, tname = held[h + 3],
+            held[h + 4], held[h + 5], held[h + 6], held[h + 7],
+            held[h + 8], held[h + 9]
+    end
+    if last then
         -- A key holding something this script did not write is replaced
         -- (see the top); this is worth a line in the log.
         if foreign then
@@ -464,7 +621,6 @@ for i = 1, n do
         if value then
             redis.call('SET', key, value, 'PX', ttl)
         else
-            local units, nreq, tname = held[h + 7], held[h + 8], held[h + 9]
             if foreign then
                 redis.call('DEL', key)
                 units, nreq, tname = 0, 0, false
@@ -474,9 +630,12 @@ for i = 1, n do
             -- request; should a reused one still be in the log (a
             -- per-child counter that wrapped), a suffix keeps the entry
             -- from replacing the older one.
-            local base = cost .. '*' .. member
+            local base = cost == 1 and '1*' .. member or cost .. '*' .. member
             local m, k = base, 0
-            while redis.call('ZADD', key, 'NX', now, m) == 0 do
+            -- now as %.17g writes it, at a quarter of the cost: TIME's
+            -- own digits when they need no padding.
+            local score = #t[2] == 6 and t[1] .. t[2] or format('%d', now)
+            while redis.call('ZADD', key, 'NX', score, m) == 0 do
                 k = k + 1
                 m = base .. ':' .. k
             end
@@ -487,7 +646,7 @@ for i = 1, n do
             elseif tname then
                 redis.call('ZREM', key, tname)
             end
-            redis.call('PEXPIRE', key, ttl)
+            redis.call('PEXPIRE', key, format('%d', ttl))
         end
     end
 end

@@ -30,10 +30,12 @@
 --            a long request never gives back what decayed while it ran,
 --            which would come out of later requests' charges.
 -- Every write keeps the key's TTL, which the admission set long enough.
--- Cheap like the check: no closures, no tables but the reply.
+-- Cheap like the check: no closures, no tables but the reply, constant
+-- arguments to Redis as strings (it formats numbers with %.17g).
 
--- Effects replication, for the writes after TIME (see lua/sl_check.lua).
-if redis.replicate_commands then
+-- Effects replication, for the writes after TIME (see lua/sl_check.lua);
+-- from 7.0 on the call does nothing.
+if redis.replicate_commands and not redis.REDIS_VERSION_NUM then
     redis.replicate_commands()
 end
 local t = redis.call('TIME')
@@ -64,11 +66,12 @@ for i = 1, n do
 
     if alg == 'l' then
         -- ZREM on a key of another type errs: nothing to give back there.
-        if redis.pcall('ZREM', key, cost .. '*' .. member) == 1 then
+        local name = cost == 1 and '1*' .. member or cost .. '*' .. member
+        if redis.pcall('ZREM', key, name) == 1 then
             back = cost
             -- The window's total, if the log holds one (lua/sl_check.lua):
             -- dropped once every request left is one unit.
-            local v = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+            local v = redis.call('ZRANGE', key, '0', '0', 'WITHSCORES')
             if v[2] and find(v[1], '^#%d+$') and v[2] + 0 < 0 then
                 local units, nreq = -v[2] - cost, redis.call('ZCARD', key) - 1
                 if units > nreq then
