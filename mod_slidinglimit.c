@@ -6,8 +6,8 @@
  * authentication (count= sections) and ends the status handler's look-up;
  * fixups decides (FIRST), and again (REALLY_LAST) for the file mod_dir's
  * DirectoryIndex or FallbackResource serves instead; log_transaction gives
- * back what count= did not count; the handler is the status page. Where the rest lives (*: pure,
- * APR only, no httpd.h, unit-tested in tests/unit):
+ * back what count= did not count; the handler is the status page. Where the
+ * rest lives (*: pure, APR only, no httpd.h, unit-tested in tests/unit):
  *
  * Configuration
  *   src/sl_config.c        the records, their merge, the command table
