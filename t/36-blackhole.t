@@ -8,7 +8,6 @@ use warnings;
 use Apache::Test qw(-withtestmore);
 use Apache::TestUtil;
 use IO::Socket::INET;
-use Socket qw(PF_INET SOCK_STREAM SOL_SOCKET SO_REUSEADDR sockaddr_in inet_aton);
 use Time::HiRes qw(sleep time);
 use SL::Test;
 use SL::Fault;
@@ -17,18 +16,7 @@ use SL::Wire;
 plan tests => 8;
 
 my $port = $ENV{SL_TEST_BLACKHOLE_PORT} or die "SL_TEST_BLACKHOLE_PORT unset";
-# listen(2) with a backlog of 0 (IO::Socket::INET would not pass a 0).
-socket(my $listen, PF_INET, SOCK_STREAM, 0) or die "socket: $!";
-setsockopt($listen, SOL_SOCKET, SO_REUSEADDR, 1);
-bind($listen, sockaddr_in($port, inet_aton('127.0.0.1'))) or die "bind $port: $!";
-listen($listen, 0) or die "listen: $!";
-# Fill the accept queue; never accept.
-my @fill;
-for (1 .. 2) {
-    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port,
-        Timeout => 0.2);
-    push @fill, $s if $s;
-}
+my $blackhole = fault_blackhole($port);
 my $t0 = time;
 my $probe = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port,
     Timeout => 0.5);
@@ -93,5 +81,4 @@ my $bound = breaker_calls_max($secs);
 ok($calls <= $bound,
     "the breaker spares the others ($calls of 10 tried to connect; at most $bound in "
       . sprintf('%.2f s)', $secs));
-close $_ for @fill;
-close $listen;
+close $_ for @$blackhole;

@@ -11,27 +11,18 @@ use warnings;
 use Apache::Test qw(-withtestmore);
 use Apache::TestUtil;
 use HTTP::Tiny;
-use IO::Socket::INET;
 use JSON::PP qw(decode_json);
-use Socket qw(PF_INET SOCK_STREAM SOL_SOCKET SO_REUSEADDR sockaddr_in inet_aton);
 use Time::HiRes qw(sleep time);
 use SL::Test;
 use SL::Httpd;
+use SL::Fault;
 
 plan tests => 8;
 
 # A port whose accept queue is full: the kernel drops further SYNs, so a
-# connect waits for its timeout (t/36-blackhole.t).
+# connect waits for its timeout (SL::Fault's fault_blackhole).
 my $port = free_port(10000, 10000);
-socket(my $listen, PF_INET, SOCK_STREAM, 0) or die "socket: $!";
-setsockopt($listen, SOL_SOCKET, SO_REUSEADDR, 1);
-bind($listen, sockaddr_in($port, inet_aton('127.0.0.1'))) or die "bind $port: $!";
-listen($listen, 0) or die "listen: $!";
-my @fill;
-for (1 .. 2) {
-    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Timeout => 0.2);
-    push @fill, $s if $s;
-}
+my $blackhole = fault_blackhole($port);
 
 my $C = 2;    # the connect timeout, long next to a fast answer
 my $store = "redis://127.0.0.1:$port";
@@ -88,5 +79,4 @@ my $log = $h->error_log;
 ok(scalar(() = $log =~ /reset by 127\.0\.0\.1 of the budgets of client ip .*: the store is unavailable/g) >= 2,
     '... the refused resets are logged with the reason');
 $h->stop;
-close $_ for @fill;
-close $listen;
+close $_ for @$blackhole;

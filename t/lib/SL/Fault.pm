@@ -9,9 +9,11 @@ use warnings;
 
 use Exporter qw(import);
 use Time::HiRes qw(time sleep);
+use IO::Socket::INET;
+use Socket qw(PF_INET SOCK_STREAM SOL_SOCKET SO_REUSEADDR sockaddr_in inet_aton);
 use SL::Test qw(wait_until);
 
-our @EXPORT = qw(fault_redis fault_pid fault_stop fault_start fault_hang
+our @EXPORT = qw(fault_blackhole fault_redis fault_pid fault_stop fault_start fault_hang
   fault_resume error_log_lines fault_port store_display breaker_calls_max);
 
 sub fault_port { $ENV{SL_TEST_FAULT_REDIS_PORT} or die "SL_TEST_FAULT_REDIS_PORT unset" }
@@ -74,6 +76,26 @@ sub error_log_lines {
     my $log = Apache::Test::vars('t_logs') . '/error_log';
     open my $fh, '<', $log or return ();
     return grep { /$re/ } <$fh>;
+}
+
+# A store address that never completes a connection: a socket listening on
+# $port of 127.0.0.1 with a backlog of 0 (IO::Socket::INET would not pass
+# a 0), its accept queue filled and never accepted, so the kernel drops
+# further SYNs as a firewall that drops packets would. Returns what must
+# stay open for as long as the port is to stay a black hole.
+sub fault_blackhole {
+    my ($port) = @_;
+    socket(my $listen, PF_INET, SOCK_STREAM, 0) or die "socket: $!";
+    setsockopt($listen, SOL_SOCKET, SO_REUSEADDR, 1);
+    bind($listen, sockaddr_in($port, inet_aton('127.0.0.1'))) or die "bind $port: $!";
+    listen($listen, 0) or die "listen: $!";
+    my @held = ($listen);
+    for (1 .. 2) {
+        my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port,
+            Timeout => 0.2);
+        push @held, $s if $s;
+    }
+    return \@held;
 }
 
 1;
