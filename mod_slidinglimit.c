@@ -172,6 +172,7 @@ static int sl_access(request_rec *r)
 static int sl_log_transaction(request_rec *r)
 {
     sl_decide_give_back(r);
+    sl_decide_charge(r);
     return DECLINED;
 }
 
@@ -290,6 +291,10 @@ static void sl_register_hooks(apr_pool_t *p)
                            APR_HOOK_REALLY_FIRST);
     ap_hook_access_checker(sl_access, NULL, NULL, APR_HOOK_FIRST);
     ap_hook_log_transaction(sl_log_transaction, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_insert_filter(sl_decide_insert_filter, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_insert_error_filter(sl_decide_insert_filter, NULL, NULL,
+                                APR_HOOK_MIDDLE);
+    sl_decide_register_filter();
     ap_hook_handler(sl_status_handler, NULL, NULL, APR_HOOK_MIDDLE);
 }
 

@@ -276,6 +276,18 @@ apr_int64_t sl_counter_give_back(apr_int64_t now, apr_int64_t win,
     return back;
 }
 
+apr_int64_t sl_counter_charge(apr_int64_t now, apr_int64_t win,
+                              apr_int64_t cost, sl_counter_t *st)
+{
+    sl_counter_t loaded;
+
+    sl_counter_load(now, win, st, &loaded);
+    if (loaded.cur + cost > SL_COUNTER_MAX) {
+        cost = SL_COUNTER_MAX - loaded.cur;
+    }
+    return sl_counter_apply(now, win, cost, st);
+}
+
 /* ---- GCRA ---- */
 
 static void sl_gcra_rem_reset(double now, double T, double tau, double tt,
@@ -368,6 +380,34 @@ apr_int64_t sl_gcra_give_back(apr_int64_t now, apr_int64_t limit,
     }
     st->tat = tat - back;
     return (apr_int64_t) ceil(back / T);
+}
+
+apr_int64_t sl_gcra_charge(apr_int64_t now, apr_int64_t limit, apr_int64_t win,
+                           apr_int64_t burst, apr_int64_t cost, sl_gcra_t *st)
+{
+    double dnow = (double) now;
+    double T = (double) win / (double) limit;
+    double tau = (double) burst * T;
+    double tat = st->tat;
+    double new_tat;
+
+    /* A stored 0 (no state) or NaN reads as now, as the script's tonumber
+     * of a missing key does. */
+    if (!(tat >= dnow)) {
+        tat = dnow;
+    }
+    else if (tat > dnow + tau + 1) {
+        tat = dnow + tau - T;
+    }
+    new_tat = tat + (double) cost * T;
+    if (new_tat > dnow + tau) {
+        new_tat = dnow + tau;
+    }
+    if (!(new_tat > tat)) {
+        return 0;
+    }
+    st->tat = new_tat;
+    return sl_px_deadline(now, new_tat - dnow);
 }
 
 /* ---- blocks ---- */

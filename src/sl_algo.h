@@ -109,6 +109,13 @@ apr_int64_t sl_counter_give_back(apr_int64_t now, apr_int64_t win,
                                  apr_int64_t at, apr_int64_t cost,
                                  sl_counter_t *st);
 
+/* The charge of cost=after: (lua/sl_charge.lua): cost units into now's
+ * window whatever the limit, the count kept within the script's nine
+ * digits (SL_COUNTER_MAX). Returns the expiry time, as an admission's. */
+#define SL_COUNTER_MAX 999999999
+apr_int64_t sl_counter_charge(apr_int64_t now, apr_int64_t win,
+                              apr_int64_t cost, sl_counter_t *st);
+
 /* GCRA: the theoretical arrival time of the next request; 0 is no state. */
 typedef struct sl_gcra {
     double tat;
@@ -133,6 +140,13 @@ apr_int64_t sl_gcra_apply(apr_int64_t now, apr_int64_t limit, apr_int64_t win,
 apr_int64_t sl_gcra_give_back(apr_int64_t now, apr_int64_t limit,
                               apr_int64_t win, apr_int64_t at, apr_int64_t cost,
                               sl_gcra_t *st);
+
+/* The charge of cost=after: (lua/sl_charge.lua): the TAT moves on by cost
+ * intervals, at most to an empty bucket (now + tau): a TAT beyond it reads
+ * as a clock that stepped back. Returns the expiry time (0: nothing
+ * charged, the state is unchanged). */
+apr_int64_t sl_gcra_charge(apr_int64_t now, apr_int64_t limit, apr_int64_t win,
+                           apr_int64_t burst, apr_int64_t cost, sl_gcra_t *st);
 
 /* Blocks (SlidingLimit ... block=): until is the stored end of the limit's
  * block (0: none). While it runs the limit refuses, whatever its

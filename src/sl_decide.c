@@ -52,6 +52,18 @@ typedef struct sl_reserved {
     apr_time_t at;
 } sl_reserved_t;
 
+/* A cost=after: decision's bill: its limits are charged their real cost
+ * once the response is known (log_transaction). */
+typedef struct sl_owed {
+    struct sl_owed *next;
+    sl_store_t *store; /* the store that admitted */
+    sl_proc_t *proc;
+    const apr_array_header_t *limits;
+    sl_budget_t *budgets;
+    int n;
+    const char *member;
+} sl_owed_t;
+
 /* One decision's budgets (its sl_case_t's, which only their costs change
  * after). */
 typedef struct sl_seen {
@@ -74,6 +86,10 @@ typedef struct sl_note {
      * target may decide for it. */
     int resolving;
     sl_reserved_t *reserved;
+    sl_owed_t *owed;
+    /* cost=after:header:NAME: the values the cost filter took out of the
+     * response, by NAME. */
+    apr_table_t *after_values;
     /* The limits its quota headers describe, and their quota. */
     const apr_array_header_t *shown_limits;
     sl_decision_t shown;
@@ -561,6 +577,34 @@ static int sl_answer(const sl_case_t *c, const sl_outcome_t *o,
     return sl_refuse(c, o->status, o->unavailable, sl_retry_after(d));
 }
 
+/* An admission of limits with cost=after:: the bill, charged after the
+ * response (sl_decide_charge). */
+static void sl_owe(const sl_case_t *c, sl_store_t *store)
+{
+    sl_note_t *note;
+    sl_owed_t *owed;
+    int i;
+
+    for (i = 0; i < c->n; i++) {
+        if (APR_ARRAY_IDX(c->limits, i, sl_limit_t *)->after) {
+            break;
+        }
+    }
+    if (i == c->n) {
+        return;
+    }
+    note = sl_note(c->r);
+    owed = apr_palloc(c->r->pool, sizeof(*owed));
+    owed->store = store;
+    owed->proc = c->proc;
+    owed->limits = c->limits;
+    owed->budgets = c->budgets;
+    owed->n = c->n;
+    owed->member = c->member;
+    owed->next = note->owed;
+    note->owed = owed;
+}
+
 /* The decision for the client's request r under target's section dc:
  * target is r, or mod_dir's look-up of r's target. */
 static int sl_decide_for(request_rec *r, request_rec *target,
@@ -620,6 +664,10 @@ static int sl_decide_for(request_rec *r, request_rec *target,
         res->at = d.now;
         res->next = note->reserved;
         note->reserved = res;
+    }
+    if (store_step == SL_STEP_ADMITTED || fallback == SL_STEP_ADMITTED) {
+        sl_owe(&c, store_step == SL_STEP_ADMITTED ? c.store
+                                                  : sl_store_fallback(c.proc));
     }
     return sl_answer(&c, &o, &d);
 }
@@ -746,5 +794,211 @@ void sl_decide_give_back(request_rec *r)
             sl_give_back(q, res, status);
         }
         note->reserved = NULL;
+    }
+}
+
+/* The first request of r's chain (the client's), whose note keeps what
+ * the cost filter took. */
+static request_rec *sl_first(request_rec *r)
+{
+    while (r->prev) {
+        r = r->prev;
+    }
+    return r;
+}
+
+/* The header names a request's chain owes a charge by. */
+static int sl_owes_header(request_rec *r)
+{
+    request_rec *q;
+
+    for (q = r; q; q = q->prev) {
+        const sl_note_t *note =
+            ap_get_module_config(q->request_config, &slidinglimit_module);
+        const sl_owed_t *owed;
+        int i;
+        for (owed = note ? note->owed : NULL; owed; owed = owed->next) {
+            for (i = 0; i < owed->n; i++) {
+                if (APR_ARRAY_IDX(owed->limits, i, sl_limit_t *)
+                        ->after_header) {
+                    return 1;
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+/* Takes every owed cost=after:header: header out of f->r's response
+ * before the headers go (the client never sees what the back end told
+ * us), once, on the first brigade: by then a handler, CGI or proxy has
+ * set its headers. */
+static apr_status_t sl_cost_filter(ap_filter_t *f, apr_bucket_brigade *bb)
+{
+    request_rec *r = f->r, *q;
+    sl_note_t *first = sl_note(sl_first(r));
+
+    for (q = r; q; q = q->prev) {
+        const sl_note_t *note =
+            ap_get_module_config(q->request_config, &slidinglimit_module);
+        const sl_owed_t *owed;
+        int i;
+        for (owed = note ? note->owed : NULL; owed; owed = owed->next) {
+            for (i = 0; i < owed->n; i++) {
+                const char *name =
+                    APR_ARRAY_IDX(owed->limits, i, sl_limit_t *)->after_header;
+                const char *v;
+                if (!name) {
+                    continue;
+                }
+                v = apr_table_get(r->headers_out, name);
+                if (!v) {
+                    v = apr_table_get(r->err_headers_out, name);
+                }
+                if (v) {
+                    if (!first->after_values) {
+                        first->after_values = apr_table_make(r->pool, 2);
+                    }
+                    apr_table_set(first->after_values, name, v);
+                }
+                apr_table_unset(r->headers_out, name);
+                apr_table_unset(r->err_headers_out, name);
+            }
+        }
+    }
+    ap_remove_output_filter(f);
+    return ap_pass_brigade(f->next, bb);
+}
+
+void sl_decide_insert_filter(request_rec *r)
+{
+    if (!r->main && sl_owes_header(r)) {
+        ap_add_output_filter(SL_COST_FILTER, NULL, r, r->connection);
+    }
+}
+
+void sl_decide_register_filter(void)
+{
+    /* Before HTTP_HEADER (AP_FTYPE_PROTOCOL), which sends the headers. */
+    ap_register_output_filter(SL_COST_FILTER, sl_cost_filter, NULL,
+                              AP_FTYPE_PROTOCOL - 1);
+}
+
+/* What limit l of a decision of r's chain costs beyond its admission's
+ * unit, by the response: the bytes of its body, or the back end's
+ * header. */
+static apr_int64_t sl_extra_of(request_rec *r, const sl_note_t *first,
+                               const sl_limit_t *l, const sl_budget_t *b)
+{
+    const request_rec *last = r;
+    const char *v = NULL;
+    apr_int64_t extra = 0;
+    int why;
+
+    while (last->next) {
+        last = last->next;
+    }
+    if (l->after == SL_AFTER_BYTES) {
+        v = apr_off_t_toa(r->pool, last->bytes_sent > 0 ? last->bytes_sent : 0);
+    }
+    else if (first->after_values) {
+        v = apr_table_get(first->after_values, l->after_header);
+    }
+    else {
+        /* The filter never ran (no response body went out): the header as
+         * the response has it, if it has one. */
+        v = apr_table_get(last->headers_out, l->after_header);
+        if (!v) {
+            v = apr_table_get(last->err_headers_out, l->after_header);
+        }
+    }
+    if (v && l->after == SL_AFTER_HEADER) {
+        /* Surrounding whitespace is the field's, not the number's. */
+        char *t = apr_pstrdup(r->pool, v);
+        apr_collapse_spaces(t, t);
+        v = t;
+    }
+    why = sl_cost_after(v, l->cost_unit, sl_budget_capacity(b), &extra);
+    if (why != SL_COST_OK && l->after == SL_AFTER_HEADER) {
+        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
+                      "mod_slidinglimit: policy %s: header %s of the "
+                      "response is '%s', %s: charged the most the limit "
+                      "holds (%" APR_INT64_T_FMT ")",
+                      l->name, l->after_header,
+                      ap_escape_logitem(r->pool, apr_pstrndup(r->pool, v, 32)),
+                      why == SL_COST_BAD ? "not a whole number"
+                                         : "more than the limit holds",
+                      sl_budget_capacity(b));
+    }
+    return extra;
+}
+
+/* One bill: every cost=after: limit's extra units, each budget once. */
+static void sl_charge(request_rec *r, const sl_note_t *first,
+                      const sl_owed_t *owed)
+{
+    sl_budget_t *bill = apr_palloc(r->pool, sizeof(*bill) * owed->n);
+    apr_int64_t units = 0;
+    const char *err = NULL;
+    apr_status_t rv;
+    int i, j, k = 0;
+
+    for (i = 0; i < owed->n; i++) {
+        const sl_limit_t *l = APR_ARRAY_IDX(owed->limits, i, sl_limit_t *);
+        const sl_budget_t *b = &owed->budgets[i];
+        apr_int64_t extra;
+        if (!l->after || (extra = sl_extra_of(r, first, l, b)) < 1) {
+            continue;
+        }
+        for (j = 0; j < k; j++) {
+            if (bill[j].key_len == b->key_len &&
+                !memcmp(bill[j].key, b->key, b->key_len)) {
+                break;
+            }
+        }
+        if (j < k) {
+            continue;
+        }
+        bill[k] = *b;
+        bill[k].cost = extra;
+        units += extra;
+        k++;
+    }
+    if (!k) {
+        return;
+    }
+    rv = sl_store_charge(owed->store, r, bill, k, owed->member, &err);
+    sl_stats_charge(owed->proc->stats, rv != APR_SUCCESS, units);
+    if (rv != APR_SUCCESS) {
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, rv, r,
+                      "mod_slidinglimit: %" APR_INT64_T_FMT
+                      " units after the response not charged (store %s: %s)",
+                      units, sl_store_name(owed->store),
+                      err ? err : "unknown error");
+    }
+    else {
+        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
+                      "mod_slidinglimit: charged %" APR_INT64_T_FMT
+                      " units after the response",
+                      units);
+    }
+}
+
+void sl_decide_charge(request_rec *r)
+{
+    request_rec *q;
+    const sl_note_t *first = sl_note(sl_first(r));
+    sl_owed_t *owed;
+
+    for (q = r; q; q = q->next) {
+        sl_note_t *note =
+            ap_get_module_config(q->request_config, &slidinglimit_module);
+        if (!note) {
+            continue;
+        }
+        for (owed = note->owed; owed; owed = owed->next) {
+            sl_charge(r, first, owed);
+        }
+        note->owed = NULL;
     }
 }

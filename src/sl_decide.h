@@ -40,4 +40,15 @@ void sl_decide_give_back(request_rec *r);
  * %{SLIDINGLIMIT_RESULT}e logs it. */
 void sl_decide_carry_env(request_rec *r);
 
+/* cost=after:: the charges owed by r's chain (r the client's request),
+ * once its response is known (log_transaction). */
+void sl_decide_charge(request_rec *r);
+
+/* cost=after:header:: the filter that takes the header out of the
+ * response, registered once and added to each request of a chain that
+ * owes by a header (insert_filter, insert_error_filter). */
+#define SL_COST_FILTER "SLIDINGLIMIT_COST"
+void sl_decide_register_filter(void);
+void sl_decide_insert_filter(request_rec *r);
+
 #endif

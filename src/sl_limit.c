@@ -258,6 +258,34 @@ void sl_limit_set_host(apr_pool_t *p, sl_limit_t *l, const char *host)
     }
 }
 
+/* cost=after:bytes, cost=after:header:NAME (a header field name: a
+ * token, as RFC 9110 has it). */
+static const char *sl_parse_after(apr_pool_t *p, const char *arg,
+                                  const char *what, sl_limit_t *l)
+{
+    const char *s;
+
+    if (!strcasecmp(what, "bytes")) {
+        l->after = SL_AFTER_BYTES;
+        return NULL;
+    }
+    if (!strncasecmp(what, "header:", 7) && what[7]) {
+        for (s = what + 7; *s; s++) {
+            if (!apr_isalnum(*s) && !strchr("!#$%&'*+-.^_`|~", *s)) {
+                return apr_psprintf(p, "'%s': '%s' is not a header name", arg,
+                                    what + 7);
+            }
+        }
+        l->after = SL_AFTER_HEADER;
+        l->after_header = what + 7;
+        return NULL;
+    }
+    return apr_psprintf(p,
+                        "'%s': expected cost=after:bytes or "
+                        "cost=after:header:NAME",
+                        arg);
+}
+
 /* One NAME=VALUE option of a SlidingLimit line, into l. */
 static const char *sl_parse_option(apr_pool_t *p, const char *arg,
                                    sl_limit_t *l)
@@ -288,7 +316,7 @@ static const char *sl_parse_option(apr_pool_t *p, const char *arg,
         }
     }
     else if (klen == 4 && !strncasecmp(arg, "cost", 4) &&
-             (l->cost_expr || l->cost != 1)) {
+             (l->cost_expr || l->cost != 1 || l->after)) {
         return apr_psprintf(p, "'%s': cost= is given twice", arg);
     }
     else if (klen == 4 && !strncasecmp(arg, "cost", 4) &&
@@ -297,6 +325,12 @@ static const char *sl_parse_option(apr_pool_t *p, const char *arg,
             return apr_psprintf(p, "'%s': needs an expression", arg);
         }
         l->cost_expr = val + 5;
+    }
+    else if (klen == 4 && !strncasecmp(arg, "cost", 4) &&
+             !strncasecmp(val, "after:", 6)) {
+        if ((err = sl_parse_after(p, arg, val + 6, l))) {
+            return err;
+        }
     }
     else if (klen == 4 && !strncasecmp(arg, "cost", 4)) {
         if ((err = sl_parse_int(p, val, 1, SL_MAX_REQUESTS, &l->cost))) {
@@ -333,11 +367,19 @@ static const char *sl_limit_check(apr_pool_t *p, sl_limit_t *l)
 {
     double tau;
 
-    if (l->cost_unit && !l->cost_expr) {
+    if (l->cost_unit && !l->cost_expr && !l->after) {
         return apr_psprintf(p,
                             "'cost-unit=%" APR_INT64_T_FMT
-                            "' needs cost=expr: on the same line",
+                            "' needs cost=expr: or cost=after: on the same "
+                            "line",
                             l->cost_unit);
+    }
+    /* count= gives the admission back by the status; cost=after: charges
+     * more by the response: one request would be both undone and
+     * charged. */
+    if (l->after && l->count) {
+        return "cost=after: and count= cannot be on the same line (use two "
+               "lines)";
     }
     if (!l->cost_unit) {
         l->cost_unit = 1;
@@ -448,4 +490,15 @@ int sl_cost_of(const char *v, apr_int64_t unit, apr_int64_t max,
 apr_int64_t sl_budget_capacity(const sl_budget_t *b)
 {
     return b->algorithm == SL_ALG_GCRA && b->burst ? b->burst : b->requests;
+}
+
+int sl_cost_after(const char *v, apr_int64_t unit, apr_int64_t max,
+                  apr_int64_t *extra)
+{
+    apr_int64_t c = 1;
+    int why = sl_cost_of(v, unit, max, &c);
+
+    /* The admission reserved one unit already. */
+    *extra = why == SL_COST_OK ? c - 1 : max - 1;
+    return why;
 }

@@ -40,6 +40,11 @@ typedef struct sl_limit {
      * its status is not listed. */
     const int *count;
     int ncount;
+    /* cost=after:bytes or cost=after:header:NAME (SL_AFTER_*; 0: none):
+     * the request is admitted for one unit and its real cost, known once
+     * the response is, charged in log_transaction (sl_decide.c). */
+    int after;
+    const char *after_header;
     /* What the quota headers say of the limit whatever the request, made
      * once when the line is read (sl_wire_limit): its name as an
      * sf-string, its requests in decimal, its RateLimit-Policy item
@@ -70,6 +75,9 @@ typedef struct sl_budget {
      * (a give-back can free room before the reset). */
     int reserve;
 } sl_budget_t;
+
+#define SL_AFTER_BYTES  1
+#define SL_AFTER_HEADER 2
 
 /* Every parser returns NULL on success or an error message naming the bad
  * token, allocated from p. */
@@ -110,6 +118,16 @@ int sl_limit_counts(const sl_limit_t *l, int status);
 #define SL_COST_OVER 2
 int sl_cost_of(const char *v, apr_int64_t unit, apr_int64_t max,
                apr_int64_t *cost);
+
+/* cost=after:: the units to charge after the response for a measured
+ * value v (bytes sent, or a header's text; NULL: none) under a limit that
+ * holds max units, besides the one unit reserved at admission: v divided
+ * by unit, rounded up, at least 1 and at most max, less that unit.
+ * SL_COST_OK, or SL_COST_BAD / SL_COST_OVER with *extra the fallback
+ * (max - 1: a value the back end got wrong costs the most, never
+ * nothing). */
+int sl_cost_after(const char *v, apr_int64_t unit, apr_int64_t max,
+                  apr_int64_t *extra);
 
 /* The most units one request may cost under a budget: its burst under
  * gcra, else its requests. */

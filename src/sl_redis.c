@@ -100,6 +100,7 @@ apr_status_t sl_redis_create(apr_pool_t *p, const sl_store_url_t *url,
     rs->queue_timeout = connect_timeout + command_timeout;
     sl_script_init(p, &rs->check, sl_script_check);
     sl_script_init(p, &rs->give_back, sl_script_give_back);
+    sl_script_init(p, &rs->charge, sl_script_charge);
     rv = apr_thread_mutex_create(&rs->mutex, APR_THREAD_MUTEX_DEFAULT, p);
     if (rv == APR_SUCCESS && url->kind == SL_URL_SENTINEL) {
         rs->master.sentinel.url = url;
@@ -399,6 +400,51 @@ apr_status_t sl_redis_give_back(sl_redis_t *rs, apr_pool_t *p,
     int trips;
     apr_status_t rv = sl_redis_call(rs, p, budgets, &rs->give_back, buf, len,
                                     NULL, &reply, err, &trips);
+
+    if (reply) {
+        freeReplyObject(reply);
+    }
+    return rv;
+}
+
+/* lua/sl_charge.lua's arguments: per budget its algorithm, requests,
+ * window, burst and the units to charge (its cost). */
+static const char *sl_charge_command(sl_redis_t *rs, apr_pool_t *p,
+                                     const sl_budget_t *budgets, int n,
+                                     const char *member, apr_size_t member_len,
+                                     apr_size_t *len)
+{
+    char *buf = apr_palloc(p, sl_script_size(budgets, n, member_len, 5 * n));
+    char *o = sl_script_head(buf, 4 + n + 5 * n, &rs->charge, budgets, n,
+                             member, member_len);
+    int i;
+
+    for (i = 0; i < n; i++) {
+        const sl_budget_t *b = &budgets[i];
+        char code = sl_algorithm_code(b->algorithm);
+
+        o = sl_resp_arg(o, &code, 1);
+        o = sl_resp_int(o, b->requests);
+        o = sl_resp_int(o, b->window);
+        o = sl_resp_int(o, b->burst ? b->burst : b->requests);
+        o = sl_resp_int(o, b->cost > 1 ? b->cost : 1);
+    }
+    *len = (apr_size_t) (o - buf);
+    return buf;
+}
+
+apr_status_t sl_redis_charge(sl_redis_t *rs, apr_pool_t *p,
+                             const sl_budget_t *budgets, int n,
+                             const char *member, apr_size_t member_len,
+                             const char **err)
+{
+    redisReply *reply = NULL;
+    apr_size_t len;
+    const char *buf =
+        sl_charge_command(rs, p, budgets, n, member, member_len, &len);
+    int trips;
+    apr_status_t rv = sl_redis_call(rs, p, budgets, &rs->charge, buf, len, NULL,
+                                    &reply, err, &trips);
 
     if (reply) {
         freeReplyObject(reply);

@@ -40,6 +40,14 @@ apr_status_t sl_redis_give_back(sl_redis_t *rs, apr_pool_t *p,
                                 const char *member, apr_size_t member_len,
                                 apr_time_t at, const char **err);
 
+/* The charge of cost=after: (lua/sl_charge.lua): each budget's cost added
+ * after the response of the decision with member, past the limit if need
+ * be. */
+apr_status_t sl_redis_charge(sl_redis_t *rs, apr_pool_t *p,
+                             const sl_budget_t *budgets, int n,
+                             const char *member, apr_size_t member_len,
+                             const char **err);
+
 /* The operator's look at budgets (the status handler): the check script's
  * peek, which changes nothing. *d is the state now (quota[i]: whether the
  * next request of the budget's cost fits, remaining, reset), blocked[i]

@@ -36,6 +36,11 @@ apr_status_t sl_shm_decide(sl_shm_t *shm, apr_pool_t *p,
 
 /* The give-back of count=: the budgets' reservations admitted at the
  * store time at go back (see sl_table_give_back). */
+/* The charge of cost=after: (lua/sl_charge.lua): each budget's cost added
+ * at now, past the limit if need be (see sl_table_charge). */
+apr_status_t sl_shm_charge(sl_shm_t *shm, apr_pool_t *p,
+                           const sl_budget_t *budgets, int n, apr_time_t now);
+
 void sl_shm_give_back(sl_shm_t *shm, apr_pool_t *p, const sl_budget_t *budgets,
                       int n, apr_time_t at, apr_time_t now);
 

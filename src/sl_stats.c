@@ -81,6 +81,10 @@ typedef struct sl_stats_seg {
     volatile apr_uint64_t blocks;
     /* A digest of the store the breaker belongs to (sl_stats_breaker). */
     unsigned char breaker_of[APR_SHA1_DIGESTSIZE];
+    /* cost=after:'s charges after the response: done, failed (the store
+     * was down: the request had been served), and the units charged. */
+    volatile apr_uint64_t charges[2];
+    volatile apr_uint64_t charged_units;
 } sl_stats_seg_t;
 
 struct sl_stats {
@@ -279,6 +283,17 @@ void sl_stats_blocks(sl_stats_t *st, int started)
 {
     if (st && started > 0) {
         sl_atomic_add64(&st->seg->blocks, (apr_uint64_t) started);
+    }
+}
+
+void sl_stats_charge(sl_stats_t *st, int failed, apr_int64_t units)
+{
+    if (!st) {
+        return;
+    }
+    sl_atomic_inc64(&st->seg->charges[failed ? 1 : 0]);
+    if (!failed && units > 0) {
+        sl_atomic_add64(&st->seg->charged_units, (apr_uint64_t) units);
     }
 }
 
@@ -487,6 +502,22 @@ static void sl_write_globals(sl_stats_seg_t *g, request_rec *r,
 {
     int i;
 
+    ap_rprintf(r,
+               "# HELP slidinglimit_charges_total Charges of cost=after: "
+               "policies after the response: charged, or failed (the store "
+               "did not answer; the request had been served).\n"
+               "# TYPE slidinglimit_charges_total counter\n"
+               "slidinglimit_charges_total{outcome=\"charged\"} "
+               "%" APR_UINT64_T_FMT "\n"
+               "slidinglimit_charges_total{outcome=\"failed\"} "
+               "%" APR_UINT64_T_FMT "\n"
+               "# HELP slidinglimit_charged_units_total Units charged after "
+               "the response, beyond the unit of each admission.\n"
+               "# TYPE slidinglimit_charged_units_total counter\n"
+               "slidinglimit_charged_units_total %" APR_UINT64_T_FMT "\n",
+               sl_atomic_read64(&g->charges[0]),
+               sl_atomic_read64(&g->charges[1]),
+               sl_atomic_read64(&g->charged_units));
     ap_rprintf(r,
                "# HELP slidinglimit_local_fallback_total Decisions made from "
                "shared memory while the store was down.\n"

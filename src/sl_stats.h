@@ -42,6 +42,9 @@ void sl_stats_fallback(sl_stats_t *st);
 void sl_stats_deny_cached(sl_stats_t *st);
 /* A refusal that started a block= (one store answer, not a cached one). */
 void sl_stats_blocks(sl_stats_t *st, int started);
+/* A charge of cost=after: after the response: done with units charged, or
+ * failed. */
+void sl_stats_charge(sl_stats_t *st, int failed, apr_int64_t units);
 
 /* A Redis store's breaker as the status page shows it. */
 typedef struct sl_stats_breaker_state {

@@ -302,6 +302,25 @@ void sl_store_give_back(sl_store_t *st, request_rec *r,
     sl_call_end(&c, rv);
 }
 
+apr_status_t sl_store_charge(sl_store_t *st, request_rec *r,
+                             const sl_budget_t *budgets, int n,
+                             const char *member, const char **err)
+{
+    sl_call_t c;
+    apr_status_t rv;
+
+    if (!member) {
+        *err = "no decision to charge";
+        return APR_EINVAL;
+    }
+    if ((rv = sl_call_begin(&c, st, r, "charge")) == APR_SUCCESS) {
+        rv = sl_call_end(&c, st->ops->charge(st, r->pool, budgets, n, member,
+                                             SL_MEMBER_LEN, &c.err));
+    }
+    *err = c.err;
+    return rv;
+}
+
 apr_status_t sl_store_peek(sl_store_t *st, request_rec *r,
                            const sl_budget_t *budgets, int n, sl_decision_t *d,
                            apr_int64_t **blocked, const char **err)

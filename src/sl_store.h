@@ -65,6 +65,14 @@ void sl_store_give_back(sl_store_t *st, request_rec *r,
                         const sl_budget_t *budgets, int n, const char *member,
                         apr_time_t at);
 
+/* The charge of cost=after:: each budget's cost added, past the limit if
+ * need be, after the response of the decision with member. Any status but
+ * APR_SUCCESS with *err saying why (the charge is lost: the request was
+ * served). */
+apr_status_t sl_store_charge(sl_store_t *st, request_rec *r,
+                             const sl_budget_t *budgets, int n,
+                             const char *member, const char **err);
+
 /* The operator's look at budgets, which changes nothing (*d the state now,
  * blocked[i] the microseconds until budget i's block ends), and their
  * reset. Any status but APR_SUCCESS with *err saying why. */

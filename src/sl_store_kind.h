@@ -55,6 +55,12 @@ struct sl_store_ops {
     apr_status_t (*reset)(sl_store_t *st, apr_pool_t *p,
                           const sl_budget_t *budgets, int n, apr_time_t now,
                           const char **err);
+    /* The charge of cost=after:: each budget's cost added after the
+     * response of the decision with member, past the limit if need be. */
+    apr_status_t (*charge)(sl_store_t *st, apr_pool_t *p,
+                           const sl_budget_t *budgets, int n,
+                           const char *member, apr_size_t member_len,
+                           const char **err);
 };
 
 extern const sl_store_ops_t sl_store_redis_ops;

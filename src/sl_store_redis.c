@@ -178,6 +178,16 @@ static apr_status_t sl_redis_store_reset(sl_store_t *st, apr_pool_t *p,
     return sl_redis_store_rv(sl_redis_reset(st->ctx, p, budgets, n, err));
 }
 
+static apr_status_t sl_redis_store_charge(sl_store_t *st, apr_pool_t *p,
+                                          const sl_budget_t *budgets, int n,
+                                          const char *member,
+                                          apr_size_t member_len,
+                                          const char **err)
+{
+    return sl_redis_store_rv(
+        sl_redis_charge(st->ctx, p, budgets, n, member, member_len, err));
+}
+
 const sl_store_ops_t sl_store_redis_ops = {
     "redis",
     sl_redis_store_make,
@@ -185,4 +195,5 @@ const sl_store_ops_t sl_store_redis_ops = {
     sl_redis_store_give_back,
     sl_redis_store_peek,
     sl_redis_store_reset,
+    sl_redis_store_charge,
 };

@@ -77,6 +77,22 @@ static apr_status_t sl_shm_store_reset(sl_store_t *st, apr_pool_t *p,
     return rv;
 }
 
+static apr_status_t sl_shm_store_charge(sl_store_t *st, apr_pool_t *p,
+                                        const sl_budget_t *budgets, int n,
+                                        const char *member,
+                                        apr_size_t member_len, const char **err)
+{
+    apr_status_t rv;
+
+    (void) member;
+    (void) member_len;
+    rv = sl_shm_charge(st->ctx, p, budgets, n, apr_time_now());
+    if (rv != APR_SUCCESS) {
+        *err = "the shared memory store had no room for the charge";
+    }
+    return rv;
+}
+
 const sl_store_ops_t sl_store_shm_ops = {
     "shm",
     sl_shm_store_make,
@@ -84,4 +100,5 @@ const sl_store_ops_t sl_store_shm_ops = {
     sl_shm_store_give_back,
     sl_shm_store_peek,
     sl_shm_store_reset,
+    sl_shm_store_charge,
 };

@@ -71,6 +71,14 @@ apr_status_t sl_table_decide(sl_table_t *t, sl_shm_op_t *ops, int n,
                              apr_time_t now, sl_decision_t *d,
                              sl_table_news_t *news);
 
+/* The charge of cost=after: (lua/sl_charge.lua): each prepared budget's
+ * cost added at now whatever room is left (sl_*_charge); a new key or a
+ * log's new chunk takes a cell, evicting as an admission does. APR_ENOSPC
+ * when no cell could be had, APR_EGENERAL when a link led nowhere (the
+ * table has been emptied). */
+apr_status_t sl_table_charge(sl_table_t *t, sl_shm_op_t *ops, int n,
+                             apr_time_t now);
+
 /* The give-back of count= (lua/sl_give_back.lua): each prepared budget's
  * cost, admitted at the store time at, goes back as sl_algo.c's
  * sl_*_give_back says. */

@@ -134,6 +134,46 @@ static void sl_apply(sl_txn_t *t, sl_shm_op_t *q)
     }
 }
 
+/* lua/sl_charge.lua's write: q->cost units past the limit if need be. */
+static void sl_charge(sl_txn_t *t, sl_shm_op_t *q)
+{
+    sl_entry_t *e;
+    apr_int64_t expires = 0;
+
+    if (q->entry == SL_NIL) {
+        q->entry = sl_entry_new(t, q);
+    }
+    if (q->entry == SL_NIL || !(e = sl_entry(t, q->entry))) {
+        return;
+    }
+    switch (q->alg) {
+    case SL_ALG_LOG:
+        /* The units are 32 bits here (a double in Redis): a debt that
+         * large stays at the most they hold. */
+        if (q->cost > (apr_int64_t) (0xffffffffU - e->st.log.units)) {
+            q->cost = (apr_int64_t) (0xffffffffU - e->st.log.units);
+        }
+        if (q->cost > 0) {
+            sl_log_insert(t, e, t->now, q->cost);
+            expires = sl_log_expires(t->now, q->win);
+        }
+        break;
+    case SL_ALG_COUNTER:
+        expires = sl_counter_charge(t->now, q->win, q->cost, &e->st.counter);
+        break;
+    default:
+        expires = sl_gcra_charge(t->now, q->limit, q->win, q->burst, q->cost,
+                                 &e->st.gcra);
+        break;
+    }
+    if (expires > e->expires) {
+        e->expires = expires;
+    }
+    /* What the next request of one unit finds, for the eviction guard. */
+    q->cost = 1;
+    sl_evaluate_entry(t, q, e, 0, 0);
+}
+
 /* A budget that needs room the table cannot give is refused, as if it had
  * no quota left: never admitted for want of space (that would let one
  * client past every limit once its state fills its stripe). The wait told
@@ -223,6 +263,40 @@ static apr_uint32_t sl_need(sl_txn_t *t, const sl_shm_op_t *q, int n)
         }
     }
     return need;
+}
+
+apr_status_t sl_table_charge(sl_table_t *tab, sl_shm_op_t *q, int n,
+                             apr_time_t now)
+{
+    sl_txn_t t = {tab, now, 0};
+    apr_status_t rv = APR_SUCCESS;
+    int i, evicted;
+
+    if (n < 1 || now <= 0) {
+        return APR_EINVAL;
+    }
+    /* Read as a decision reads (expired state dropped, the log trimmed),
+     * never refused: the request was admitted, this is its bill. A block
+     * changes nothing of what is owed. */
+    for (i = 0; i < n && !t.corrupt; i++) {
+        q[i].entry = SL_NIL;
+        q[i].block = 0;
+        sl_evaluate(&t, &q[i]);
+    }
+    if (!t.corrupt && !sl_reserve(&t, q, n, sl_need(&t, q, n), &evicted)) {
+        rv = APR_ENOSPC;
+    }
+    for (i = 0; i < n && !t.corrupt && rv == APR_SUCCESS; i++) {
+        if (q[i].last) {
+            sl_charge(&t, &q[i]);
+            sl_mark_refusing(&t, &q[i], 0);
+        }
+    }
+    if (t.corrupt) {
+        sl_format(tab);
+        return APR_EGENERAL;
+    }
+    return rv;
 }
 
 apr_status_t sl_table_decide(sl_table_t *tab, sl_shm_op_t *q, int n,
