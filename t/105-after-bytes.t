@@ -11,32 +11,16 @@ use warnings;
 
 use Apache::Test qw(-withtestmore);
 use Apache::TestUtil;
-use HTTP::Tiny;
 use SL::Test;
+use SL::After;
 
 plan tests => 2 * 8;
 
-# The charge comes after the response, once the client has it, in
-# log_transaction: httpd runs that before it reads the next request of the
-# same connection (or closes it). So every request here goes over one
-# kept-alive connection per server, and the look after a request sees its
-# charge, never by timing.
-my %ua;
-sub get {
-    my ($o, $path, %h) = @_;
-    my $base = server_url($o->{vhost});
-    $ua{$base} //= HTTP::Tiny->new(keep_alive => 1, timeout => 10, max_redirect => 0);
-    return $ua{$base}->request('GET', $base . $path, { headers => \%h });
-}
-
-# What the status handler's look at one client says limit $name has used.
-sub used {
-    my ($o, $path, $ip, $name) = @_;
-    my $look = get($o, "/af-status?path=$path&ip=$ip")->{content} // '';
-    my ($u) = $look =~ /"name":"\Q$name\E"[^}]*"used":(\d+)/;
-    return $u // -1;
-}
-sub settled { my ($o, $path, $ip, $name) = @_; return used($o, $path, $ip, $name) }
+# Every request over one kept-alive connection per server (SL::After):
+# the look after a response sees its charge.
+sub get     { af_get(@_) }
+sub settled { my ($o, $path, $ip, $name) = @_; return af_used($o, $path, $ip, $name) }
+sub used    { af_used(@_) }
 
 for my $vhost (undef, 'sl_shm') {
     my $store = $vhost ? 'shm' : 'redis';
