@@ -18,6 +18,8 @@ my %ua;
 # af_get({ vhost => ... } or {}, $path, %headers) -> HTTP::Tiny response;
 # { base => URL } for another httpd.
 sub af_get {
+    # Apache::Test's look-up of a virtual host writes $_.
+    local $_;
     my ($o, $path, %h) = @_;
     my $base = $o->{base} // server_url($o->{vhost});
     $ua{$base} //= HTTP::Tiny->new(keep_alive => 1, timeout => 10, max_redirect => 0);
