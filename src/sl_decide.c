@@ -9,6 +9,7 @@
 #include "http_request.h"
 #include "mod_core.h"
 
+#include "apr_lib.h"
 #include "apr_strings.h"
 
 #include "sl_budget.h"
@@ -913,10 +914,15 @@ static apr_int64_t sl_extra_of(request_rec *r, const sl_note_t *first,
         }
     }
     if (v && l->after == SL_AFTER_HEADER) {
-        /* Surrounding whitespace is the field's, not the number's. */
-        char *t = apr_pstrdup(r->pool, v);
-        apr_collapse_spaces(t, t);
-        v = t;
+        /* Surrounding whitespace is the field's, not the number's; inner
+         * whitespace stays, and makes the value no number. */
+        apr_size_t len;
+        while (apr_isspace(*v)) {
+            v++;
+        }
+        for (len = strlen(v); len && apr_isspace(v[len - 1]); len--) {
+        }
+        v = apr_pstrmemdup(r->pool, v, len);
     }
     why = sl_cost_after(v, l->cost_unit, sl_budget_capacity(b), &extra);
     if (why != SL_COST_OK && l->after == SL_AFTER_HEADER) {

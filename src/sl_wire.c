@@ -166,12 +166,15 @@ const char *sl_i64toa(apr_pool_t *p, apr_int64_t v)
     return out;
 }
 
+#define SL_QU_BYTES ";qu=\"content-bytes\""
+
 /* A limit's RateLimit-Policy item, "\"api\";q=100;w=60": at most
  * sl_item_size(l) bytes, no NUL. */
 static apr_size_t sl_item_size(const sl_limit_t *l)
 {
     return l->policy_item ? l->policy_item_len
-                          : 2 * strlen(l->name) + 2 + 6 + 2 * SL_I64_TEXT;
+                          : 2 * strlen(l->name) + 2 + 6 + 2 * SL_I64_TEXT +
+                                sizeof(SL_QU_BYTES) - 1;
 }
 
 static char *sl_put_item(char *o, const sl_limit_t *l)
@@ -183,7 +186,14 @@ static char *sl_put_item(char *o, const sl_limit_t *l)
     o = SL_PUT(o, ";q=");
     o = sl_put_i64(o, l->requests);
     o = SL_PUT(o, ";w=");
-    return sl_put_i64(o, sl_ceil_seconds(l->window));
+    o = sl_put_i64(o, sl_ceil_seconds(l->window));
+    /* The draft's quota unit, when q and r are bytes: cost=after:bytes of
+     * one byte per unit (with a cost-unit= they are units of it, which the
+     * draft has no word for). */
+    if (l->after == SL_AFTER_BYTES && l->cost_unit == 1) {
+        o = SL_PUT(o, SL_QU_BYTES);
+    }
+    return o;
 }
 
 void sl_wire_limit(apr_pool_t *p, sl_limit_t *l)

@@ -931,9 +931,54 @@ static void test_expiry(void)
     }
 }
 
+/* cost=after:'s charge (lua/sl_charge.lua): past the limit for the
+ * counter, to an empty bucket at most for gcra. */
+static void test_charge(void)
+{
+    apr_int64_t now = T0 + 1000, w = 10 * SEC, exp;
+    sl_counter_t c = {0, 0, 0};
+    sl_gcra_t g = {0};
+    sl_eval_t ev;
+
+    exp = sl_counter_apply(now, w, 1, &c);
+    exp = sl_counter_charge(now + 1, w, 14, &c);
+    EXPECT(c.cur == 15 && c.idx == now / w && exp > now,
+           "counter: the charge goes past the limit (15 on 10): %" I64, c.cur);
+    sl_counter_evaluate(now + 2, 10, w, 1, &c, &ev);
+    EXPECT(!ev.ok, "counter: an overdrawn window refuses");
+    sl_counter_charge(now + w, w, 3, &c);
+    EXPECT(c.cur == 3 && c.prev == 15,
+           "counter: a charge in the next window is that window's");
+    c.cur = SL_COUNTER_MAX - 2;
+    sl_counter_charge(now + w, w, 5, &c);
+    EXPECT(c.cur == SL_COUNTER_MAX, "counter: kept within nine digits");
+
+    /* GCRA at 1 per second, burst 10. */
+    EXPECT(sl_gcra_apply(now, 10, w, 10, 1, &g) > now &&
+               g.tat == (double) now + SEC,
+           "gcra: one admission");
+    exp = sl_gcra_charge(now, 10, w, 10, 4, &g);
+    EXPECT(g.tat == (double) now + 5 * SEC && exp > now,
+           "gcra: the charge moves the TAT by its intervals");
+    sl_gcra_charge(now, 10, w, 10, 50, &g);
+    EXPECT(g.tat == (double) now + 10 * SEC,
+           "gcra: at most to an empty bucket (now + tau)");
+    EXPECT(sl_gcra_charge(now, 10, w, 10, 1, &g) == 0 &&
+               g.tat == (double) now + 10 * SEC,
+           "gcra: nothing more to charge on an empty bucket");
+    sl_gcra_evaluate(now, 10, w, 10, 1, &g, &ev);
+    EXPECT(!ev.ok && ev.reset == SEC,
+           "gcra: the next request waits one interval: %" I64, ev.reset);
+    g.tat = 0;
+    sl_gcra_charge(now, 10, w, 10, 2, &g);
+    EXPECT(g.tat == (double) now + 2 * SEC,
+           "gcra: no state reads as now, as a missing key");
+}
+
 int main(void)
 {
     apr_initialize();
+    test_charge();
     test_sequences();
     test_log_rolling();
     test_log_order();

@@ -282,6 +282,62 @@ static void test_cost_expr(apr_pool_t *p)
            "no value costs 1");
 }
 
+/* cost=after:: the line, then what a measured value charges beyond the
+ * admission's unit. */
+static void test_cost_after(apr_pool_t *p)
+{
+    static const struct {
+        const char *v;
+        apr_int64_t unit, max;
+        int why;
+        apr_int64_t extra;
+    } cases[] = {
+        {"1000", 100, 100, SL_COST_OK, 9},
+        {"1001", 100, 100, SL_COST_OK, 10},
+        {"0", 100, 100, SL_COST_OK, 0},
+        {"", 1, 100, SL_COST_OK, 0},
+        {NULL, 1, 100, SL_COST_OK, 0},
+        {"7", 1, 100, SL_COST_OK, 6},
+        {"100", 1, 100, SL_COST_OK, 99},
+        {"101", 1, 100, SL_COST_OVER, 99},
+        {"99999999999999999999999", 1, 100, SL_COST_OVER, 99},
+        {"abc", 1, 100, SL_COST_BAD, 99},
+        {"1 2", 1, 100, SL_COST_BAD, 99},
+        {"-3", 1, 100, SL_COST_BAD, 99},
+    };
+    const char *err;
+    sl_limit_t *l;
+    size_t i;
+
+    l = limit(p, "10 1m cost=after:bytes cost-unit=1024", "", &err);
+    EXPECT(l && !err && l->after == SL_AFTER_BYTES && l->cost == 1 &&
+               l->cost_unit == 1024 && !l->after_header,
+           "cost=after:bytes: %s", err ? err : "");
+    l = limit(p, "10 1m cost=AFTER:header:X-Tokens", "", &err);
+    EXPECT(l && !err && l->after == SL_AFTER_HEADER &&
+               !strcmp(l->after_header, "X-Tokens") && l->cost_unit == 1,
+           "cost=after:header:NAME: %s", err ? err : "");
+    l = limit(p, "10 1m cost=after:bytes count=401", "", &err);
+    EXPECT(err && strstr(err, "count="), "with count= refused: %s",
+           err ? err : "accepted");
+    l = limit(p, "10 1m cost=after:header:a,b", "", &err);
+    EXPECT(err && strstr(err, "'a,b'"), "a bad header name refused: %s",
+           err ? err : "accepted");
+    l = limit(p, "10 1m cost=after:bytes cost=after:bytes", "", &err);
+    EXPECT(err && strstr(err, "twice"), "twice refused: %s",
+           err ? err : "accepted");
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        apr_int64_t extra = -1;
+        int why =
+            sl_cost_after(cases[i].v, cases[i].unit, cases[i].max, &extra);
+        EXPECT(why == cases[i].why && extra == cases[i].extra,
+               "'%s' / %" APR_INT64_T_FMT ": %d, %" APR_INT64_T_FMT
+               " more (expected %d, %" APR_INT64_T_FMT ")",
+               cases[i].v ? cases[i].v : "(none)", cases[i].unit, why, extra,
+               cases[i].why, cases[i].extra);
+    }
+}
+
 int main(void)
 {
     apr_pool_t *p;
@@ -293,6 +349,7 @@ int main(void)
     test_limits(p);
     test_limit_options(p);
     test_cost_expr(p);
+    test_cost_after(p);
     printf("sl_limit: %d passed, %d failed\n", passed, failed);
     apr_terminate();
     return failed ? 1 : 0;
