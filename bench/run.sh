@@ -813,6 +813,14 @@ run_case count-counter-redis event $CONNS $POOL \
 run_case count-counter-shm event $CONNS $POOL \
     "SlidingLimit $HIGH 1m algorithm=counter count=404 (every request given back), shm" \
     "$(sl_conf shm "counter count=404" $HIGH 1m)"
+# cost=after:: the admission's check, then one charge call per request
+# after its response (the 256-byte file at cost-unit=64 costs 4).
+run_case after-counter-redis event $CONNS $POOL \
+    "SlidingLimit $HIGH 1m algorithm=counter cost=after:bytes cost-unit=64 (a charge after every response), Redis" \
+    "$(sl_conf "$REDIS" "counter cost=after:bytes cost-unit=64" $HIGH 1m)"
+run_case after-counter-shm event $CONNS $POOL \
+    "SlidingLimit $HIGH 1m algorithm=counter cost=after:bytes cost-unit=64 (a charge after every response), shm" \
+    "$(sl_conf shm "counter cost=after:bytes cost-unit=64" $HIGH 1m)"
 run_case log-shm event $CONNS $POOL \
     "SlidingLimit $HIGH 1m algorithm=log, shm" \
     "$(sl_conf shm log $HIGH 1m)"
