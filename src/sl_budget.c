@@ -77,7 +77,9 @@ sl_budget_t *sl_budgets_build(apr_pool_t *p, const sl_server_conf_t *sc,
         /* cost= is at most what the limit holds (checked at start-up;
          * cost=expr: per request, when the request's cost is known). */
         b->cost = l->cost;
-        b->reserve = l->count != NULL;
+        /* A lease is given back at the request's end, so it is a
+         * reservation too (nothing answered from the deny cache). */
+        b->reserve = l->count != NULL || l->algorithm == SL_ALG_CONCURRENT;
         *reserve = *reserve || b->reserve;
     }
     return budgets;

@@ -326,6 +326,10 @@ const command_rec sl_cmds[] = {
                       "REQUESTS WINDOW [name=NAME] [algorithm=log|counter|"
                       "gcra] [burst=N] [cost=N|expr:STRING] [cost-unit=N] "
                       "[block=DURATION] [count=STATUS,...], or off"),
+    AP_INIT_TAKE_ARGV("SlidingLimitConcurrent", sl_cmd_concurrent, NULL,
+                      SL_DIR_CONF,
+                      "N [name=NAME] [lease=DURATION]: at most N requests "
+                      "in flight"),
     AP_INIT_TAKE_ARGV("SlidingLimitKey", sl_cmd_key, NULL, SL_DIR_CONF,
                       "whose budget: ip, user, header:NAME, env:NAME, "
                       "expr:STRING; the first with a value wins"),

@@ -359,6 +359,40 @@ const char *sl_cmd_limit(cmd_parms *cmd, void *dconf, int argc,
     return NULL;
 }
 
+/* A SlidingLimitConcurrent line is one more limit of its section's list:
+ * inherited, replaced and decided with the SlidingLimit lines. */
+const char *sl_cmd_concurrent(cmd_parms *cmd, void *dconf, int argc,
+                              char *const argv[])
+{
+    sl_dir_conf_t *dc = dconf;
+    sl_limit_t *l;
+    const char *err;
+
+    if ((err = sl_htaccess_check(cmd, 0, NULL))) {
+        return err;
+    }
+    if (sl_in_htaccess(cmd)) {
+        dc->htaccess_add = SL_OR(sl_config_server(cmd->server)->override,
+                                 SL_OVERRIDE_ADD) == SL_OVERRIDE_ADD;
+    }
+    if (dc->limits_off) {
+        return sl_err(cmd, apr_psprintf(cmd->pool,
+                                        "'%s' cannot follow 'SlidingLimit "
+                                        "off' in the same section",
+                                        sl_args(cmd->pool, argc, argv)));
+    }
+    if ((err =
+             sl_parse_concurrent(cmd->pool, argc, argv, sl_section(cmd), &l))) {
+        return sl_err(cmd, apr_psprintf(cmd->pool, "'%s': %s",
+                                        sl_args(cmd->pool, argc, argv), err));
+    }
+    if ((err = sl_limit_unique(cmd, dc, l))) {
+        return err;
+    }
+    sl_limit_keep(cmd, dc, l);
+    return NULL;
+}
+
 const char *sl_cmd_algorithm(cmd_parms *cmd, void *dconf, const char *arg)
 {
     sl_dir_conf_t *dc = dconf;

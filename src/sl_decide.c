@@ -50,6 +50,7 @@ typedef struct sl_reserved {
     int n;
     const char *member;
     apr_time_t at;
+    request_rec *r; /* the client's request, whose pool ends the leases */
 } sl_reserved_t;
 
 /* One decision's budgets (its sl_case_t's, which only their costs change
@@ -561,6 +562,42 @@ static int sl_answer(const sl_case_t *c, const sl_outcome_t *o,
     return sl_refuse(c, o->status, o->unavailable, sl_retry_after(d));
 }
 
+/* The end of a request admitted under SlidingLimitConcurrent, however it
+ * ends (answered, the client gone, a handler failed, the connection lost):
+ * its pool goes, and its leases go back with one small script. An
+ * internal redirect shares the pool and a subrequest never takes a lease
+ * (only the client's request is decided), so this runs once per lease. A
+ * store that does not answer keeps the lease until it expires. */
+static apr_status_t sl_release(void *data)
+{
+    sl_reserved_t *res = data;
+    sl_budget_t *back;
+    int i, k = 0;
+
+    back = apr_palloc(res->r->pool, sizeof(*back) * res->n);
+    for (i = 0; i < res->n; i++) {
+        if (res->budgets[i].algorithm == SL_ALG_CONCURRENT) {
+            back[k++] = res->budgets[i];
+        }
+    }
+    if (k) {
+        sl_store_give_back(res->store, res->r, back, k, res->member, res->at);
+    }
+    return APR_SUCCESS;
+}
+
+static int sl_leases_taken(const sl_case_t *c)
+{
+    int i;
+
+    for (i = 0; i < c->n; i++) {
+        if (c->budgets[i].algorithm == SL_ALG_CONCURRENT) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* The decision for the client's request r under target's section dc:
  * target is r, or mod_dir's look-up of r's target. */
 static int sl_decide_for(request_rec *r, request_rec *target,
@@ -620,6 +657,11 @@ static int sl_decide_for(request_rec *r, request_rec *target,
         res->at = d.now;
         res->next = note->reserved;
         note->reserved = res;
+        res->r = r;
+        if (sl_leases_taken(&c)) {
+            apr_pool_cleanup_register(r->pool, res, sl_release,
+                                      apr_pool_cleanup_null);
+        }
     }
     return sl_answer(&c, &o, &d);
 }

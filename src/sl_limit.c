@@ -108,6 +108,7 @@ static const struct sl_algorithm {
     [SL_ALG_LOG] = {"log", 'l'},
     [SL_ALG_COUNTER] = {"counter", 'c'},
     [SL_ALG_GCRA] = {"gcra", 'g'},
+    [SL_ALG_CONCURRENT] = {"concurrent", 'n'},
 };
 #define SL_ALGORITHMS ((int) (sizeof(sl_algorithms) / sizeof(sl_algorithms[0])))
 
@@ -116,7 +117,8 @@ const char *sl_parse_algorithm(apr_pool_t *p, const char *s, int *alg)
     const char *names = NULL;
     int i;
 
-    for (i = 0; i < SL_ALGORITHMS; i++) {
+    /* A concurrency limit is its own directive, not an algorithm=. */
+    for (i = 0; i < SL_ALG_CONCURRENT; i++) {
         if (!strcasecmp(s, sl_algorithms[i].name)) {
             *alg = i;
             return NULL;
@@ -244,9 +246,11 @@ static const char *sl_limit_id(apr_pool_t *p, const sl_limit_t *l,
     else {
         basis = apr_psprintf(p,
                              "s\n%s\n%" APR_INT64_T_FMT "\n%" APR_INT64_T_FMT
-                             "\n%" APR_INT64_T_FMT "%s%s",
+                             "\n%" APR_INT64_T_FMT "%s%s%s",
                              l->section, l->requests, l->window, l->burst,
-                             host ? "\nh\n" : "", host ? host : "");
+                             host ? "\nh\n" : "", host ? host : "",
+                             /* N in flight is not N per lease. */
+                             l->algorithm == SL_ALG_CONCURRENT ? "\ni" : "");
     }
     return sl_hash(p, basis, strlen(basis), SL_POLICY_ID_BYTES);
 }
@@ -407,6 +411,56 @@ const char *sl_parse_limit(apr_pool_t *p, int argc, char *const argv[],
     if (!l->name) {
         l->name = apr_psprintf(p, "%" APR_INT64_T_FMT "-per-%s", l->requests,
                                sl_format_duration(p, l->window));
+    }
+    l->section = section ? section : "";
+    l->id = sl_limit_id(p, l, NULL);
+    *out = l;
+    return NULL;
+}
+
+const char *sl_parse_concurrent(apr_pool_t *p, int argc, char *const argv[],
+                                const char *section, sl_limit_t **out)
+{
+    sl_limit_t *l = apr_pcalloc(p, sizeof(*l));
+    const char *err;
+    int i;
+
+    if (argc < 1) {
+        return "needs N, the requests in flight at most";
+    }
+    if ((err = sl_parse_int(p, argv[0], 1, SL_MAX_REQUESTS, &l->requests))) {
+        return apr_pstrcat(p, "N ", err, NULL);
+    }
+    l->algorithm = SL_ALG_CONCURRENT;
+    l->cost = 1;
+    l->cost_unit = 1;
+    l->window = SL_LEASE_DEFAULT;
+    for (i = 1; i < argc; i++) {
+        const char *arg = argv[i], *eq = strchr(arg, '=');
+        apr_size_t klen = eq ? (apr_size_t) (eq - arg) : 0;
+        if (klen == 5 && !strncasecmp(arg, "lease", 5)) {
+            if ((err = sl_parse_duration(p, eq + 1, &l->window))) {
+                return apr_pstrcat(p, "lease ", err, NULL);
+            }
+            if (l->window < SL_LEASE_MIN || l->window > SL_LEASE_MAX) {
+                return apr_psprintf(p, "'%s': a lease is 1s to 1h", arg);
+            }
+        }
+        else if (klen == 4 && !strncasecmp(arg, "name", 4)) {
+            if ((err = sl_parse_option(p, arg, l))) {
+                return err;
+            }
+        }
+        else {
+            return apr_psprintf(p,
+                                "unknown option '%s' (expected name= or "
+                                "lease=)",
+                                arg);
+        }
+    }
+    if (!l->name) {
+        l->name =
+            apr_psprintf(p, "%" APR_INT64_T_FMT "-in-flight", l->requests);
     }
     l->section = section ? section : "";
     l->id = sl_limit_id(p, l, NULL);

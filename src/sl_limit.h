@@ -11,6 +11,17 @@
 #define SL_ALG_LOG     0
 #define SL_ALG_COUNTER 1
 #define SL_ALG_GCRA    2
+/* SlidingLimitConcurrent: at most requests in flight, each holding a lease
+ * of window microseconds (a log entry the request's end removes, which
+ * expires by itself when nothing does). Not an algorithm= value. */
+#define SL_ALG_CONCURRENT 3
+
+/* SlidingLimitConcurrent's lease= bounds and default, and the longest wait
+ * its refusal announces: nothing tells when a request in flight ends. */
+#define SL_LEASE_MIN     (1 * APR_USEC_PER_SEC)
+#define SL_LEASE_MAX     (3600 * APR_USEC_PER_SEC)
+#define SL_LEASE_DEFAULT (60 * APR_USEC_PER_SEC)
+#define SL_LEASE_WAIT    (1 * APR_USEC_PER_SEC)
 
 #define SL_POLICY_ID_BYTES 12
 
@@ -86,6 +97,11 @@ const char *sl_algorithm_name(int alg);
  * identifies unnamed limits. */
 const char *sl_parse_limit(apr_pool_t *p, int argc, char *const argv[],
                            const char *section, sl_limit_t **out);
+
+/* SlidingLimitConcurrent N [name=NAME] [lease=DURATION]: a limit of
+ * algorithm SL_ALG_CONCURRENT, N its requests, the lease its window. */
+const char *sl_parse_concurrent(apr_pool_t *p, int argc, char *const argv[],
+                                const char *section, sl_limit_t **out);
 
 /* An unnamed limit written inside a virtual host belongs to that host:
  * host (its "ServerName:port") becomes part of the id. Named limits keep

@@ -166,12 +166,15 @@ const char *sl_i64toa(apr_pool_t *p, apr_int64_t v)
     return out;
 }
 
+#define SL_QU_CONCURRENT ";qu=\"concurrent-requests\""
+
 /* A limit's RateLimit-Policy item, "\"api\";q=100;w=60": at most
  * sl_item_size(l) bytes, no NUL. */
 static apr_size_t sl_item_size(const sl_limit_t *l)
 {
     return l->policy_item ? l->policy_item_len
-                          : 2 * strlen(l->name) + 2 + 6 + 2 * SL_I64_TEXT;
+                          : 2 * strlen(l->name) + 2 + 6 + 2 * SL_I64_TEXT +
+                                sizeof(SL_QU_CONCURRENT);
 }
 
 static char *sl_put_item(char *o, const sl_limit_t *l)
@@ -182,6 +185,11 @@ static char *sl_put_item(char *o, const sl_limit_t *l)
     o = sl_put_sf(o, l->name);
     o = SL_PUT(o, ";q=");
     o = sl_put_i64(o, l->requests);
+    if (l->algorithm == SL_ALG_CONCURRENT) {
+        /* The draft's quota unit for in-flight requests; no w: the quota
+         * is not per window (the lease only bounds a lost request). */
+        return SL_PUT(o, SL_QU_CONCURRENT);
+    }
     o = SL_PUT(o, ";w=");
     return sl_put_i64(o, sl_ceil_seconds(l->window));
 }
