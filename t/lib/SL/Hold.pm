@@ -29,8 +29,8 @@ sub gate_dir {
     return $d;
 }
 
-# hold($url, $ip[, quick => 1]) -> a held request (quick: no gate, it
-# answers at once)
+# hold($url, $ip[, quick => 1, headers => {...}]) -> a held request
+# (quick: no gate, it answers at once)
 sub hold {
     my ($url, $ip, %a) = @_;
     my ($host, $port, $path) = $url =~ m{^http://([^:/]+):(\d+)(/.*)$}
@@ -39,7 +39,8 @@ sub hold {
     unlink gate_dir() . "/$id" if $id;
     my $s = IO::Socket::INET->new(PeerAddr => $host, PeerPort => $port,
         Proto => 'tcp', Timeout => 5) or die "SL::Hold: connect $host:$port: $!\n";
-    print $s "GET $path?$id HTTP/1.0\r\nHost: $host\r\nX-Forwarded-For: $ip\r\n\r\n";
+    my $more = join '', map {"$_: $a{headers}{$_}\r\n"} sort keys %{ $a{headers} || {} };
+    print $s "GET $path?$id HTTP/1.0\r\nHost: $host\r\nX-Forwarded-For: $ip\r\n$more\r\n";
     return { sock => $s, id => $id };
 }
 
@@ -64,7 +65,8 @@ sub hold_status {
     alarm 0;
     close $s;
     $h->{sock} = undef;
-    my ($head) = split /\r\n\r\n/, $resp, 2;
+    my ($head, $body) = split /\r\n\r\n/, $resp, 2;
+    $h->{body} = $body;
     $h->{headers} = {};
     for my $line (split /\r\n/, $head // '') {
         $h->{headers}{ lc $1 } = $2 if $line =~ /^([^:]+):\s*(.*)$/;
