@@ -248,6 +248,12 @@ SlidingLimitKeyPrefix slbench
 CONF
 }
 
+# SlidingLimitConcurrent: each request takes a lease at its decision and
+# gives it back at its end, two store calls per request.
+conc_conf() { # store in-flight
+    sl_conf "$1" log 1 1s | sed "s|^    SlidingLimit .*|    SlidingLimitConcurrent $2 name=bench|"
+}
+
 # mod_evasive: per (address, page) and per address counts in a hash table
 # of each child; answers 429 while an address is blocked.
 evasive_conf() { # page-count site-count
@@ -816,6 +822,12 @@ run_case count-counter-shm event $CONNS $POOL \
 run_case log-shm event $CONNS $POOL \
     "SlidingLimit $HIGH 1m algorithm=log, shm" \
     "$(sl_conf shm log $HIGH 1m)"
+run_case concurrent-redis event $CONNS $POOL \
+    "SlidingLimitConcurrent $HIGH (a lease taken and given back per request), Redis" \
+    "$(conc_conf "$REDIS" $HIGH)"
+run_case concurrent-shm event $CONNS $POOL \
+    "SlidingLimitConcurrent $HIGH (a lease taken and given back per request), shm" \
+    "$(conc_conf shm $HIGH)"
 run_case evasive event $CONNS $POOL \
     "mod_evasive, 10^8/60s per page and address (it sees one address)" \
     "$(evasive_conf 100000000 100000000)"
