@@ -14,6 +14,7 @@
 #include "sl_budget.h"
 #include "sl_ident.h"
 #include "sl_key.h"
+#include "sl_lease.h"
 #include "sl_outcome.h"
 #include "sl_reply.h"
 #include "sl_store.h"
@@ -50,7 +51,10 @@ typedef struct sl_reserved {
     int n;
     const char *member;
     apr_time_t at;
-    request_rec *r; /* the client's request, whose pool ends the leases */
+    request_rec *r;      /* the client's request, whose pool ends the leases */
+    sl_budget_t *leases; /* its SlidingLimitConcurrent budgets */
+    int nleases;
+    sl_lease_t *held; /* renewed while it runs; NULL: not renewed */
 } sl_reserved_t;
 
 /* One decision's budgets (its sl_case_t's, which only their costs change
@@ -571,19 +575,31 @@ static int sl_answer(const sl_case_t *c, const sl_outcome_t *o,
 static apr_status_t sl_release(void *data)
 {
     sl_reserved_t *res = data;
-    sl_budget_t *back;
-    int i, k = 0;
+    apr_time_t at =
+        res->held ? sl_lease_drop(res->proc->leases, res->held) : res->at;
 
-    back = apr_palloc(res->r->pool, sizeof(*back) * res->n);
+    sl_store_give_back(res->store, res->r, res->leases, res->nleases,
+                       res->member, at);
+    return APR_SUCCESS;
+}
+
+/* The leases a reservation took, held in the child's registry (renewed
+ * while the request runs) and given back when its pool goes. */
+static void sl_leases_hold(sl_reserved_t *res)
+{
+    request_rec *r = res->r;
+    int i;
+
+    res->leases = apr_palloc(r->pool, sizeof(*res->leases) * res->n);
+    res->nleases = 0;
     for (i = 0; i < res->n; i++) {
         if (res->budgets[i].algorithm == SL_ALG_CONCURRENT) {
-            back[k++] = res->budgets[i];
+            res->leases[res->nleases++] = res->budgets[i];
         }
     }
-    if (k) {
-        sl_store_give_back(res->store, res->r, back, k, res->member, res->at);
-    }
-    return APR_SUCCESS;
+    res->held = sl_lease_hold(res->proc->leases, r->pool, res->store,
+                              res->leases, res->nleases, res->member, res->at);
+    apr_pool_cleanup_register(r->pool, res, sl_release, apr_pool_cleanup_null);
 }
 
 static int sl_leases_taken(const sl_case_t *c)
@@ -659,8 +675,7 @@ static int sl_decide_for(request_rec *r, request_rec *target,
         note->reserved = res;
         res->r = r;
         if (sl_leases_taken(&c)) {
-            apr_pool_cleanup_register(r->pool, res, sl_release,
-                                      apr_pool_cleanup_null);
+            sl_leases_hold(res);
         }
     }
     return sl_answer(&c, &o, &d);

@@ -2,6 +2,8 @@
  * fork, and each child's part made after it. */
 #include "sl_proc.h"
 
+#include "sl_lease.h"
+
 #include "http_config.h"
 #include "http_log.h"
 #include "ap_mpm.h"
@@ -101,4 +103,7 @@ void sl_proc_child_init(apr_pool_t *pchild, server_rec *s, sl_proc_t *proc)
         sl_denycache_create(pchild, proc->denycache_shm, threads > 1);
     proc->memo = sl_memo_create(pchild, threads);
     sl_store_child_init(pchild, s, proc, threads);
+    /* After the stores: its cleanup, which stops the renewer, runs before
+     * theirs. */
+    proc->leases = sl_leases_create(pchild, s);
 }

@@ -100,6 +100,7 @@ apr_status_t sl_redis_create(apr_pool_t *p, const sl_store_url_t *url,
     rs->queue_timeout = connect_timeout + command_timeout;
     sl_script_init(p, &rs->check, sl_script_check);
     sl_script_init(p, &rs->give_back, sl_script_give_back);
+    sl_script_init(p, &rs->renew, sl_script_renew);
     rv = apr_thread_mutex_create(&rs->mutex, APR_THREAD_MUTEX_DEFAULT, p);
     if (rv == APR_SUCCESS && url->kind == SL_URL_SENTINEL) {
         rs->master.sentinel.url = url;
@@ -400,6 +401,29 @@ apr_status_t sl_redis_give_back(sl_redis_t *rs, apr_pool_t *p,
     apr_status_t rv = sl_redis_call(rs, p, budgets, &rs->give_back, buf, len,
                                     NULL, &reply, err, &trips);
 
+    if (reply) {
+        freeReplyObject(reply);
+    }
+    return rv;
+}
+
+apr_status_t sl_redis_renew(sl_redis_t *rs, apr_pool_t *p,
+                            const sl_budget_t *budgets, int n,
+                            const char *member, apr_size_t member_len,
+                            const char **err)
+{
+    redisReply *reply = NULL;
+    char *buf = apr_palloc(p, sl_script_size(budgets, n, member_len, n));
+    char *o = sl_script_head(buf, 4 + n + n, &rs->renew, budgets, n, member,
+                             member_len);
+    int i, trips;
+    apr_status_t rv;
+
+    for (i = 0; i < n; i++) {
+        o = sl_resp_int(o, budgets[i].window);
+    }
+    rv = sl_redis_call(rs, p, budgets, &rs->renew, buf, (apr_size_t) (o - buf),
+                       NULL, &reply, err, &trips);
     if (reply) {
         freeReplyObject(reply);
     }

@@ -33,6 +33,13 @@ apr_status_t sl_redis_decide(sl_redis_t *rs, apr_pool_t *p,
                              const char *member, apr_size_t member_len,
                              sl_decision_t *d, const char **err, int *trips);
 
+/* SlidingLimitConcurrent's leases of budgets, held by the request with
+ * member, renewed (lua/sl_renew.lua). */
+apr_status_t sl_redis_renew(sl_redis_t *rs, apr_pool_t *p,
+                            const sl_budget_t *budgets, int n,
+                            const char *member, apr_size_t member_len,
+                            const char **err);
+
 /* The give-back of count= (lua/sl_give_back.lua): undoes what the decision
  * with member at the store time at consumed on budgets. */
 apr_status_t sl_redis_give_back(sl_redis_t *rs, apr_pool_t *p,

@@ -11,11 +11,15 @@ use warnings;
 use Apache::Test qw(-withtestmore);
 use Apache::TestUtil;
 use SL::Test;
+use SL::Httpd;
 use SL::Hold;
 
 plan tests => 16;
 
-my $base = server_url();
+# Its own server: seven requests are held at once, more than the suite's
+# main server has workers under prefork.
+my $srv  = SL::Httpd->start(conf => ['concurrent.conf'], name => 'conc-headers');
+my $base = $srv->url;
 my $ip   = fresh_ip();
 my $key  = sl_key(ip => $ip, policy => 'conc', alg => 'n');
 
@@ -33,7 +37,7 @@ ok t_cmp($r->{headers}{'retry-after'}, 1, '... with Retry-After: 1');
 ok t_cmp($r->{headers}{ratelimit}, '"conc";r=0;t=1', '... and RateLimit r=0;t=1');
 like($r->{body}, qr/"code":"TOO_MANY_REQUESTS".*"retry_after_seconds":1/, '... and the JSON body');
 open_gate($_), hold_status($_) for @h;
-my $metrics = http_get('/dc-status')->{content} // '';
+my $metrics = http_get("$base/conc-status")->{content} // '';
 like($metrics, qr/slidinglimit_decisions_total\{result="denied",policy="conc"\} [1-9]/, 'the refusal is counted on the status page');
 
 # A rate limit (3 per minute) and a concurrency limit (2) in one call.
@@ -69,3 +73,4 @@ wait_until(sub { hold_peek($plain) && hold_peek($p[0]) }, 20);
 ok t_cmp(join(' ', scalar(grep { hold_peek($_) == 200 } @g), hold_peek($plain)), '3 200',
     '<If> tier: 3 gold in flight of 5; the plain line is its own budget');
 open_gate($_), hold_status($_) for @g, @p, $plain;
+$srv->stop;

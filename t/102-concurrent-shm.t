@@ -62,7 +62,10 @@ $shm->stop;
 # A graceful restart while two requests hold their leases (Redis store):
 # they keep them (the old generation's children serve them to their end),
 # so the new generation refuses a third; then they give them back.
-my $srv = SL::Httpd->start(conf => ['concurrent.conf'], name => 'conc-graceful');
+# Room in the scoreboard for the new generation beside the old one's
+# children, which stay until their requests end.
+my $srv = SL::Httpd->start(conf => ['concurrent.conf'], name => 'conc-graceful',
+    extra => "ServerLimit 8\n");
 my $gip = fresh_ip();
 my $key = sl_key(ip => $gip, policy => 'conc', alg => 'n');
 my @g = map { hold($srv->url . '/conc/hold.cgi', $gip) } 1 .. 2;

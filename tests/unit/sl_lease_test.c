@@ -176,6 +176,29 @@ static void test_table(void)
                d.quota[0].remaining == 1,
            "expired with the lease: admitted, one place left");
 
+    /* Renewed: a lease taken at T1 and renewed 2 s later still holds its
+     * place 3 s after T1, and the give-back names the renewed time. */
+    {
+        apr_time_t t1 = T0 + 10 * SEC;
+        b.requests = 1;
+        b.key = "r.n";
+        EXPECT(decide(t, &b, t1, &d) == APR_SUCCESS && d.admitted,
+               "a lease taken");
+        sl_table_prepare(pool, t, &b, 1, &ops);
+        sl_table_renew(t, ops, 1, t1, t1 + 2 * SEC);
+        EXPECT(decide(t, &b, t1 + 3 * SEC + 1, &d) == APR_SUCCESS &&
+                   !d.admitted,
+               "renewed: still in flight after its first lease");
+        sl_table_prepare(pool, t, &b, 1, &ops);
+        sl_table_renew(t, ops, 1, t1, t1 + 5 * SEC + 2);
+        EXPECT(decide(t, &b, t1 + 5 * SEC + 3, &d) == APR_SUCCESS && d.admitted,
+               "a renewal that came after the lease expired brings nothing "
+               "back (and the old time names nothing)");
+        sl_table_prepare(pool, t, &b, 1, &ops);
+        sl_table_give_back(t, ops, 1, t1 + 5 * SEC + 3, t1 + 5 * SEC + 4);
+        EXPECT(decide(t, &b, t1 + 5 * SEC + 5, &d) == APR_SUCCESS && d.admitted,
+               "given back by its time");
+    }
     free(region);
 }
 
