@@ -1,10 +1,12 @@
 # SlidingLimitConcurrent's bad values are refused at start-up ("httpd -t"),
 # each naming the directive and the token; good lines pass, in every place
-# SlidingLimit is allowed.
+# SlidingLimit is allowed, and in .htaccess the limit applies.
 use strict;
 use warnings;
 
 use Apache::Test qw(-withtestmore);
+use Apache::TestUtil;
+use SL::Test;
 use SL::Keys;
 
 my @bad = (
@@ -31,7 +33,7 @@ my $good = "SlidingLimitConcurrent 4\n"
   . "<Directory /tmp>\nSlidingLimitConcurrent 1 lease=1s\n</Directory>\n"
   . "<VirtualHost 127.0.0.1:1>\nSlidingLimitConcurrent 3 name=vh\n</VirtualHost>";
 
-plan tests => @bad + 2;
+plan tests => @bad + 4;
 
 for my $case (@bad) {
     my ($conf, $token) = @$case;
@@ -44,3 +46,8 @@ for my $case (@bad) {
 my ($rc, $out) = httpd_check($good);
 is($rc, 0, 'good lines in every place pass httpd -t') or diag($out);
 like($out, qr/Syntax OK/, '... Syntax OK');
+
+# In .htaccess (AllowOverride Limit), as SlidingLimit: the limit applies.
+my $r = http_get('/htaccess/conc/index.html', 'X-Forwarded-For' => fresh_ip());
+ok t_cmp($r->{status}, 200, '.htaccess: a request under its SlidingLimitConcurrent');
+ok t_cmp($r->{headers}{'ratelimit-policy'}, '"hta-conc";q=1;qu="concurrent-requests"', '.htaccess: ... its policy');
