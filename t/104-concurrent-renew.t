@@ -1,7 +1,8 @@
 # SlidingLimitConcurrent's leases are renewed while their request runs: a
 # request held for 2.5 leases (2 s each) still holds its place, on Redis
 # and on the shm store, and gives it back when it ends; the renewed lease
-# is scored with a recent store time, not its admission's.
+# is scored with a recent store time, not its admission's, also after a
+# SCRIPT FLUSH.
 # Runs under each MPM: the renewer is a thread of each child, prefork too.
 use strict;
 use warnings;
@@ -24,6 +25,8 @@ for my $case ([ redis => server_url() ], [ shm => $shm->url ]) {
     wait_until(sub { hold_peek($h) }, 20);
     my $t0 = time;
     ok t_cmp(hold_peek($h), 200, "$store: one request in flight");
+    # The renewal runs by its hash: after SCRIPT FLUSH it is loaded again.
+    redis('SCRIPT', 'FLUSH') if $store eq 'redis';
     # Two and a half leases: without renewal it would have expired twice.
     sleep 5;
     ok t_cmp(hold_status(hold("$base/conc/long.cgi", $ip, quick => 1)), 429,
