@@ -17,7 +17,7 @@
 
 APLOG_USE_MODULE(slidinglimit);
 
-/* The longest the renewer sleeps: it is woken by every new lease anyway. */
+/* The longest the renewer sleeps: a new lease due earlier wakes it. */
 #define SL_RENEW_IDLE (5 * APR_USEC_PER_SEC)
 
 struct sl_lease {
@@ -42,6 +42,10 @@ struct sl_leases {
     apr_thread_t *thread;
     int started; /* 1: running, -1: could not start */
     int stop;
+    /* When the renewer wakes next, while it sleeps (0: it is awake and
+     * reads the list again before it sleeps): a new lease wakes it only
+     * when due before that, not once per request. */
+    apr_time_t sleep_until;
 };
 
 /* The next lease due by now, marked busy; else NULL with *wait the time
@@ -78,7 +82,9 @@ static void *APR_THREAD_FUNC sl_renewer(apr_thread_t *thread, void *data)
         sl_lease_t *l = sl_lease_due(ls, apr_time_now(), &wait);
         apr_time_t at;
         if (!l) {
+            ls->sleep_until = apr_time_now() + wait;
             apr_thread_cond_timedwait(ls->wake, ls->mutex, wait);
+            ls->sleep_until = 0;
             continue;
         }
         at = l->at;
@@ -193,7 +199,9 @@ sl_lease_t *sl_lease_hold(sl_leases_t *ls, apr_pool_t *p, sl_store_t *st,
         ls->head->prev = l;
     }
     ls->head = l;
-    apr_thread_cond_signal(ls->wake);
+    if (ls->sleep_until && l->due < ls->sleep_until) {
+        apr_thread_cond_signal(ls->wake);
+    }
     apr_thread_mutex_unlock(ls->mutex);
     return l;
 }
