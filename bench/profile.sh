@@ -6,6 +6,11 @@
 #     STORE      redis (default), shm or none (httpd without the module)
 #     ALGORITHM  log, counter (default) or gcra
 #     REQUESTS   requests sent after a warm-up (default 2000)
+#   SL_PROFILE_POOL  client identities the requests come from (default
+#                    4096: most requests are an identity's first); with
+#                    SL_PROFILE_SEEN=1 each has sent one request before
+#                    the counted ones (counters zeroed between): the
+#                    steady state of clients that come back
 #
 # Run it without timeout(1): httpd -X under timeout's process group ends the
 # whole run. Prints the callgrind summary by function (inclusive) and the total per
@@ -90,7 +95,13 @@ for _ in $(seq 1 300); do
     curl -s -o /dev/null "$URL" && break
     sleep 0.1
 done
-sent=$(wrk_count "$URL" 4096 1 1 "$N" "$STAGE/clients.lua" "$STAGE/wrk.out")
+POOL=${SL_PROFILE_POOL:-4096}
+if [ "${SL_PROFILE_SEEN:-0}" = 1 ]; then
+    wrk_count "$URL" "$POOL" 1 1 "$POOL" "$STAGE/clients.lua" "$STAGE/warm.out" >/dev/null
+    # httpd's own pid: under runuser, HTTPD_PID is runuser's.
+    $AS callgrind_control -z "$(pgrep -f "^valgrind .*callgrind-out-file=$STAGE/cg/")" >/dev/null
+fi
+sent=$(wrk_count "$URL" "$POOL" 1 1 "$N" "$STAGE/clients.lua" "$STAGE/wrk.out")
 kill "$HTTPD_PID" 2>/dev/null
 wait "$HTTPD_PID" 2>/dev/null
 HTTPD_PID=

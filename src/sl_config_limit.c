@@ -2,6 +2,7 @@
  * section and virtual host), the named policies that must agree wherever a
  * name is used, and SlidingLimitAlgorithm, which they must agree under. */
 #include "sl_config_private.h"
+#include "sl_redis.h"
 #include "sl_stats.h"
 #include "sl_wire.h"
 
@@ -297,6 +298,7 @@ static void sl_limit_keep(cmd_parms *cmd, sl_dir_conf_t *dc, sl_limit_t *l)
     /* Made here, not per decision: it scans the section's text. */
     l->label = sl_stats_policy(cmd->pool, l);
     sl_wire_limit(cmd->pool, l);
+    sl_redis_limit_args(cmd->pool, l);
     APR_ARRAY_PUSH(dc->limits, sl_limit_t *) = l;
     if (!l->named && cmd->server->is_virtual && sl_in_htaccess(cmd)) {
         /* The whole configuration is read by now: the host's names are

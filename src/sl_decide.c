@@ -405,11 +405,26 @@ void sl_decide_carry_env(request_rec *r)
     }
 }
 
+/* Where the quota headers go: err_headers_out, as they must survive a 429
+ * and an ErrorDocument. fresh: the table held nothing when they began, so
+ * none of their names is there yet (sl_quota_headers writes each once)
+ * and adding is setting, without setn's compare against every entry of
+ * the same first letters ("RateLimit...", "X-RateLimit-..."). */
+typedef struct sl_header_sink {
+    apr_table_t *t;
+    int fresh;
+} sl_header_sink_t;
+
 static void sl_add_header(void *ctx, const char *name, const char *value)
 {
-    request_rec *r = ctx;
-    /* err_headers_out: they must survive a 429 and an ErrorDocument. */
-    apr_table_setn(r->err_headers_out, name, value);
+    sl_header_sink_t *s = ctx;
+
+    if (s->fresh) {
+        apr_table_addn(s->t, name, value);
+    }
+    else {
+        apr_table_setn(s->t, name, value);
+    }
 }
 
 /* Answers the refused request here. The JSON body is ours unless the admin
@@ -517,6 +532,7 @@ static int sl_answer(const sl_case_t *c, const sl_outcome_t *o,
     request_rec *r = c->r;
     const sl_limit_t *decider;
     const char *remaining;
+    sl_header_sink_t sink;
     int pick;
 
     if (!o->quota) {
@@ -529,10 +545,12 @@ static int sl_answer(const sl_case_t *c, const sl_outcome_t *o,
     }
     pick = sl_decision_pick(d);
     decider = APR_ARRAY_IDX(c->limits, pick, sl_limit_t *);
+    sink.t = r->err_headers_out;
+    sink.fresh = apr_is_empty_table(sink.t);
     if (o->status) {
         remaining =
             sl_quota_headers(r->pool, SL_OR(c->dc->headers, SL_DEFAULT_HEADERS),
-                             c->limits, d, sl_add_header, r);
+                             c->limits, d, sl_add_header, &sink);
     }
     else {
         const apr_array_header_t *limits;
@@ -540,7 +558,7 @@ static int sl_answer(const sl_case_t *c, const sl_outcome_t *o,
         sl_shown(c, d, &limits, &shown);
         remaining =
             sl_quota_headers(r->pool, SL_OR(c->dc->headers, SL_DEFAULT_HEADERS),
-                             limits, &shown, sl_add_header, r);
+                             limits, &shown, sl_add_header, &sink);
         if (shown.quota[sl_decision_pick(&shown)].remaining !=
             d->quota[pick].remaining) {
             remaining = NULL;

@@ -14,6 +14,18 @@
 
 #define SL_POLICY_ID_BYTES 12
 
+/* lua/sl_check.lua's arguments of a limit that every request repeats (its
+ * algorithm, requests, window and burst) as the Redis store writes them,
+ * and the values they say: a budget uses text only while it holds those
+ * values. */
+typedef struct sl_script_args {
+    apr_int64_t requests;
+    apr_int64_t window;
+    apr_int64_t burst;
+    const char *text;
+    apr_size_t len;
+} sl_script_args_t;
+
 typedef struct sl_limit {
     const char *name;     /* policy name in headers, logs and metrics */
     const char *id;       /* stable policy id (part of store keys): 16
@@ -49,6 +61,12 @@ typedef struct sl_limit {
     const char *requests_text;
     const char *policy_item;
     apr_size_t policy_item_len;
+    /* The same for the Redis store, one per algorithm (a line without
+     * algorithm= takes its section's), made once when the line is read
+     * (sl_redis_limit_args): formatting the window and the quota for each
+     * call was a twentieth of a decision's instructions. NULL: made for
+     * each request. */
+    const sl_script_args_t *script_args;
 } sl_limit_t;
 
 /* One limit as it is sent to a store. */
@@ -69,6 +87,8 @@ typedef struct sl_budget {
      * neither its exhaustion nor a refusal is answered from the deny cache
      * (a give-back can free room before the reset). */
     int reserve;
+    /* its limit's script_args for its algorithm; NULL: none */
+    const sl_script_args_t *script_args;
 } sl_budget_t;
 
 /* Every parser returns NULL on success or an error message naming the bad

@@ -223,21 +223,20 @@ static void sl_store_fill(void *cell, const void *name)
     strcpy(((sl_store_cell_t *) cell)->name, name);
 }
 
-static sl_store_counters_t *sl_store_counters(sl_stats_t *st, const char *name)
+static sl_store_counters_t *sl_store_counters(sl_stats_t *st, const char *name,
+                                              apr_uint32_t hash)
 {
-    apr_size_t len = strlen(name);
     int i;
 
-    if (len >= SL_STATS_STORE_NAME) {
+    if (strlen(name) >= SL_STATS_STORE_NAME) {
         return &st->seg->other_store;
     }
     i = sl_claim(st->seg->stores, sizeof(sl_store_cell_t), SL_STATS_STORES,
-                 sl_fnv1a(SL_FNV_INIT, name, len), name, sl_store_match,
-                 sl_store_fill);
+                 hash, name, sl_store_match, sl_store_fill);
     return i < 0 ? &st->seg->other_store : &st->seg->stores[i].c;
 }
 
-void sl_stats_store(sl_stats_t *st, const char *name,
+void sl_stats_store(sl_stats_t *st, const char *name, apr_uint32_t name_hash,
                     apr_interval_time_t latency, int error, int trips)
 {
     sl_store_counters_t *c;
@@ -246,7 +245,7 @@ void sl_stats_store(sl_stats_t *st, const char *name,
     if (!st) {
         return;
     }
-    c = sl_store_counters(st, name);
+    c = sl_store_counters(st, name, name_hash);
     sl_atomic_inc64(&c->calls);
     if (error) {
         sl_atomic_inc64(&c->errors);
