@@ -46,14 +46,14 @@ modcost() {
     function f(x, d) { return (x == "" || x == "-") ? "-" : sprintf("%." d "f", x) }
     $5 != "FAILED" {
         added = ($33 != "" && $33 != "-" && $34 != "-") ? sprintf("%+.2f", $33 - $34) : "-"
-        printf "| %s | %s | %s | %s | %s | %s | %s |\n", $1, f($32, 0),
-            f($33, 2), f($34, 2), added, f($35, 2), f($36, 1)
+        printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, f($32, 0),
+            f($37, 0), f($33, 2), f($34, 2), added, f($35, 2), f($36, 1)
     }' "$1"
 }
 
 modcost_header() {
-    echo "| case | instructions per request in the module (callgrind) | httpd system calls per request (-c${SL_BENCH_LOWCONNS:-4}) | reference's | added | redis-server system calls per request | redis-server CPU µs per decision (per script call) |"
-    echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+    echo "| case | instructions per request in the module (callgrind), identity seen before | the same, an identity's first request | httpd system calls per request (-c${SL_BENCH_LOWCONNS:-4}) | reference's | added | redis-server system calls per request | redis-server CPU µs per decision (per script call) |"
+    echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 }
 
 # The module-free reference's requests/s, beside which every row was
@@ -93,10 +93,13 @@ modcost_text() {
     cat <<EOF
 The module's own cost per request. Instructions: callgrind on one httpd
 -X of the row's configuration (after the row's own httpd has stopped),
-${SL_BENCH_CGREQ:-2000} requests from one connection over the same client
-addresses, counting only the module's request hooks and its
-per-directory merge, with everything they call (hiredis, APR, libc; user
-space only). System calls: perf's raw_syscalls:sys_enter (strace -c where
+counting only the module's request hooks and its per-directory merge,
+with everything they call (hiredis, APR, libc; user space only): first
+one request of each client address of the row's pool (an identity's
+first request: its SHA-1, or HMAC under a key secret, is made), then
+${SL_BENCH_CGREQ:-2000} requests from one connection over the same addresses, each
+already seen (the steady state of the throughput columns: the identity
+comes from the child's memo). System calls: perf's raw_syscalls:sys_enter (strace -c where
 perf cannot attach) over every thread of the row's httpd and, separately,
 of its redis-server, for ${SL_BENCH_SYSREQ:-2000} requests at -c${SL_BENCH_LOWCONNS:-4}, twice, against
 the same count on the row's reference, in ABBA order; the baseline row
