@@ -87,7 +87,7 @@ USERCONF=""
 # counted: the module's whole request path, nothing of httpd's own work.
 TOGGLES=()
 for h in $SL_HOOKS; do TOGGLES+=("--toggle-collect=$h"); done
-[ -z "$SLSTORE" ] && TOGGLES=(--toggle-collect=ap_process_request)
+[ -z "$SLSTORE" ] && TOGGLES=(--toggle-collect=ap_process_async_request)
 setsid $AS valgrind --tool=callgrind --callgrind-out-file="$STAGE/cg/callgrind.out" \
     --collect-atstart=no "${TOGGLES[@]}" \
     "$HTTPD" -X -f "$STAGE/httpd.conf" >"$STAGE/valgrind.log" 2>&1 &
