@@ -15,8 +15,9 @@ use Apache::TestUtil;
 use HTTP::Tiny;
 use SL::Test;
 use SL::Fault;
+use SL::Wire qw(sf_parse);
 
-plan tests => 2 * 29 + 2;
+plan tests => 2 * 31 + 2;
 
 my $ua = HTTP::Tiny->new(timeout => 10, max_redirect => 0);
 
@@ -56,6 +57,10 @@ for my $vhost (qw(sl_fault sl_shm)) {
     my $r = get($vhost, '/f/qx/log', $ip, 7);
     ok t_cmp($r->{headers}{'ratelimit-policy'} // '-', '"fqxlog";q=7;w=60', "$store: RateLimit-Policy q=7");
     ok t_cmp($r->{headers}{'x-ratelimit-limit'} // '-', 7, "$store: X-RateLimit-Limit 7");
+    my $sf = sf_parse('list', $r->{headers}{'ratelimit-policy'} // '');
+    ok t_cmp($sf ? $sf->{canonical} : "unparsed: $@", '"fqxlog";q=7;w=60', "$store: ... an RFC 8941 list");
+    $sf = sf_parse('list', $r->{headers}{'ratelimit'} // '');
+    ok t_cmp($sf ? $sf->{canonical} : "unparsed: $@", qr/^"fqxlog";r=6;t=\d+$/, "$store: RateLimit r=6, an RFC 8941 list");
     ok t_cmp($r->{headers}{'x-ratelimit-remaining'} // '-', 6, "$store: ... 6 remaining");
     $r = get($vhost, '/f/qx/log', $ip, 12);
     ok t_cmp($r->{headers}{'ratelimit-policy'} // '-', '"fqxlog";q=12;w=60', "$store: the next request's q=12");
