@@ -17,7 +17,7 @@ use SL::Test;
 use SL::Fault;
 use SL::Wire qw(sf_parse);
 
-plan tests => 2 * 31 + 2;
+plan tests => 2 * 34 + 2;
 
 my $ua = HTTP::Tiny->new(timeout => 10, max_redirect => 0);
 
@@ -108,6 +108,22 @@ for my $vhost (qw(sl_fault sl_shm)) {
     ok t_cmp($r->{headers}{'retry-after'} // '-', 60, "$store: ... Retry-After a window");
     ok t_cmp($r->{headers}{'ratelimit-policy'} // '-', '"fqxlog";q=0;w=60', "$store: ... q=0");
     ok t_cmp(seq($vhost, '/f/qx/log', $ip, 1, 1), '200 429', "$store: ... and consumed nothing");
+
+    # A dry run lets a quota of 0 through, as dryrun-denied.
+    $ip = fresh_ip();
+    my @d = map { get($vhost, '/f/qx/dry', $ip, $_) } 0, 1, 1;
+    ok t_cmp(join(' ', map { "$_->{status}/$_->{headers}{'x-sl-result'}" } @d),
+        '200/dryrun-denied 200/allowed 200/dryrun-denied', "$store: dry run: quotas 0, 1, 1");
+
+    # count=: the reservation under the request's quota is given back (500
+    # is never the status): quota 1 admits request after request, and the
+    # headers say q=1.
+    $ip = fresh_ip();
+    my $keep = HTTP::Tiny->new(timeout => 10, max_redirect => 0, keep_alive => 1);
+    my @c = map { $keep->get(server_url($vhost) . '/f/qx/count',
+        { headers => { 'X-Forwarded-For' => $ip, 'X-Quota' => 1 } }) } 1 .. 3;
+    ok t_cmp(join(' ', map { $_->{status} } @c), '200 200 200', "$store: count=500 under quota 1: given back, 200 x3");
+    ok t_cmp($c[2]{headers}{'x-ratelimit-limit'} // '-', 1, "$store: ... X-RateLimit-Limit 1");
 
     # Beside a literal limit: both apply.
     $ip = fresh_ip();
