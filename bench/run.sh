@@ -807,6 +807,13 @@ run_case counter-shm event $CONNS $POOL \
 run_case cost-counter-redis event $CONNS $POOL \
     "SlidingLimit $HIGH 1m algorithm=counter cost=3, Redis" \
     "$(sl_conf "$REDIS" "counter cost=3" $HIGH 1m)"
+# SlidingLimit expr: (the quota from a variable SetEnvIf sets, as a map of
+# plans would): the expression read per request and the quota headers
+# written per request, next to the literal counter-redis row.
+run_case expr-counter-redis event $CONNS $POOL \
+    "SlidingLimit expr:%{reqenv:SLQ} 1m algorithm=counter (SetEnvIf sets $HIGH), Redis" \
+    "$(sl_conf "$REDIS" "counter quota-default=1" "expr:%{reqenv:SLQ}" 1m)
+SetEnvIf Request_URI ^/r SLQ=$HIGH"
 run_case count-counter-redis event $CONNS $POOL \
     "SlidingLimit $HIGH 1m algorithm=counter count=404 (every request given back), Redis" \
     "$(sl_conf "$REDIS" "counter count=404" $HIGH 1m)"

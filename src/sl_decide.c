@@ -15,6 +15,7 @@
 #include "sl_ident.h"
 #include "sl_key.h"
 #include "sl_outcome.h"
+#include "sl_quota.h"
 #include "sl_reply.h"
 #include "sl_store.h"
 #include "sl_wire.h"
@@ -121,6 +122,12 @@ static int sl_budgets_cost(sl_case_t *c, int *at)
         sl_budget_t *b = &c->budgets[i];
         const char *v, *err = NULL;
 
+        /* A fixed cost= was checked at start-up against quota-default=;
+         * an expression's quota may be lower. */
+        if (!l->cost_prog && l->quota_prog && b->cost > sl_budget_capacity(b)) {
+            *at = i;
+            return SL_COST_OVER;
+        }
         if (!l->cost_prog) {
             continue;
         }
@@ -244,6 +251,26 @@ static void sl_decision_cached(const sl_case_t *c, const apr_time_t *retry_at,
         d->quota[i].ok = !retry_at[i];
         d->quota[i].remaining = retry_at[i] ? 0 : c->budgets[i].requests;
         d->quota[i].reset = retry_at[i] ? retry_at[i] - now : 0;
+    }
+}
+
+/* expr: quotas of 0: the request is refused without a store call (a
+ * budget of no requests has no state to ask about), every limit of 0 until
+ * a window from now, when its quota may have changed; the others unknown
+ * (and not shown). */
+static void sl_decision_zero(const sl_case_t *c, sl_decision_t *d)
+{
+    int i;
+
+    d->now = apr_time_now();
+    d->admitted = 0;
+    d->n = c->n;
+    d->quota = apr_pcalloc(c->r->pool, sizeof(*d->quota) * c->n);
+    for (i = 0; i < c->n; i++) {
+        const sl_limit_t *l = APR_ARRAY_IDX(c->limits, i, sl_limit_t *);
+        d->quota[i].ok = !(l->quota_prog && !l->requests);
+        d->quota[i].remaining = d->quota[i].ok ? c->budgets[i].requests : 0;
+        d->quota[i].reset = d->quota[i].ok ? 0 : c->budgets[i].window;
     }
 }
 
@@ -588,7 +615,7 @@ static int sl_decide_for(request_rec *r, request_rec *target,
     sl_mode_t m;
     sl_outcome_t o;
     sl_decision_t d;
-    int store_step, fallback = SL_STEP_FAILED, why, at;
+    int store_step, fallback = SL_STEP_FAILED, why, at, zero;
 
     c.r = r;
     c.target = target;
@@ -614,10 +641,17 @@ static int sl_decide_for(request_rec *r, request_rec *target,
     }
     sl_budgets_remember(&c);
     sl_mode_of(&c, &m);
+    zero = sl_quota_apply(r, target, &c.limits, c.budgets, c.n);
     if ((why = sl_budgets_cost(&c, &at)) != SL_COST_OK) {
         return sl_refuse_cost(&c, &m, why, at);
     }
-    store_step = sl_decide_by_store(&c, &d);
+    if (zero) {
+        sl_decision_zero(&c, &d);
+        store_step = SL_STEP_DENIED;
+    }
+    else {
+        store_step = sl_decide_by_store(&c, &d);
+    }
     if (sl_outcome_wants_fallback(&m, store_step)) {
         fallback = sl_decide_by_fallback(&c, &d);
     }

@@ -241,6 +241,14 @@ static const char *sl_limit_id(apr_pool_t *p, const sl_limit_t *l,
     if (l->named) {
         basis = apr_pstrcat(p, "n\n", l->name, NULL);
     }
+    else if (l->quota_expr) {
+        /* Not the quota of any request, nor quota-default=: a customer
+         * whose quota changes keeps the same count. */
+        basis = apr_psprintf(
+            p, "s\n%s\nexpr:%s\n%" APR_INT64_T_FMT "\n%" APR_INT64_T_FMT "%s%s",
+            l->section, l->quota_expr, l->window, l->burst, host ? "\nh\n" : "",
+            host ? host : "");
+    }
     else {
         basis = apr_psprintf(p,
                              "s\n%s\n%" APR_INT64_T_FMT "\n%" APR_INT64_T_FMT
@@ -303,6 +311,17 @@ static const char *sl_parse_option(apr_pool_t *p, const char *arg,
             return apr_pstrcat(p, "cost ", err, NULL);
         }
     }
+    else if (klen == 13 && !strncasecmp(arg, "quota-default", 13)) {
+        if (!l->quota_expr) {
+            return apr_psprintf(p, "'%s' needs REQUESTS as expr:STRING", arg);
+        }
+        if (l->requests) {
+            return apr_psprintf(p, "'%s': quota-default= is given twice", arg);
+        }
+        if ((err = sl_parse_int(p, val, 1, SL_MAX_REQUESTS, &l->requests))) {
+            return apr_pstrcat(p, "quota-default ", err, NULL);
+        }
+    }
     else if (klen == 9 && !strncasecmp(arg, "cost-unit", 9)) {
         if ((err = sl_parse_int(p, val, 1, SL_MAX_COST_UNIT, &l->cost_unit))) {
             return apr_pstrcat(p, "cost-unit ", err, NULL);
@@ -322,7 +341,7 @@ static const char *sl_parse_option(apr_pool_t *p, const char *arg,
         return apr_psprintf(p,
                             "unknown option '%s' (expected name=, "
                             "algorithm=, burst=, cost=, cost-unit=, "
-                            "block= or count=)",
+                            "block=, count= or quota-default=)",
                             arg);
     }
     return NULL;
@@ -333,6 +352,13 @@ static const char *sl_limit_check(apr_pool_t *p, sl_limit_t *l)
 {
     double tau;
 
+    if (l->quota_expr && !l->requests) {
+        return apr_psprintf(p,
+                            "'expr:%s' needs quota-default=N (1-%d): the "
+                            "quota of a request whose value is empty or not "
+                            "a whole number",
+                            l->quota_expr, SL_MAX_REQUESTS);
+    }
     if (l->cost_unit && !l->cost_expr) {
         return apr_psprintf(p,
                             "'cost-unit=%" APR_INT64_T_FMT
@@ -367,7 +393,9 @@ static const char *sl_limit_check(apr_pool_t *p, sl_limit_t *l)
      * and its key lives that long: bounded like a window, so the TAT stays
      * an exact double and the TTL one that SET PX takes. In doubles: the
      * product can pass 2^63, and only the boundary rounds. */
-    tau = (double) l->burst * (double) l->window / (double) l->requests;
+    /* An expression's quota may be as low as 1 per request. */
+    tau = (double) l->burst * (double) l->window /
+          (double) (l->quota_expr ? 1 : l->requests);
     if (l->burst && tau > (double) SL_MAX_WINDOW) {
         return apr_psprintf(p,
                             "'burst=%" APR_INT64_T_FMT
@@ -388,7 +416,14 @@ const char *sl_parse_limit(apr_pool_t *p, int argc, char *const argv[],
     if (argc < 2) {
         return "needs REQUESTS WINDOW (or 'off')";
     }
-    if ((err = sl_parse_int(p, argv[0], 1, SL_MAX_REQUESTS, &l->requests))) {
+    if (!strncasecmp(argv[0], "expr:", 5)) {
+        if (!argv[0][5]) {
+            return apr_psprintf(p, "'%s': needs an expression", argv[0]);
+        }
+        l->quota_expr = argv[0] + 5;
+    }
+    else if ((err =
+                  sl_parse_int(p, argv[0], 1, SL_MAX_REQUESTS, &l->requests))) {
         return apr_pstrcat(p, "REQUESTS ", err, NULL);
     }
     if ((err = sl_parse_duration(p, argv[1], &l->window))) {
@@ -404,7 +439,11 @@ const char *sl_parse_limit(apr_pool_t *p, int argc, char *const argv[],
     if ((err = sl_limit_check(p, l))) {
         return err;
     }
-    if (!l->name) {
+    if (!l->name && l->quota_expr) {
+        l->name =
+            apr_psprintf(p, "expr-per-%s", sl_format_duration(p, l->window));
+    }
+    else if (!l->name) {
         l->name = apr_psprintf(p, "%" APR_INT64_T_FMT "-per-%s", l->requests,
                                sl_format_duration(p, l->window));
     }
@@ -443,6 +482,32 @@ int sl_cost_of(const char *v, apr_int64_t unit, apr_int64_t max,
     }
     *cost = c;
     return SL_COST_OK;
+}
+
+int sl_quota_of(const char *v, apr_int64_t *quota)
+{
+    apr_int64_t n = 0;
+    const char *s;
+
+    if (!v || !*v) {
+        return SL_QUOTA_BAD;
+    }
+    /* At most 9 digits are counted (SL_MAX_REQUESTS has 9): no overflow,
+     * however long the value. Leading zeros are a whole number too. */
+    for (s = v; *s; s++) {
+        if (!apr_isdigit(*s)) {
+            return SL_QUOTA_BAD;
+        }
+        n = n * 10 + (*s - '0');
+        if (n > SL_MAX_REQUESTS) {
+            return SL_QUOTA_BAD;
+        }
+    }
+    if (!n) {
+        return SL_QUOTA_ZERO;
+    }
+    *quota = n;
+    return SL_QUOTA_OK;
 }
 
 apr_int64_t sl_budget_capacity(const sl_budget_t *b)

@@ -47,6 +47,12 @@ typedef struct sl_limit {
     const void *cost_prog;
     apr_int64_t cost_unit;
     apr_int64_t block; /* block=, microseconds; 0: none */
+    /* SlidingLimit expr:STRING: the quota's expression (NULL: requests is
+     * the quota) and its compiled form (an ap_expr_info_t *, as cost_prog).
+     * requests is then quota-default=, what a request whose value is empty
+     * or not a quota gets. */
+    const char *quota_expr;
+    const void *quota_prog;
     /* count=: the final statuses that count, NULL: every status. The
      * request is reserved at the decision and given back afterwards when
      * its status is not listed. */
@@ -130,6 +136,15 @@ int sl_limit_counts(const sl_limit_t *l, int status);
 #define SL_COST_OVER 2
 int sl_cost_of(const char *v, apr_int64_t unit, apr_int64_t max,
                apr_int64_t *cost);
+
+/* SlidingLimit expr:: what an expression's value v is as a quota under
+ * the largest literal one: SL_QUOTA_OK with *quota 1..SL_MAX_REQUESTS,
+ * SL_QUOTA_ZERO for "0" (no requests at all), SL_QUOTA_BAD for anything
+ * else (empty, sign, space, fraction, too large). */
+#define SL_QUOTA_OK   0
+#define SL_QUOTA_ZERO 1
+#define SL_QUOTA_BAD  2
+int sl_quota_of(const char *v, apr_int64_t *quota);
 
 /* The most units one request may cost under a budget: its burst under
  * gcra, else its requests. */
