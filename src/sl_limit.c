@@ -1,4 +1,5 @@
 #include "sl_limit.h"
+#include "sl_delay.h"
 
 #include <apr_base64.h>
 #include <apr_lib.h>
@@ -313,6 +314,14 @@ static const char *sl_parse_option(apr_pool_t *p, const char *arg,
             return apr_pstrcat(p, "block ", err, NULL);
         }
     }
+    else if (klen == 5 && !strncasecmp(arg, "delay", 5)) {
+        if ((err = sl_parse_duration(p, val, &l->delay))) {
+            return apr_pstrcat(p, "delay ", err, NULL);
+        }
+        if (l->delay > SL_MAX_DELAY) {
+            return apr_psprintf(p, "delay '%s' is too long (at most 60s)", val);
+        }
+    }
     else if (klen == 5 && !strncasecmp(arg, "count", 5)) {
         if ((err = sl_parse_count(p, arg, val, l))) {
             return err;
@@ -322,7 +331,7 @@ static const char *sl_parse_option(apr_pool_t *p, const char *arg,
         return apr_psprintf(p,
                             "unknown option '%s' (expected name=, "
                             "algorithm=, burst=, cost=, cost-unit=, "
-                            "block= or count=)",
+                            "block=, delay= or count=)",
                             arg);
     }
     return NULL;
@@ -353,6 +362,12 @@ static const char *sl_limit_check(apr_pool_t *p, sl_limit_t *l)
             l->algorithm == SL_ALG_GCRA && l->burst && l->burst < l->requests
                 ? l->burst
                 : l->requests);
+    }
+    /* A refusal of a limit with block= starts or meets a block, which a
+     * delayed request never waits through: delay= would never apply. */
+    if (l->delay && l->block) {
+        return "delay= and block= on one line: a blocked request never "
+               "waits (give each its own line)";
     }
     /* The section's SlidingLimitAlgorithm may come later or be inherited,
      * so a burst= that would silently do nothing is refused here: on the

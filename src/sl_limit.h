@@ -35,6 +35,10 @@ typedef struct sl_limit {
     const void *cost_prog;
     apr_int64_t cost_unit;
     apr_int64_t block; /* block=, microseconds; 0: none */
+    /* delay=, microseconds (at most SL_MAX_DELAY, sl_delay.h): the longest
+     * a request that would be refused may wait for its admission; 0:
+     * none */
+    apr_int64_t delay;
     /* count=: the final statuses that count, NULL: every status. The
      * request is reserved at the decision and given back afterwards when
      * its status is not listed. */
