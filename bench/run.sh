@@ -820,6 +820,17 @@ run_case count-counter-redis event $CONNS $POOL \
 run_case count-counter-shm event $CONNS $POOL \
     "SlidingLimit $HIGH 1m algorithm=counter count=404 (every request given back), shm" \
     "$(sl_conf shm "counter count=404" $HIGH 1m)"
+# delay=: on the allowed path nothing waits (the limit is never reached):
+# what the option costs a request it does not hold. Under a flood of one
+# address, gcra at 100/s with delay=100ms: a request over the rate waits
+# for its slot, up to SlidingLimitDelayMax (a quarter of ThreadsPerChild),
+# and the rest are refused at once.
+run_case delay-counter-redis event $CONNS $POOL \
+    "SlidingLimit $HIGH 1m algorithm=counter delay=1s, Redis" \
+    "$(sl_conf "$REDIS" "counter delay=1s" $HIGH 1m)"
+run_case flood-gcra-delay-redis event $CONNS flood \
+    "one address, SlidingLimit $FLOOD 1s algorithm=gcra delay=100ms, Redis" \
+    "$(sl_conf "$REDIS" "gcra delay=100ms" $FLOOD 1s)"
 run_case log-shm event $CONNS $POOL \
     "SlidingLimit $HIGH 1m algorithm=log, shm" \
     "$(sl_conf shm log $HIGH 1m)"

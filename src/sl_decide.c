@@ -9,9 +9,12 @@
 #include "http_request.h"
 #include "mod_core.h"
 
+#include "apr_atomic.h"
 #include "apr_strings.h"
+#include "apr_time.h"
 
 #include "sl_budget.h"
+#include "sl_delay.h"
 #include "sl_ident.h"
 #include "sl_key.h"
 #include "sl_outcome.h"
@@ -38,6 +41,7 @@ typedef struct sl_case {
     apr_interval_time_t wait; /* for another request's store call */
     int reserve;              /* some limit has count= */
     const char *member;       /* of the store call, for a give-back */
+    apr_interval_time_t held; /* delay=: how long it waited; -1: never */
 } sl_case_t;
 
 /* A count= decision's reservation, given back after the response when the
@@ -388,6 +392,54 @@ static int sl_decide_by_fallback(sl_case_t *c, sl_decision_t *d)
     return sl_step(APR_SUCCESS, d);
 }
 
+/* delay=: may this child hold one more request (the section's
+ * SlidingLimitDelayMax, or the MPM's default)? Counted when it may. */
+static int sl_delay_enter(const sl_case_t *c)
+{
+    int max = SL_OR(c->dc->delay_max, c->proc->delay_max);
+
+    if (apr_atomic_inc32(&c->proc->delayed) >= (apr_uint32_t) max) {
+        apr_atomic_dec32(&c->proc->delayed);
+        sl_stats_delay_full(c->proc->stats);
+        return 0;
+    }
+    sl_stats_delay_waiting(c->proc->stats, 1);
+    return 1;
+}
+
+/* delay=: a refusal whose every refusing limit would admit the request
+ * within what is left of its delay= is held until then and decided again,
+ * by the same atomic call (or the deny cache, which knows the same time),
+ * so that a delay admits no more than the limits do: a retry that others
+ * beat to the room waits again, within the same bound. */
+static int sl_decide_delayed(sl_case_t *c, sl_decision_t *d, apr_time_t start)
+{
+    int step = SL_STEP_DENIED, rounds = 0;
+    apr_int64_t wait;
+
+    while ((wait = sl_delay_wait(c->limits, d, apr_time_now() - start,
+                                 rounds)) > 0) {
+        if (!rounds && !sl_delay_enter(c)) {
+            return step;
+        }
+        rounds++;
+        /* The reset counts from the store's decision, which ran before
+         * its answer came back: waiting it from now is never too early. */
+        apr_sleep(wait);
+        step = sl_decide_by_store(c, d);
+        if (step != SL_STEP_DENIED) {
+            break;
+        }
+    }
+    if (rounds) {
+        c->held = apr_time_now() - start;
+        apr_atomic_dec32(&c->proc->delayed);
+        sl_stats_delay_waiting(c->proc->stats, -1);
+        sl_stats_delayed(c->proc->stats, c->held, step == SL_STEP_ADMITTED);
+    }
+    return step;
+}
+
 static void sl_set_env(request_rec *r, int result, const char *policy,
                        const char *remaining)
 {
@@ -410,12 +462,21 @@ static void sl_case_env(const sl_case_t *c, int result, const char *policy,
     if (c->target != c->r) {
         sl_set_env(c->target, result, policy, remaining);
     }
+    /* delay=: microseconds held, for the access log. */
+    if (c->held >= 0) {
+        const char *us = sl_i64toa(c->r->pool, c->held);
+        apr_table_setn(c->r->subprocess_env, "SLIDINGLIMIT_DELAY", us);
+        if (c->target != c->r) {
+            apr_table_setn(c->target->subprocess_env, "SLIDINGLIMIT_DELAY", us);
+        }
+    }
 }
 
 void sl_decide_carry_env(request_rec *r)
 {
     static const char *const names[] = {
-        "SLIDINGLIMIT_RESULT", "SLIDINGLIMIT_POLICY", "SLIDINGLIMIT_REMAINING"};
+        "SLIDINGLIMIT_RESULT", "SLIDINGLIMIT_POLICY", "SLIDINGLIMIT_REMAINING",
+        "SLIDINGLIMIT_DELAY"};
     request_rec *prev;
     size_t i;
 
@@ -615,6 +676,7 @@ static int sl_decide_for(request_rec *r, request_rec *target,
     sl_mode_t m;
     sl_outcome_t o;
     sl_decision_t d;
+    apr_time_t start;
     int store_step, fallback = SL_STEP_FAILED, why, at, zero;
 
     c.r = r;
@@ -626,6 +688,7 @@ static int sl_decide_for(request_rec *r, request_rec *target,
     c.wait = SL_OR(sc->command_timeout, SL_DEFAULT_COMMAND_TIMEOUT);
     c.reserve = 0;
     c.member = NULL;
+    c.held = -1;
     if (!c.store) {
         return DECLINED;
     }
@@ -646,11 +709,17 @@ static int sl_decide_for(request_rec *r, request_rec *target,
         return sl_refuse_cost(&c, &m, why, at);
     }
     if (zero) {
+        /* A quota of 0 never frees: nothing to wait for. */
         sl_decision_zero(&c, &d);
         store_step = SL_STEP_DENIED;
     }
     else {
+        start = apr_time_now();
         store_step = sl_decide_by_store(&c, &d);
+        /* A dry run refuses nothing, so nothing waits. */
+        if (store_step == SL_STEP_DENIED && !m.dry_run) {
+            store_step = sl_decide_delayed(&c, &d, start);
+        }
     }
     if (sl_outcome_wants_fallback(&m, store_step)) {
         fallback = sl_decide_by_fallback(&c, &d);

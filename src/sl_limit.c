@@ -1,4 +1,5 @@
 #include "sl_limit.h"
+#include "sl_delay.h"
 
 #include <apr_base64.h>
 #include <apr_lib.h>
@@ -266,85 +267,139 @@ void sl_limit_set_host(apr_pool_t *p, sl_limit_t *l, const char *host)
     }
 }
 
-/* One NAME=VALUE option of a SlidingLimit line, into l. */
-static const char *sl_parse_option(apr_pool_t *p, const char *arg,
-                                   sl_limit_t *l)
+/* The options of a SlidingLimit line: each parses its value (val, arg
+ * being the whole NAME=VALUE for messages) into l. */
+typedef const char *sl_option_fn(apr_pool_t *p, const char *arg,
+                                 const char *val, sl_limit_t *l);
+
+static const char *sl_opt_name(apr_pool_t *p, const char *arg, const char *val,
+                               sl_limit_t *l)
+{
+    if (!sl_valid_name(val)) {
+        return apr_psprintf(p,
+                            "'%s': a name is 1-64 characters of "
+                            "letters, digits and -_.:/@",
+                            arg);
+    }
+    l->name = val;
+    l->named = 1;
+    return NULL;
+}
+
+static const char *sl_opt_algorithm(apr_pool_t *p, const char *arg,
+                                    const char *val, sl_limit_t *l)
+{
+    return sl_parse_algorithm(p, val, &l->algorithm);
+}
+
+static const char *sl_opt_burst(apr_pool_t *p, const char *arg, const char *val,
+                                sl_limit_t *l)
+{
+    const char *err = sl_parse_int(p, val, 1, SL_MAX_REQUESTS, &l->burst);
+    return err ? apr_pstrcat(p, "burst ", err, NULL) : NULL;
+}
+
+static const char *sl_opt_cost(apr_pool_t *p, const char *arg, const char *val,
+                               sl_limit_t *l)
 {
     const char *err;
-    const char *eq = strchr(arg, '=');
-    const char *val = eq ? eq + 1 : "";
-    apr_size_t klen = eq ? (apr_size_t) (eq - arg) : 0;
 
-    if (klen == 4 && !strncasecmp(arg, "name", 4)) {
-        if (!sl_valid_name(val)) {
-            return apr_psprintf(p,
-                                "'%s': a name is 1-64 characters of "
-                                "letters, digits and -_.:/@",
-                                arg);
-        }
-        l->name = val;
-        l->named = 1;
-    }
-    else if (klen == 9 && !strncasecmp(arg, "algorithm", 9)) {
-        if ((err = sl_parse_algorithm(p, val, &l->algorithm))) {
-            return err;
-        }
-    }
-    else if (klen == 5 && !strncasecmp(arg, "burst", 5)) {
-        if ((err = sl_parse_int(p, val, 1, SL_MAX_REQUESTS, &l->burst))) {
-            return apr_pstrcat(p, "burst ", err, NULL);
-        }
-    }
-    else if (klen == 4 && !strncasecmp(arg, "cost", 4) &&
-             (l->cost_expr || l->cost != 1)) {
+    if (l->cost_expr || l->cost != 1) {
         return apr_psprintf(p, "'%s': cost= is given twice", arg);
     }
-    else if (klen == 4 && !strncasecmp(arg, "cost", 4) &&
-             !strncasecmp(val, "expr:", 5)) {
+    if (!strncasecmp(val, "expr:", 5)) {
         if (!val[5]) {
             return apr_psprintf(p, "'%s': needs an expression", arg);
         }
         l->cost_expr = val + 5;
+        return NULL;
     }
-    else if (klen == 4 && !strncasecmp(arg, "cost", 4)) {
-        if ((err = sl_parse_int(p, val, 1, SL_MAX_REQUESTS, &l->cost))) {
-            return apr_pstrcat(p, "cost ", err, NULL);
-        }
+    err = sl_parse_int(p, val, 1, SL_MAX_REQUESTS, &l->cost);
+    return err ? apr_pstrcat(p, "cost ", err, NULL) : NULL;
+}
+
+static const char *sl_opt_quota_default(apr_pool_t *p, const char *arg,
+                                        const char *val, sl_limit_t *l)
+{
+    const char *err;
+
+    if (!l->quota_expr) {
+        return apr_psprintf(p, "'%s' needs REQUESTS as expr:STRING", arg);
     }
-    else if (klen == 13 && !strncasecmp(arg, "quota-default", 13)) {
-        if (!l->quota_expr) {
-            return apr_psprintf(p, "'%s' needs REQUESTS as expr:STRING", arg);
-        }
-        if (l->requests) {
-            return apr_psprintf(p, "'%s': quota-default= is given twice", arg);
-        }
-        if ((err = sl_parse_int(p, val, 1, SL_MAX_REQUESTS, &l->requests))) {
-            return apr_pstrcat(p, "quota-default ", err, NULL);
-        }
+    if (l->requests) {
+        return apr_psprintf(p, "'%s': quota-default= is given twice", arg);
     }
-    else if (klen == 9 && !strncasecmp(arg, "cost-unit", 9)) {
-        if ((err = sl_parse_int(p, val, 1, SL_MAX_COST_UNIT, &l->cost_unit))) {
-            return apr_pstrcat(p, "cost-unit ", err, NULL);
-        }
+    err = sl_parse_int(p, val, 1, SL_MAX_REQUESTS, &l->requests);
+    return err ? apr_pstrcat(p, "quota-default ", err, NULL) : NULL;
+}
+
+static const char *sl_opt_cost_unit(apr_pool_t *p, const char *arg,
+                                    const char *val, sl_limit_t *l)
+{
+    const char *err = sl_parse_int(p, val, 1, SL_MAX_COST_UNIT, &l->cost_unit);
+    return err ? apr_pstrcat(p, "cost-unit ", err, NULL) : NULL;
+}
+
+static const char *sl_opt_block(apr_pool_t *p, const char *arg, const char *val,
+                                sl_limit_t *l)
+{
+    const char *err = sl_parse_duration(p, val, &l->block);
+    return err ? apr_pstrcat(p, "block ", err, NULL) : NULL;
+}
+
+static const char *sl_opt_delay(apr_pool_t *p, const char *arg, const char *val,
+                                sl_limit_t *l)
+{
+    const char *err = sl_parse_duration(p, val, &l->delay);
+
+    if (err) {
+        return apr_pstrcat(p, "delay ", err, NULL);
     }
-    else if (klen == 5 && !strncasecmp(arg, "block", 5)) {
-        if ((err = sl_parse_duration(p, val, &l->block))) {
-            return apr_pstrcat(p, "block ", err, NULL);
-        }
-    }
-    else if (klen == 5 && !strncasecmp(arg, "count", 5)) {
-        if ((err = sl_parse_count(p, arg, val, l))) {
-            return err;
-        }
-    }
-    else {
-        return apr_psprintf(p,
-                            "unknown option '%s' (expected name=, "
-                            "algorithm=, burst=, cost=, cost-unit=, "
-                            "block=, count= or quota-default=)",
-                            arg);
+    if (l->delay > SL_MAX_DELAY) {
+        return apr_psprintf(p, "delay '%s' is too long (at most 60s)", val);
     }
     return NULL;
+}
+
+static const char *sl_opt_count(apr_pool_t *p, const char *arg, const char *val,
+                                sl_limit_t *l)
+{
+    return sl_parse_count(p, arg, val, l);
+}
+
+static const struct {
+    const char *name;
+    sl_option_fn *parse;
+} sl_options[] = {
+    {"name", sl_opt_name},
+    {"algorithm", sl_opt_algorithm},
+    {"burst", sl_opt_burst},
+    {"cost", sl_opt_cost},
+    {"cost-unit", sl_opt_cost_unit},
+    {"block", sl_opt_block},
+    {"delay", sl_opt_delay},
+    {"count", sl_opt_count},
+    {"quota-default", sl_opt_quota_default},
+};
+
+/* One NAME=VALUE option of a SlidingLimit line, into l. */
+static const char *sl_parse_option(apr_pool_t *p, const char *arg,
+                                   sl_limit_t *l)
+{
+    const char *eq = strchr(arg, '=');
+    apr_size_t klen = eq ? (apr_size_t) (eq - arg) : 0, i;
+
+    for (i = 0; eq && i < sizeof(sl_options) / sizeof(sl_options[0]); i++) {
+        if (strlen(sl_options[i].name) == klen &&
+            !strncasecmp(arg, sl_options[i].name, klen)) {
+            return sl_options[i].parse(p, arg, eq + 1, l);
+        }
+    }
+    return apr_psprintf(p,
+                        "unknown option '%s' (expected name=, "
+                        "algorithm=, burst=, cost=, cost-unit=, "
+                        "block=, delay=, count= or quota-default=)",
+                        arg);
 }
 
 /* What the options of one line must agree on, once all are read. */
@@ -379,6 +434,12 @@ static const char *sl_limit_check(apr_pool_t *p, sl_limit_t *l)
             l->algorithm == SL_ALG_GCRA && l->burst && l->burst < l->requests
                 ? l->burst
                 : l->requests);
+    }
+    /* A refusal of a limit with block= starts or meets a block, which a
+     * delayed request never waits through: delay= would never apply. */
+    if (l->delay && l->block) {
+        return "delay= and block= on one line: a blocked request never "
+               "waits (give each its own line)";
     }
     /* The section's SlidingLimitAlgorithm may come later or be inherited,
      * so a burst= that would silently do nothing is refused here: on the

@@ -53,6 +53,10 @@ typedef struct sl_limit {
      * or not a quota gets. */
     const char *quota_expr;
     const void *quota_prog;
+    /* delay=, microseconds (at most SL_MAX_DELAY, sl_delay.h): the longest
+     * a request that would be refused may wait for its admission; 0:
+     * none */
+    apr_int64_t delay;
     /* count=: the final statuses that count, NULL: every status. The
      * request is reserved at the decision and given back afterwards when
      * its status is not listed. */

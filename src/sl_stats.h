@@ -43,6 +43,12 @@ void sl_stats_fallback(sl_stats_t *st);
 void sl_stats_deny_cached(sl_stats_t *st);
 /* A refusal that started a block= (one store answer, not a cached one). */
 void sl_stats_blocks(sl_stats_t *st, int started);
+/* delay=: a request of this server starts waiting (1) or stops (-1); one
+ * that waited waited microseconds and was then admitted or not; one the
+ * cap of waiters turned away (refused at once). */
+void sl_stats_delay_waiting(sl_stats_t *st, int change);
+void sl_stats_delayed(sl_stats_t *st, apr_int64_t waited, int admitted);
+void sl_stats_delay_full(sl_stats_t *st);
 
 /* A Redis store's breaker as the status page shows it. */
 typedef struct sl_stats_breaker_state {

@@ -174,6 +174,11 @@ static void test_limit_options(apr_pool_t *p)
                {"10 1m block=0", "'0'"},
                {"10 1m block=1w", "'1w'"},
                {"10 1m block=400d", "'400d'"},
+               {"10 1m delay=0", "'0'"},
+               {"10 1m delay=2x", "'2x'"},
+               {"10 1m delay=61s", "'61s'"},
+               {"10 1m delay=1h", "'1h'"},
+               {"10 1m delay=1s block=5s", "delay= and block="},
                {"10 1m count=", "count="},
                {"10 1m count=401,", "count=401,"},
                {"10 1m count=401,,403", "count=401,,403"},
@@ -193,8 +198,13 @@ static void test_limit_options(apr_pool_t *p)
                l->ncount == 2 && sl_limit_counts(l, 401) &&
                sl_limit_counts(l, 403) && !sl_limit_counts(l, 200),
            "cost, block, count: %s", err ? err : "");
+    l = limit(p, "10 1m delay=500ms", "", &err);
+    EXPECT(l && !err && l->delay == 500000, "delay=500ms: %s", err ? err : "");
+    l = limit(p, "10 1m delay=60s", "", &err);
+    EXPECT(l && !err && l->delay == 60 * APR_USEC_PER_SEC,
+           "delay= up to 60s: %s", err ? err : "");
     l = limit(p, "10 1m", "", &err);
-    EXPECT(l && l->cost == 1 && !l->block && !l->count &&
+    EXPECT(l && l->cost == 1 && !l->block && !l->count && !l->delay &&
                sl_limit_counts(l, 200) && sl_limit_counts(l, 500),
            "defaults: cost 1, no block, every status counts");
     l = limit(p, "10 1m cost=10", "", &err);
