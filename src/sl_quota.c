@@ -23,9 +23,18 @@ int sl_quota_eval(request_rec *r, request_rec *target, const sl_limit_t *l,
         *quota = 0;
     }
     else if (why == SL_QUOTA_BAD) {
-        /* The value may be a client's: escaped, and cut short. */
+        /* The value may be a client's: escaped, and cut short, and below
+         * the default LogLevel unless the expression itself failed (the
+         * operator's to fix), so that requests without the value, or a
+         * client sending bad ones, never fill the error log: an absent
+         * value (empty) is the common case of a request without a
+         * contract. */
         ap_log_rerror(
-            APLOG_MARK, APLOG_WARNING, 0, r,
+            APLOG_MARK,
+            err         ? APLOG_WARNING
+            : (v && *v) ? APLOG_INFO
+                        : APLOG_DEBUG,
+            0, r,
             "mod_slidinglimit: policy %s: quota %s%s%s is not a whole number "
             "0-100000000 (expr:%s); using quota-default=%" APR_INT64_T_FMT,
             ap_escape_logitem(r->pool, l->name),

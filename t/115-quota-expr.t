@@ -5,7 +5,7 @@
 # changes keeps its count (one store key whatever the quota) and the next
 # request is decided under the new quota, right after a refusal the deny
 # cache holds too; the headers say the request's quota; an empty or bad
-# value gets quota-default= and a warning in the error log; 0 refuses
+# value gets quota-default= and a line in the error log; 0 refuses
 # without a store call; beside a literal limit in one section, both apply.
 use strict;
 use warnings;
