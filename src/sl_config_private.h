@@ -48,6 +48,7 @@ const char *sl_cmd_headers(cmd_parms *cmd, void *dconf, int argc,
                            char *const argv[]);
 const char *sl_cmd_status(cmd_parms *cmd, void *dconf, const char *arg);
 const char *sl_cmd_status_page(cmd_parms *cmd, void *dconf, const char *arg);
+const char *sl_cmd_delay_max(cmd_parms *cmd, void *dconf, const char *arg);
 
 const char *sl_cmd_store(cmd_parms *cmd, void *dconf, const char *arg);
 const char *sl_cmd_store_password(cmd_parms *cmd, void *dconf, const char *arg);

@@ -25,6 +25,18 @@
 
 #define SL_POLICY_ID_BYTES 12
 
+/* lua/sl_check.lua's arguments of a limit that every request repeats (its
+ * algorithm, requests, window and burst) as the Redis store writes them,
+ * and the values they say: a budget uses text only while it holds those
+ * values. */
+typedef struct sl_script_args {
+    apr_int64_t requests;
+    apr_int64_t window;
+    apr_int64_t burst;
+    const char *text;
+    apr_size_t len;
+} sl_script_args_t;
+
 typedef struct sl_limit {
     const char *name;     /* policy name in headers, logs and metrics */
     const char *id;       /* stable policy id (part of store keys): 16
@@ -46,6 +58,16 @@ typedef struct sl_limit {
     const void *cost_prog;
     apr_int64_t cost_unit;
     apr_int64_t block; /* block=, microseconds; 0: none */
+    /* SlidingLimit expr:STRING: the quota's expression (NULL: requests is
+     * the quota) and its compiled form (an ap_expr_info_t *, as cost_prog).
+     * requests is then quota-default=, what a request whose value is empty
+     * or not a quota gets. */
+    const char *quota_expr;
+    const void *quota_prog;
+    /* delay=, microseconds (at most SL_MAX_DELAY, sl_delay.h): the longest
+     * a request that would be refused may wait for its admission; 0:
+     * none */
+    apr_int64_t delay;
     /* count=: the final statuses that count, NULL: every status. The
      * request is reserved at the decision and given back afterwards when
      * its status is not listed. */
@@ -60,6 +82,12 @@ typedef struct sl_limit {
     const char *requests_text;
     const char *policy_item;
     apr_size_t policy_item_len;
+    /* The same for the Redis store, one per algorithm (a line without
+     * algorithm= takes its section's), made once when the line is read
+     * (sl_redis_limit_args): formatting the window and the quota for each
+     * call was a twentieth of a decision's instructions. NULL: made for
+     * each request. */
+    const sl_script_args_t *script_args;
 } sl_limit_t;
 
 /* One limit as it is sent to a store. */
@@ -80,6 +108,8 @@ typedef struct sl_budget {
      * neither its exhaustion nor a refusal is answered from the deny cache
      * (a give-back can free room before the reset). */
     int reserve;
+    /* its limit's script_args for its algorithm; NULL: none */
+    const sl_script_args_t *script_args;
 } sl_budget_t;
 
 /* Every parser returns NULL on success or an error message naming the bad
@@ -126,6 +156,15 @@ int sl_limit_counts(const sl_limit_t *l, int status);
 #define SL_COST_OVER 2
 int sl_cost_of(const char *v, apr_int64_t unit, apr_int64_t max,
                apr_int64_t *cost);
+
+/* SlidingLimit expr:: what an expression's value v is as a quota under
+ * the largest literal one: SL_QUOTA_OK with *quota 1..SL_MAX_REQUESTS,
+ * SL_QUOTA_ZERO for "0" (no requests at all), SL_QUOTA_BAD for anything
+ * else (empty, sign, space, fraction, too large). */
+#define SL_QUOTA_OK   0
+#define SL_QUOTA_ZERO 1
+#define SL_QUOTA_BAD  2
+int sl_quota_of(const char *v, apr_int64_t *quota);
 
 /* The most units one request may cost under a budget: its burst under
  * gcra, else its requests. */

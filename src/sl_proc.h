@@ -25,6 +25,10 @@ typedef struct sl_proc {
     struct sl_leases *leases; /* this child's leases (sl_lease.h) */
     unsigned char seed[8];
     volatile apr_uint32_t counter;
+    /* delay=: the requests this child holds now, and SlidingLimitDelayMax
+     * when unset (sl_delay_max_default, child_init) */
+    volatile apr_uint32_t delayed;
+    int delay_max;
 } sl_proc_t;
 
 /* pre_config: the mutex types of the segments (the Mutex directive's). */

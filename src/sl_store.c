@@ -228,8 +228,8 @@ static apr_status_t sl_call_end(sl_call_t *c, apr_status_t rv)
     apr_time_t now = apr_time_now();
 
     if (st->url) {
-        sl_stats_store(st->proc->stats, st->url->display, now - c->start,
-                       rv != APR_SUCCESS, c->trips);
+        sl_stats_store(st->proc->stats, st->url->display, st->url->display_hash,
+                       now - c->start, rv != APR_SUCCESS, c->trips);
     }
     if (rv == APR_SUCCESS) {
         if (st->breaker && sl_breaker_success(st->breaker, c->start, now)) {

@@ -207,6 +207,12 @@ void sl_wire_limit(apr_pool_t *p, sl_limit_t *l)
     l->policy_item_len = (apr_size_t) (sl_put_item(item, l) - item);
     item[l->policy_item_len] = '\0';
     l->policy_item = item;
+    /* An expression's quota is each request's own: its texts are made for
+     * each request (requests is only quota-default=). */
+    if (l->quota_expr) {
+        l->requests_text = NULL;
+        l->policy_item = NULL;
+    }
 }
 
 /* A number's text, made once for the header sets that show it. */
