@@ -21,6 +21,8 @@
  *   src/sl_budget.c        the budgets of a section for one identity
  *   src/sl_outcome.c     * the fail-mode ladder
  *   src/sl_denycache.c     refusals answered without a store call
+ *   src/sl_lease.c         SlidingLimitConcurrent's leases held, renewed
+ *   src/sl_delay.c       * delay=: whether a refusal may wait, how long
  *   src/sl_inspect.c       the status handler's look at one client, a reset
  *   src/sl_forgery.c     * a reset a page of another site asked for
  *   src/sl_stats.c         counters and the status page's text

@@ -5,7 +5,7 @@
  *
  * Input, one script call per line (t/17-script-vs-c.t writes it):
  *   KEY ALG LIMIT WINDOW BURST COST BLOCK NOW OK REMAINING RESET
- * KEY is any token naming an independent budget; ALG is l, c or g; COST
+ * KEY is any token naming an independent budget; ALG is l, c, g or n; COST
  * and BLOCK the call's cost= and block= (microseconds, 0 for none); NOW is
  * the store time the script returned; OK, REMAINING and RESET its reply
  * for the (single) limit. Prints "N calls, M mismatches"; exit status 1 on
@@ -82,6 +82,12 @@ int main(void)
             sl_log_evaluate(now, limit, win, cost, b->log.units,
                             sl_log_array_at, &b->log, &ev);
         }
+        else if (alg == 'n') {
+            /* SlidingLimitConcurrent: the log of its leases. */
+            sl_log_expire(&b->log, now, win);
+            sl_lease_evaluate(now, limit, win, b->log.units, sl_log_array_at,
+                              &b->log, &ev);
+        }
         else if (alg == 'c') {
             sl_counter_evaluate(now, limit, win, cost,
                                 b->has_counter ? &b->counter : NULL, &ev);
@@ -107,7 +113,7 @@ int main(void)
         /* Follow the script's decision, so that one difference does not
          * cascade into the lines after it. */
         if (ok) {
-            if (alg == 'l') {
+            if (alg == 'l' || alg == 'n') {
                 if (b->log.count < LOG_CAP) {
                     sl_log_apply(&b->log, now, win, cost);
                 }

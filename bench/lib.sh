@@ -136,14 +136,21 @@ SL_HOOKS="sl_access sl_inspect_lookup_end sl_fixups sl_fixups_target
 sl_log_transaction sl_status_handler sl_merge_dir_conf"
 
 # callgrind_count CONF URL POOL N DIR AS...: instructions per request in
-# the module's hooks of one httpd -X under callgrind, for N requests after
-# one that warms it (connections, scripts); "-" when nothing was counted.
-# AS: the command prefix that runs it (runuser -u nobody -- as root: the
-# output is written after httpd has given up root).
+# the module's hooks of one httpd -X under callgrind, as two figures: for
+# N requests of identities that each sent one before (the steady state a
+# throughput row measures: SlidingLimitKey's identities come from the
+# child's memo), then for those first requests, one per identity of the
+# pool (each a SHA-1 or HMAC, the memo's miss); "- -" when nothing was
+# counted. The two are callgrind's dump at the end of the first pass and
+# its final part. AS: the command prefix that runs it (runuser -u nobody
+# -- as root: the output is written after httpd has given up root, and
+# callgrind_control must be the same user).
 callgrind_count() { # conf url pool n dir as...
-    local conf=$1 url=$2 pool=$3 n=$4 dir=$5 pid sent total toggles=() h
+    local conf=$1 url=$2 pool=$3 n=$4 dir=$5 pid sent first total ftotal
+    local toggles=() h vg
     shift 5
     for h in $SL_HOOKS; do toggles+=("--toggle-collect=$h"); done
+    rm -f "$dir/callgrind.out" "$dir/callgrind.out".*
     setsid "$@" valgrind --tool=callgrind --callgrind-out-file="$dir/callgrind.out" \
         --collect-atstart=no "${toggles[@]}" \
         "$HTTPD" -X -f "$conf" >"$dir/valgrind.log" 2>&1 &
@@ -153,15 +160,31 @@ callgrind_count() { # conf url pool n dir as...
         kill -0 "$pid" 2>/dev/null || break
         sleep 0.1
     done
+    # Each identity of the pool once (bench/clients.lua walks the pool in
+    # order from where it starts), then callgrind's first part.
+    first=$([ "$pool" = flood ] && echo 1 || echo "$pool")
+    first=$(wrk_count "$url" "$pool" 1 1 "$first" "$dir/clients.lua" "$dir/wrk-first.out")
+    # valgrind itself (Debian's is valgrind.bin), not the runuser above it;
+    # callgrind_control without a pid would act on every callgrind run.
+    vg=$(pgrep -f "^[^ ]*valgrind[.a-z]* .*callgrind-out-file=$dir/callgrind.out" | head -1)
+    [ -n "$vg" ] && "$@" callgrind_control --dump "$vg" >/dev/null 2>&1
     sent=$(wrk_count "$url" "$pool" 1 1 "$n" "$dir/clients.lua" "$dir/wrk.out")
     kill "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null
     total=$(callgrind_annotate "$dir/callgrind.out" 2>/dev/null |
         sed -n 's/^ *\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,)
+    ftotal=$(callgrind_annotate "$dir/callgrind.out.1" 2>/dev/null |
+        sed -n 's/^ *\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,)
     # Nothing counted: no request, or none of SL_HOOKS ran (renamed).
     if [ -z "$sent" ] || [ "$sent" -eq 0 ] || [ "${total:-0}" -eq 0 ]; then
-        echo -
+        echo - -
         return
     fi
-    echo $((total / (sent + 1)))
+    # The first part holds the warming request too; a flood's one
+    # identity has no first requests to speak of.
+    if [ "$pool" = flood ] || [ -z "$first" ] || [ "${ftotal:-0}" -eq 0 ]; then
+        echo "$((total / sent)) -"
+    else
+        echo "$((total / sent)) $((ftotal / (first + 1)))"
+    fi
 }

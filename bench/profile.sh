@@ -6,6 +6,13 @@
 #     STORE      redis (default), shm or none (httpd without the module)
 #     ALGORITHM  log, counter (default) or gcra
 #     REQUESTS   requests sent after a warm-up (default 2000)
+#   SL_PROFILE_LIMIT the limit's requests per minute (default 1000000;
+#                    100 with SL_PROFILE_POOL=flood measures refusals)
+#   SL_PROFILE_POOL  client identities the requests come from (default
+#                    4096: most requests are an identity's first); with
+#                    SL_PROFILE_SEEN=1 each has sent one request before
+#                    the counted ones (counters zeroed between): the
+#                    steady state of clients that come back
 #
 # Run it without timeout(1): httpd -X under timeout's process group ends the
 # whole run. Prints the callgrind summary by function (inclusive) and the total per
@@ -68,7 +75,7 @@ if [ -n "$SLSTORE" ]; then
 SlidingLimitStore $SLSTORE
 SlidingLimitStoreTimeout 1s 1s
 <Location /r>
-    SlidingLimit 1000000 1m name=bench algorithm=$ALG
+    SlidingLimit ${SL_PROFILE_LIMIT:-1000000} 1m name=bench algorithm=$ALG
 </Location>"
 fi
 # The benchmarks' base configuration; httpd -X already runs as nobody.
@@ -80,7 +87,7 @@ USERCONF=""
 # counted: the module's whole request path, nothing of httpd's own work.
 TOGGLES=()
 for h in $SL_HOOKS; do TOGGLES+=("--toggle-collect=$h"); done
-[ -z "$SLSTORE" ] && TOGGLES=(--toggle-collect=ap_process_request)
+[ -z "$SLSTORE" ] && TOGGLES=(--toggle-collect=ap_process_async_request)
 setsid $AS valgrind --tool=callgrind --callgrind-out-file="$STAGE/cg/callgrind.out" \
     --collect-atstart=no "${TOGGLES[@]}" \
     "$HTTPD" -X -f "$STAGE/httpd.conf" >"$STAGE/valgrind.log" 2>&1 &
@@ -90,7 +97,16 @@ for _ in $(seq 1 300); do
     curl -s -o /dev/null "$URL" && break
     sleep 0.1
 done
-sent=$(wrk_count "$URL" 4096 1 1 "$N" "$STAGE/clients.lua" "$STAGE/wrk.out")
+POOL=${SL_PROFILE_POOL:-4096}
+if [ "${SL_PROFILE_SEEN:-0}" = 1 ]; then
+    wrk_count "$URL" "$POOL" 1 1 "$POOL" "$STAGE/clients.lua" "$STAGE/warm.out" >/dev/null
+    # valgrind itself (Debian's is valgrind.bin), not the runuser above it;
+    # callgrind_control without a pid would act on every callgrind run.
+    vg=$(pgrep -f "^[^ ]*valgrind[.a-z]* .*callgrind-out-file=$STAGE/cg/" | head -1)
+    [ -n "$vg" ] || { echo "profile: valgrind's pid not found"; exit 1; }
+    $AS callgrind_control -z "$vg" >/dev/null
+fi
+sent=$(wrk_count "$URL" "$POOL" 1 1 "$N" "$STAGE/clients.lua" "$STAGE/wrk.out")
 kill "$HTTPD_PID" 2>/dev/null
 wait "$HTTPD_PID" 2>/dev/null
 HTTPD_PID=

@@ -248,6 +248,12 @@ SlidingLimitKeyPrefix slbench
 CONF
 }
 
+# SlidingLimitConcurrent: each request takes a lease at its decision and
+# gives it back at its end, two store calls per request.
+conc_conf() { # store in-flight
+    sl_conf "$1" log 1 1s | sed "s|^    SlidingLimit .*|    SlidingLimitConcurrent $2 name=bench|"
+}
+
 # mod_evasive: per (address, page) and per address counts in a hash table
 # of each child; answers 429 while an address is blocked.
 evasive_conf() { # page-count site-count
@@ -494,7 +500,7 @@ declare -A CGDONE
 instructions() { # name mpm pool block
     local name=$1 mpm=$2 pool=$3 block=$4 key dir run port as=()
     if [ "$CGREQ" -le 0 ] || [[ $block != *slidinglimit_module* ]]; then
-        echo -
+        echo - -
         return
     fi
     key="$mpm|$pool|$block"
@@ -510,7 +516,7 @@ instructions() { # name mpm pool block
         chown -R nobody:nogroup "$dir" "$run"
         as=(runuser -u nobody --)
     fi
-    port=$(free_port) || { echo -; return; }
+    port=$(free_port) || { echo - -; return; }
     # httpd -X as nobody already: no User and Group lines.
     { USERCONF='' conf_head "$mpm" "$name-cg" "$port" "$run"; conf_size "$mpm"
       printf '%s\n' "$block"; } >"$STAGE/conf/$name-cg.conf"
@@ -617,7 +623,7 @@ run_case() {
             return (a == "-" || b == "-") ? "-" : sprintf("%.2f", (a + b) / 2) }
         BEGIN { print m(r1, r2), m(h1, h2), m(s1, s2) }')"
     stop_httpd "$run"
-    insn=$(instructions "$name" "$mpm" "$pool" "$block")
+    read -r insn insn1 <<<"$(instructions "$name" "$mpm" "$pool" "$block")"
 
     read -r crps cp50 cp99 ctotal cnon2xx cticks <<<"$(summary "$case")"
     read -r rrps rp50 rp99 rtotal _ rticks <<<"$(summary "$ref")"
@@ -679,15 +685,15 @@ run_case() {
     # httpd-cpu-us ref-httpd-cpu-us redis-cpu-us eval row-new-connections
     # row-sentinel-connections row-requests low-p99 low-ref-p99 low-rps
     # low-ref-rps module-instructions httpd-syscalls ref-httpd-syscalls
-    # redis-syscalls redis-cpu-us-per-call
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
+    # redis-syscalls redis-cpu-us-per-call module-instructions-first
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
         "$name" "$mpm" "$conns" "$desc" "$crps" "$cp50" "$cp99" \
         "$ctotal" "$cnon2xx" "$evalsha" "$other" "$newconn" \
         "$((mem1 - mem0))" "$keys" "${errors:--}" "${hits:--}" \
         "$rrps" "$rp50" "$rp99" "${usec:--}" "$hcpu" "$rcpu" "$scpu" \
         "$eval" "$rowconn" "$rowsconn" "$rowreq" "${lp99:--}" "${lrp99:--}" \
         "${lrps:--}" "${lrrps:--}" "${insn:--}" "${hsys:--}" "${rsys:--}" \
-        "${sys:--}" "$dcpu" >>"$RESULTS"
+        "${sys:--}" "$dcpu" "${insn1:--}" >>"$RESULTS"
     printf '%8.0f req/s (ref %6.0f) %5.2f  p99 %6.3f ms (ref %6.3f)  refused %6.2f%%  EVALSHA/req %.4f  EVAL/req %.4f  httpd %s us/req (ref %s), redis %s' \
         "$crps" "$rrps" "$(awk -v a="$crps" -v b="$rrps" 'BEGIN {print a / b}')" \
         "$cp99" "$rp99" \
@@ -695,8 +701,8 @@ run_case() {
         "$(awk -v a="$evalsha" -v b="$ctotal" 'BEGIN {print a / b}')" \
         "$(awk -v a="$eval" -v b="$ctotal" 'BEGIN {print a / b}')" \
         "$hcpu" "$rcpu" "$scpu"
-    printf '\n%28s p99 at -c%s %s ms (ref %s)  module %s instructions/req  syscalls/req httpd %s (ref %s), redis %s  redis %s us/decision' \
-        "" "$LOWCONNS" "${lp99:--}" "${lrp99:--}" "${insn:--}" "${hsys:--}" \
+    printf '\n%28s p99 at -c%s %s ms (ref %s)  module %s instructions/req (first of an identity %s)  syscalls/req httpd %s (ref %s), redis %s  redis %s us/decision' \
+        "" "$LOWCONNS" "${lp99:--}" "${lrp99:--}" "${insn:--}" "${insn1:--}" "${hsys:--}" \
         "${rsys:--}" "${sys:--}" "$dcpu"
     if [ "$counted" = 1 ]; then
         printf '  new connections: %s%s for %s requests' "$rowconn" \
@@ -807,12 +813,30 @@ run_case counter-shm event $CONNS $POOL \
 run_case cost-counter-redis event $CONNS $POOL \
     "SlidingLimit $HIGH 1m algorithm=counter cost=3, Redis" \
     "$(sl_conf "$REDIS" "counter cost=3" $HIGH 1m)"
+# SlidingLimit expr: (the quota from a variable SetEnvIf sets, as a map of
+# plans would): the expression read per request and the quota headers
+# written per request, next to the literal counter-redis row.
+run_case expr-counter-redis event $CONNS $POOL \
+    "SlidingLimit expr:%{reqenv:SLQ} 1m algorithm=counter (SetEnvIf sets $HIGH), Redis" \
+    "$(sl_conf "$REDIS" "counter quota-default=1" "expr:%{reqenv:SLQ}" 1m)
+SetEnvIf Request_URI ^/r SLQ=$HIGH"
 run_case count-counter-redis event $CONNS $POOL \
     "SlidingLimit $HIGH 1m algorithm=counter count=404 (every request given back), Redis" \
     "$(sl_conf "$REDIS" "counter count=404" $HIGH 1m)"
 run_case count-counter-shm event $CONNS $POOL \
     "SlidingLimit $HIGH 1m algorithm=counter count=404 (every request given back), shm" \
     "$(sl_conf shm "counter count=404" $HIGH 1m)"
+# delay=: on the allowed path nothing waits (the limit is never reached):
+# what the option costs a request it does not hold. Under a flood of one
+# address, gcra at 100/s with delay=100ms: a request over the rate waits
+# for its slot, up to SlidingLimitDelayMax (a quarter of ThreadsPerChild),
+# and the rest are refused at once.
+run_case delay-counter-redis event $CONNS $POOL \
+    "SlidingLimit $HIGH 1m algorithm=counter delay=1s, Redis" \
+    "$(sl_conf "$REDIS" "counter delay=1s" $HIGH 1m)"
+run_case flood-gcra-delay-redis event $CONNS flood \
+    "one address, SlidingLimit $FLOOD 1s algorithm=gcra delay=100ms, Redis" \
+    "$(sl_conf "$REDIS" "gcra delay=100ms" $FLOOD 1s)"
 # cost=after:: the admission's check, then one charge call per request
 # after its response (the 256-byte file at cost-unit=64 costs 4).
 run_case after-counter-redis event $CONNS $POOL \
@@ -824,6 +848,12 @@ run_case after-counter-shm event $CONNS $POOL \
 run_case log-shm event $CONNS $POOL \
     "SlidingLimit $HIGH 1m algorithm=log, shm" \
     "$(sl_conf shm log $HIGH 1m)"
+run_case concurrent-redis event $CONNS $POOL \
+    "SlidingLimitConcurrent $HIGH (a lease taken and given back per request), Redis" \
+    "$(conc_conf "$REDIS" $HIGH)"
+run_case concurrent-shm event $CONNS $POOL \
+    "SlidingLimitConcurrent $HIGH (a lease taken and given back per request), shm" \
+    "$(conc_conf shm $HIGH)"
 run_case evasive event $CONNS $POOL \
     "mod_evasive, 10^8/60s per page and address (it sees one address)" \
     "$(evasive_conf 100000000 100000000)"

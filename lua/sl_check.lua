@@ -3,7 +3,8 @@
 -- KEYS[i]   store key of limit i; every key of one call carries the same
 --           cluster hash tag, so the whole call runs on one node.
 -- ARGV[1]   a member unique to this request (its sliding-log entry)
--- ARGV[1+6(i-1)+1 .. +6]  algorithm ("l", "c" or "g"), requests,
+-- ARGV[1+6(i-1)+1 .. +6]  algorithm ("l", "c", "g", or "n" for in
+--           flight: a log whose window is the lease), requests,
 --           window in microseconds, burst (gcra), cost (units this request
 --           consumes, 1 to requests, and to burst for gcra), block
 --           (microseconds an identity stays refused once this limit
@@ -68,6 +69,9 @@ local MAX_REQUESTS = 100000000
 local MAX_WALK = 1024
 local MIN_WINDOW = 1000
 local MAX_WINDOW = 366 * 86400 * 1000000
+-- The longest wait a concurrency limit announces (src/sl_limit.h
+-- SL_LEASE_WAIT).
+local LEASE_WAIT = 1000000
 
 -- Writes after TIME: Redis replicates such a script by its effects (the
 -- commands it ran) only. 7.0 always does; 5.0 and 6.x unless
@@ -260,7 +264,12 @@ for i = 1, n do
     if bend then
         ok, r, r0, rs, rs0 = false, 0, 0, bend - now, bend - now
 
-    elseif alg == 'l' then
+    elseif alg == 'l' or alg == 'n' then
+        -- 'n' (SlidingLimitConcurrent) is this log with the lease as its
+        -- window: one entry per request in flight, removed at its end
+        -- (lua/sl_give_back.lua) or expired one lease after its admission
+        -- when its httpd died. Its reset is capped below.
+        --
         -- Sliding log: a sorted set of the admitted requests, each one
         -- member scored by its admission time and named cost .. '*' ..
         -- member, whatever its cost: the work and the memory of a request
@@ -553,6 +562,16 @@ for i = 1, n do
         return redis.error_reply('ERR slidinglimit: bad algorithm ' .. i)
     end
 
+    -- A lease's expiry bounds a lost request only; one in flight may end
+    -- any moment, and nothing tells when: a short, honest wait.
+    if alg == 'n' then
+        if rs > LEASE_WAIT then
+            rs = LEASE_WAIT
+        end
+        if rs0 > LEASE_WAIT then
+            rs0 = LEASE_WAIT
+        end
+    end
     if peek then
         blocked[i] = bend and ceil(bend - now) or 0
     end

@@ -6,7 +6,7 @@
 -- KEYS[i]   store key of limit i (only the limits to give back)
 -- ARGV[1]   the request's member, as given to the check
 -- ARGV[2]   the admission's store time in microseconds (the check's reply)
--- ARGV[2+4(i-1)+1 .. +4]  algorithm ("l", "c" or "g"), requests, window
+-- ARGV[2+4(i-1)+1 .. +4]  algorithm ("l", "c", "g" or "n"), requests, window
 --           in microseconds, cost
 --
 -- Returns per limit the units given back (0 when the reservation no longer
@@ -64,7 +64,9 @@ for i = 1, n do
     end
     local back = 0
 
-    if alg == 'l' then
+    if alg == 'l' or alg == 'n' then
+        -- 'n': a request's lease (SlidingLimitConcurrent), released at its
+        -- end.
         -- ZREM on a key of another type errs: nothing to give back there.
         local name = cost == 1 and '1*' .. member or cost .. '*' .. member
         if redis.pcall('ZREM', key, name) == 1 then

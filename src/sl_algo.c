@@ -8,6 +8,8 @@
 #endif
 #include "sl_algo.h"
 
+#include "sl_limit.h"
+
 #include <math.h>
 
 void sl_eval_quota(const sl_eval_t *ev, int admitted, sl_quota_t *res)
@@ -55,6 +57,19 @@ void sl_log_evaluate(apr_int64_t now, apr_int64_t limit, apr_int64_t win,
      * the earliest time enough weight has left the window. */
     ev->remaining = ev->remaining0 = 0;
     ev->reset = ev->reset0 = at(ctx, units + cost - limit - 1) + win - now;
+}
+
+void sl_lease_evaluate(apr_int64_t now, apr_int64_t limit, apr_int64_t lease,
+                       apr_int64_t units, sl_log_at_fn *at, void *ctx,
+                       sl_eval_t *ev)
+{
+    sl_log_evaluate(now, limit, lease, 1, units, at, ctx, ev);
+    if (ev->reset > SL_LEASE_WAIT) {
+        ev->reset = SL_LEASE_WAIT;
+    }
+    if (ev->reset0 > SL_LEASE_WAIT) {
+        ev->reset0 = SL_LEASE_WAIT;
+    }
 }
 
 /* The entries are walked from the oldest: a refusal's wait reads as many

@@ -77,6 +77,14 @@ apr_int64_t sl_log_apply(sl_log_t *log, apr_int64_t now, apr_int64_t win,
  * entry to the math (same time, same weight, same expiry). */
 apr_int64_t sl_log_give_back(sl_log_t *log, apr_int64_t at, apr_int64_t cost);
 
+/* SlidingLimitConcurrent (the script's 'n'): the log of cost 1 whose
+ * window is the lease, one entry per request in flight; every reset is
+ * capped at SL_LEASE_WAIT (sl_limit.h), as nothing tells when a request in
+ * flight ends. */
+void sl_lease_evaluate(apr_int64_t now, apr_int64_t limit, apr_int64_t lease,
+                       apr_int64_t units, sl_log_at_fn *at, void *ctx,
+                       sl_eval_t *ev);
+
 /* The expiry time of a log key after an admission at now. */
 apr_int64_t sl_log_expires(apr_int64_t now, apr_int64_t win);
 

@@ -48,6 +48,10 @@ static void sl_budget_fill(apr_pool_t *p, sl_memo_t *memo,
     b->requests = l->requests;
     b->window = l->window;
     b->burst = l->burst;
+    b->script_args = l->script_args && b->algorithm >= SL_ALG_LOG &&
+                             b->algorithm <= SL_ALG_GCRA
+                         ? &l->script_args[b->algorithm]
+                         : NULL;
     /* A block's end is the limit's reset, so the deny cache answers a
      * blocked identity until it ends without a store call. */
     b->block = l->block;
@@ -77,7 +81,9 @@ sl_budget_t *sl_budgets_build(apr_pool_t *p, const sl_server_conf_t *sc,
         /* cost= is at most what the limit holds (checked at start-up;
          * cost=expr: per request, when the request's cost is known). */
         b->cost = l->cost;
-        b->reserve = l->count != NULL;
+        /* A lease is given back at the request's end, so it is a
+         * reservation too (nothing answered from the deny cache). */
+        b->reserve = l->count != NULL || l->algorithm == SL_ALG_CONCURRENT;
         *reserve = *reserve || b->reserve;
     }
     return budgets;

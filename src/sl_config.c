@@ -147,6 +147,7 @@ void *sl_create_dir_conf(apr_pool_t *p, char *dir)
     c->status = -1;
     c->fail_status = -1;
     c->dry_run = -1;
+    c->delay_max = -1;
     c->section = dir;
     return c;
 }
@@ -189,6 +190,7 @@ void *sl_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     SL_MERGE_INT(status);
     SL_MERGE_INT(fail_status);
     SL_MERGE_INT(dry_run);
+    SL_MERGE_INT(delay_max);
     c->section = add->section ? add->section : base->section;
     return c;
 }
@@ -325,7 +327,12 @@ const command_rec sl_cmds[] = {
     AP_INIT_TAKE_ARGV("SlidingLimit", sl_cmd_limit, NULL, SL_DIR_CONF,
                       "REQUESTS WINDOW [name=NAME] [algorithm=log|counter|"
                       "gcra] [burst=N] [cost=N|expr:STRING] [cost-unit=N] "
-                      "[block=DURATION] [count=STATUS,...], or off"),
+                      "[block=DURATION] [delay=DURATION] [count=STATUS,...], "
+                      "or off"),
+    AP_INIT_TAKE_ARGV("SlidingLimitConcurrent", sl_cmd_concurrent, NULL,
+                      SL_DIR_CONF,
+                      "N [name=NAME] [lease=DURATION]: at most N requests "
+                      "in flight"),
     AP_INIT_TAKE_ARGV("SlidingLimitKey", sl_cmd_key, NULL, SL_DIR_CONF,
                       "whose budget: ip, user, header:NAME, env:NAME, "
                       "expr:STRING; the first with a value wins"),
@@ -351,6 +358,10 @@ const command_rec sl_cmds[] = {
                   "400-599 (default 503)"),
     AP_INIT_TAKE1("SlidingLimitDryRun", sl_cmd_dry_run, NULL, SL_DIR_CONF,
                   "on or off: decide and report, never block"),
+    AP_INIT_TAKE1("SlidingLimitDelayMax", sl_cmd_delay_max, NULL, SL_DIR_CONF,
+                  "requests of one child that may wait for delay= at once; "
+                  "0: none waits (default a quarter of ThreadsPerChild, 0 "
+                  "under prefork)"),
     AP_INIT_TAKE1(
         "SlidingLimitStatusPage", sl_cmd_status_page, NULL,
         RSRC_CONF | ACCESS_CONF,

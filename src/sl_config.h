@@ -102,6 +102,7 @@ typedef struct sl_dir_conf {
     int status;
     int fail_status;
     int dry_run;
+    int delay_max;       /* SlidingLimitDelayMax; -1: unset (sl_delay.h) */
     const char *section; /* identifies unnamed limits */
     /* Read from .htaccess under SlidingLimitOverride add: its limits are
      * added to the ones it inherits instead of replacing them. */

@@ -249,3 +249,22 @@ const char *sl_cmd_status_page(cmd_parms *cmd, void *dconf, const char *arg)
                                     "reset",
                                     arg));
 }
+
+/* SlidingLimitDelayMax: how many requests of one child delay= may hold at
+ * once. The cap guards the server's threads, not a budget: an .htaccess
+ * file sets it only under SlidingLimitOverride all. */
+const char *sl_cmd_delay_max(cmd_parms *cmd, void *dconf, const char *arg)
+{
+    sl_dir_conf_t *dc = dconf;
+    apr_int64_t v;
+    const char *err = sl_htaccess_check(cmd, 1, NULL);
+
+    if (err) {
+        return err;
+    }
+    if ((err = sl_parse_int(cmd->pool, arg, 0, 100000, &v))) {
+        return sl_err(cmd, err);
+    }
+    dc->delay_max = (int) v;
+    return NULL;
+}

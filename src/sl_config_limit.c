@@ -2,6 +2,7 @@
  * section and virtual host), the named policies that must agree wherever a
  * name is used, and SlidingLimitAlgorithm, which they must agree under. */
 #include "sl_config_private.h"
+#include "sl_redis.h"
 #include "sl_stats.h"
 #include "sl_wire.h"
 
@@ -114,9 +115,13 @@ static const char *sl_count_text(apr_pool_t *p, const sl_limit_t *l)
 static const char *sl_limit_text(apr_pool_t *p, const sl_limit_t *l)
 {
     return apr_psprintf(
-        p, "%" APR_INT64_T_FMT " per %s%s%s%s%s%s%s", l->requests,
-        sl_format_duration(p, l->window), l->burst ? ", burst=" : "",
-        l->burst ? sl_i64toa(p, l->burst) : "", l->block ? ", block=" : "",
+        p, "%s%" APR_INT64_T_FMT "%s per %s%s%s%s%s%s%s",
+        l->quota_expr
+            ? apr_pstrcat(p, "expr:", l->quota_expr, " (quota-default=", NULL)
+            : "",
+        l->requests, l->quota_expr ? ")" : "", sl_format_duration(p, l->window),
+        l->burst ? ", burst=" : "", l->burst ? sl_i64toa(p, l->burst) : "",
+        l->block ? ", block=" : "",
         l->block ? sl_format_duration(p, l->block) : "", l->count ? ", " : "",
         l->count ? sl_count_text(p, l) : "");
 }
@@ -141,7 +146,9 @@ static const char *sl_named_agree(cmd_parms *cmd, const sl_limit_t *l)
         apr_hash_set(st->uses, l->name, APR_HASH_KEY_STRING, uses);
     }
     else if (o->requests != l->requests || o->window != l->window ||
-             o->burst != l->burst) {
+             o->burst != l->burst ||
+             strcmp(o->quota_expr ? o->quota_expr : "",
+                    l->quota_expr ? l->quota_expr : "")) {
         diff = apr_pstrcat(cmd->pool, "this use is ",
                            sl_limit_text(cmd->pool, l), NULL);
     }
@@ -253,6 +260,20 @@ static const char *sl_limit_compile(cmd_parms *cmd, sl_limit_t *l)
                                             l->cost_expr, err));
         }
     }
+    if (l->quota_expr) {
+        /* As cost=expr:, never a Vary: the quota is the server's reading
+         * of the request (a header the authenticating proxy sets), not a
+         * variant of the response. */
+        l->quota_prog = ap_expr_parse_cmd(
+            cmd, l->quota_expr,
+            AP_EXPR_FLAG_STRING_RESULT | AP_EXPR_FLAG_DONT_VARY, &err, NULL);
+        if (err) {
+            return sl_err(cmd, apr_psprintf(cmd->pool,
+                                            "'expr:%s': cannot parse "
+                                            "the expression: %s",
+                                            l->quota_expr, err));
+        }
+    }
     /* burst= without algorithm=gcra on its line is sl_parse_limit's to
      * refuse (sl_limit.c): the section's algorithm may come later. */
     return NULL;
@@ -297,6 +318,7 @@ static void sl_limit_keep(cmd_parms *cmd, sl_dir_conf_t *dc, sl_limit_t *l)
     /* Made here, not per decision: it scans the section's text. */
     l->label = sl_stats_policy(cmd->pool, l);
     sl_wire_limit(cmd->pool, l);
+    sl_redis_limit_args(cmd->pool, l);
     APR_ARRAY_PUSH(dc->limits, sl_limit_t *) = l;
     if (!l->named && cmd->server->is_virtual && sl_in_htaccess(cmd)) {
         /* The whole configuration is read by now: the host's names are
@@ -353,6 +375,40 @@ const char *sl_cmd_limit(cmd_parms *cmd, void *dconf, int argc,
     }
     if ((err = sl_limit_compile(cmd, l)) ||
         (err = sl_limit_unique(cmd, dc, l))) {
+        return err;
+    }
+    sl_limit_keep(cmd, dc, l);
+    return NULL;
+}
+
+/* A SlidingLimitConcurrent line is one more limit of its section's list:
+ * inherited, replaced and decided with the SlidingLimit lines. */
+const char *sl_cmd_concurrent(cmd_parms *cmd, void *dconf, int argc,
+                              char *const argv[])
+{
+    sl_dir_conf_t *dc = dconf;
+    sl_limit_t *l;
+    const char *err;
+
+    if ((err = sl_htaccess_check(cmd, 0, NULL))) {
+        return err;
+    }
+    if (sl_in_htaccess(cmd)) {
+        dc->htaccess_add = SL_OR(sl_config_server(cmd->server)->override,
+                                 SL_OVERRIDE_ADD) == SL_OVERRIDE_ADD;
+    }
+    if (dc->limits_off) {
+        return sl_err(cmd, apr_psprintf(cmd->pool,
+                                        "'%s' cannot follow 'SlidingLimit "
+                                        "off' in the same section",
+                                        sl_args(cmd->pool, argc, argv)));
+    }
+    if ((err =
+             sl_parse_concurrent(cmd->pool, argc, argv, sl_section(cmd), &l))) {
+        return sl_err(cmd, apr_psprintf(cmd->pool, "'%s': %s",
+                                        sl_args(cmd->pool, argc, argv), err));
+    }
+    if ((err = sl_limit_unique(cmd, dc, l))) {
         return err;
     }
     sl_limit_keep(cmd, dc, l);

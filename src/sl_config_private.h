@@ -32,6 +32,8 @@ const char *sl_host_label(apr_pool_t *p, const server_rec *s);
 void sl_url_set_password(sl_store_url_t *u, const char *pw);
 
 /* The directives, for sl_cmds. */
+const char *sl_cmd_concurrent(cmd_parms *cmd, void *dconf, int argc,
+                              char *const argv[]);
 const char *sl_cmd_limit(cmd_parms *cmd, void *dconf, int argc,
                          char *const argv[]);
 const char *sl_cmd_algorithm(cmd_parms *cmd, void *dconf, const char *arg);
@@ -46,6 +48,7 @@ const char *sl_cmd_headers(cmd_parms *cmd, void *dconf, int argc,
                            char *const argv[]);
 const char *sl_cmd_status(cmd_parms *cmd, void *dconf, const char *arg);
 const char *sl_cmd_status_page(cmd_parms *cmd, void *dconf, const char *arg);
+const char *sl_cmd_delay_max(cmd_parms *cmd, void *dconf, const char *arg);
 
 const char *sl_cmd_store(cmd_parms *cmd, void *dconf, const char *arg);
 const char *sl_cmd_store_password(cmd_parms *cmd, void *dconf, const char *arg);

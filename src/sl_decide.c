@@ -9,13 +9,18 @@
 #include "http_request.h"
 #include "mod_core.h"
 
+#include "apr_atomic.h"
 #include "apr_lib.h"
 #include "apr_strings.h"
+#include "apr_time.h"
 
 #include "sl_budget.h"
+#include "sl_delay.h"
 #include "sl_ident.h"
 #include "sl_key.h"
+#include "sl_lease.h"
 #include "sl_outcome.h"
+#include "sl_quota.h"
 #include "sl_reply.h"
 #include "sl_store.h"
 #include "sl_wire.h"
@@ -38,6 +43,7 @@ typedef struct sl_case {
     apr_interval_time_t wait; /* for another request's store call */
     int reserve;              /* some limit has count= */
     const char *member;       /* of the store call, for a give-back */
+    apr_interval_time_t held; /* delay=: how long it waited; -1: never */
 } sl_case_t;
 
 /* A count= decision's reservation, given back after the response when the
@@ -51,6 +57,10 @@ typedef struct sl_reserved {
     int n;
     const char *member;
     apr_time_t at;
+    request_rec *r;      /* the client's request, whose pool ends the leases */
+    sl_budget_t *leases; /* its SlidingLimitConcurrent budgets */
+    int nleases;
+    sl_lease_t *held; /* renewed while it runs; NULL: not renewed */
 } sl_reserved_t;
 
 /* A cost=after: decision's bill: its limits are charged their real cost
@@ -138,6 +148,12 @@ static int sl_budgets_cost(sl_case_t *c, int *at)
         sl_budget_t *b = &c->budgets[i];
         const char *v, *err = NULL;
 
+        /* A fixed cost= was checked at start-up against quota-default=;
+         * an expression's quota may be lower. */
+        if (!l->cost_prog && l->quota_prog && b->cost > sl_budget_capacity(b)) {
+            *at = i;
+            return SL_COST_OVER;
+        }
         if (!l->cost_prog) {
             continue;
         }
@@ -264,6 +280,26 @@ static void sl_decision_cached(const sl_case_t *c, const apr_time_t *retry_at,
     }
 }
 
+/* expr: quotas of 0: the request is refused without a store call (a
+ * budget of no requests has no state to ask about), every limit of 0 until
+ * a window from now, when its quota may have changed; the others unknown
+ * (and not shown). */
+static void sl_decision_zero(const sl_case_t *c, sl_decision_t *d)
+{
+    int i;
+
+    d->now = apr_time_now();
+    d->admitted = 0;
+    d->n = c->n;
+    d->quota = apr_pcalloc(c->r->pool, sizeof(*d->quota) * c->n);
+    for (i = 0; i < c->n; i++) {
+        const sl_limit_t *l = APR_ARRAY_IDX(c->limits, i, sl_limit_t *);
+        d->quota[i].ok = !(l->quota_prog && !l->requests);
+        d->quota[i].remaining = d->quota[i].ok ? c->budgets[i].requests : 0;
+        d->quota[i].reset = d->quota[i].ok ? 0 : c->budgets[i].window;
+    }
+}
+
 /* The refusals of a store's answer that started a limit's block. The store
  * raises a starting block's reset to the whole block (lua/sl_check.lua,
  * sl_block_begin) and answers a running one with the time left in it,
@@ -378,6 +414,54 @@ static int sl_decide_by_fallback(sl_case_t *c, sl_decision_t *d)
     return sl_step(APR_SUCCESS, d);
 }
 
+/* delay=: may this child hold one more request (the section's
+ * SlidingLimitDelayMax, or the MPM's default)? Counted when it may. */
+static int sl_delay_enter(const sl_case_t *c)
+{
+    int max = SL_OR(c->dc->delay_max, c->proc->delay_max);
+
+    if (apr_atomic_inc32(&c->proc->delayed) >= (apr_uint32_t) max) {
+        apr_atomic_dec32(&c->proc->delayed);
+        sl_stats_delay_full(c->proc->stats);
+        return 0;
+    }
+    sl_stats_delay_waiting(c->proc->stats, 1);
+    return 1;
+}
+
+/* delay=: a refusal whose every refusing limit would admit the request
+ * within what is left of its delay= is held until then and decided again,
+ * by the same atomic call (or the deny cache, which knows the same time),
+ * so that a delay admits no more than the limits do: a retry that others
+ * beat to the room waits again, within the same bound. */
+static int sl_decide_delayed(sl_case_t *c, sl_decision_t *d, apr_time_t start)
+{
+    int step = SL_STEP_DENIED, rounds = 0;
+    apr_int64_t wait;
+
+    while ((wait = sl_delay_wait(c->limits, d, apr_time_now() - start,
+                                 rounds)) > 0) {
+        if (!rounds && !sl_delay_enter(c)) {
+            return step;
+        }
+        rounds++;
+        /* The reset counts from the store's decision, which ran before
+         * its answer came back: waiting it from now is never too early. */
+        apr_sleep(wait);
+        step = sl_decide_by_store(c, d);
+        if (step != SL_STEP_DENIED) {
+            break;
+        }
+    }
+    if (rounds) {
+        c->held = apr_time_now() - start;
+        apr_atomic_dec32(&c->proc->delayed);
+        sl_stats_delay_waiting(c->proc->stats, -1);
+        sl_stats_delayed(c->proc->stats, c->held, step == SL_STEP_ADMITTED);
+    }
+    return step;
+}
+
 static void sl_set_env(request_rec *r, int result, const char *policy,
                        const char *remaining)
 {
@@ -400,12 +484,21 @@ static void sl_case_env(const sl_case_t *c, int result, const char *policy,
     if (c->target != c->r) {
         sl_set_env(c->target, result, policy, remaining);
     }
+    /* delay=: microseconds held, for the access log. */
+    if (c->held >= 0) {
+        const char *us = sl_i64toa(c->r->pool, c->held);
+        apr_table_setn(c->r->subprocess_env, "SLIDINGLIMIT_DELAY", us);
+        if (c->target != c->r) {
+            apr_table_setn(c->target->subprocess_env, "SLIDINGLIMIT_DELAY", us);
+        }
+    }
 }
 
 void sl_decide_carry_env(request_rec *r)
 {
     static const char *const names[] = {
-        "SLIDINGLIMIT_RESULT", "SLIDINGLIMIT_POLICY", "SLIDINGLIMIT_REMAINING"};
+        "SLIDINGLIMIT_RESULT", "SLIDINGLIMIT_POLICY", "SLIDINGLIMIT_REMAINING",
+        "SLIDINGLIMIT_DELAY"};
     request_rec *prev;
     size_t i;
 
@@ -422,11 +515,26 @@ void sl_decide_carry_env(request_rec *r)
     }
 }
 
+/* Where the quota headers go: err_headers_out, as they must survive a 429
+ * and an ErrorDocument. fresh: the table held nothing when they began, so
+ * none of their names is there yet (sl_quota_headers writes each once)
+ * and adding is setting, without setn's compare against every entry of
+ * the same first letters ("RateLimit...", "X-RateLimit-..."). */
+typedef struct sl_header_sink {
+    apr_table_t *t;
+    int fresh;
+} sl_header_sink_t;
+
 static void sl_add_header(void *ctx, const char *name, const char *value)
 {
-    request_rec *r = ctx;
-    /* err_headers_out: they must survive a 429 and an ErrorDocument. */
-    apr_table_setn(r->err_headers_out, name, value);
+    sl_header_sink_t *s = ctx;
+
+    if (s->fresh) {
+        apr_table_addn(s->t, name, value);
+    }
+    else {
+        apr_table_setn(s->t, name, value);
+    }
 }
 
 /* Answers the refused request here. The JSON body is ours unless the admin
@@ -534,6 +642,7 @@ static int sl_answer(const sl_case_t *c, const sl_outcome_t *o,
     request_rec *r = c->r;
     const sl_limit_t *decider;
     const char *remaining;
+    sl_header_sink_t sink;
     int pick;
 
     if (!o->quota) {
@@ -546,10 +655,12 @@ static int sl_answer(const sl_case_t *c, const sl_outcome_t *o,
     }
     pick = sl_decision_pick(d);
     decider = APR_ARRAY_IDX(c->limits, pick, sl_limit_t *);
+    sink.t = r->err_headers_out;
+    sink.fresh = apr_is_empty_table(sink.t);
     if (o->status) {
         remaining =
             sl_quota_headers(r->pool, SL_OR(c->dc->headers, SL_DEFAULT_HEADERS),
-                             c->limits, d, sl_add_header, r);
+                             c->limits, d, sl_add_header, &sink);
     }
     else {
         const apr_array_header_t *limits;
@@ -557,7 +668,7 @@ static int sl_answer(const sl_case_t *c, const sl_outcome_t *o,
         sl_shown(c, d, &limits, &shown);
         remaining =
             sl_quota_headers(r->pool, SL_OR(c->dc->headers, SL_DEFAULT_HEADERS),
-                             limits, &shown, sl_add_header, r);
+                             limits, &shown, sl_add_header, &sink);
         if (shown.quota[sl_decision_pick(&shown)].remaining !=
             d->quota[pick].remaining) {
             remaining = NULL;
@@ -576,6 +687,54 @@ static int sl_answer(const sl_case_t *c, const sl_outcome_t *o,
                   "us",
                   decider->name, d->quota[pick].reset);
     return sl_refuse(c, o->status, o->unavailable, sl_retry_after(d));
+}
+
+/* The end of a request admitted under SlidingLimitConcurrent, however it
+ * ends (answered, the client gone, a handler failed, the connection lost):
+ * its pool goes, and its leases go back with one small script. An
+ * internal redirect shares the pool and a subrequest never takes a lease
+ * (only the client's request is decided), so this runs once per lease. A
+ * store that does not answer keeps the lease until it expires. */
+static apr_status_t sl_release(void *data)
+{
+    sl_reserved_t *res = data;
+    apr_time_t at =
+        res->held ? sl_lease_drop(res->proc->leases, res->held) : res->at;
+
+    sl_store_give_back(res->store, res->r, res->leases, res->nleases,
+                       res->member, at);
+    return APR_SUCCESS;
+}
+
+/* The leases a reservation took, held in the child's registry (renewed
+ * while the request runs) and given back when its pool goes. */
+static void sl_leases_hold(sl_reserved_t *res)
+{
+    request_rec *r = res->r;
+    int i;
+
+    res->leases = apr_palloc(r->pool, sizeof(*res->leases) * res->n);
+    res->nleases = 0;
+    for (i = 0; i < res->n; i++) {
+        if (res->budgets[i].algorithm == SL_ALG_CONCURRENT) {
+            res->leases[res->nleases++] = res->budgets[i];
+        }
+    }
+    res->held = sl_lease_hold(res->proc->leases, r->pool, res->store,
+                              res->leases, res->nleases, res->member, res->at);
+    apr_pool_cleanup_register(r->pool, res, sl_release, apr_pool_cleanup_null);
+}
+
+static int sl_leases_taken(const sl_case_t *c)
+{
+    int i;
+
+    for (i = 0; i < c->n; i++) {
+        if (c->budgets[i].algorithm == SL_ALG_CONCURRENT) {
+            return 1;
+        }
+    }
+    return 0;
 }
 
 /* An admission of limits with cost=after:: the bill, charged after the
@@ -615,7 +774,8 @@ static int sl_decide_for(request_rec *r, request_rec *target,
     sl_mode_t m;
     sl_outcome_t o;
     sl_decision_t d;
-    int store_step, fallback = SL_STEP_FAILED, why, at;
+    apr_time_t start;
+    int store_step, fallback = SL_STEP_FAILED, why, at, zero;
 
     c.r = r;
     c.target = target;
@@ -626,6 +786,7 @@ static int sl_decide_for(request_rec *r, request_rec *target,
     c.wait = SL_OR(sc->command_timeout, SL_DEFAULT_COMMAND_TIMEOUT);
     c.reserve = 0;
     c.member = NULL;
+    c.held = -1;
     if (!c.store) {
         return DECLINED;
     }
@@ -641,10 +802,23 @@ static int sl_decide_for(request_rec *r, request_rec *target,
     }
     sl_budgets_remember(&c);
     sl_mode_of(&c, &m);
+    zero = sl_quota_apply(r, target, &c.limits, c.budgets, c.n);
     if ((why = sl_budgets_cost(&c, &at)) != SL_COST_OK) {
         return sl_refuse_cost(&c, &m, why, at);
     }
-    store_step = sl_decide_by_store(&c, &d);
+    if (zero) {
+        /* A quota of 0 never frees: nothing to wait for. */
+        sl_decision_zero(&c, &d);
+        store_step = SL_STEP_DENIED;
+    }
+    else {
+        start = apr_time_now();
+        store_step = sl_decide_by_store(&c, &d);
+        /* A dry run refuses nothing, so nothing waits. */
+        if (store_step == SL_STEP_DENIED && !m.dry_run) {
+            store_step = sl_decide_delayed(&c, &d, start);
+        }
+    }
     if (sl_outcome_wants_fallback(&m, store_step)) {
         fallback = sl_decide_by_fallback(&c, &d);
     }
@@ -665,6 +839,10 @@ static int sl_decide_for(request_rec *r, request_rec *target,
         res->at = d.now;
         res->next = note->reserved;
         note->reserved = res;
+        res->r = r;
+        if (sl_leases_taken(&c)) {
+            sl_leases_hold(res);
+        }
     }
     if (store_step == SL_STEP_ADMITTED || fallback == SL_STEP_ADMITTED) {
         sl_owe(&c, store_step == SL_STEP_ADMITTED ? c.store

@@ -120,13 +120,10 @@ const char *sl_ip_key(apr_pool_t *p, const char *ip, int v6bits)
 void sl_hmac_prepare(sl_hmac_t *k, const unsigned char *secret, apr_size_t slen)
 {
     unsigned char key[64] = {0}, pad[64];
-    apr_sha1_ctx_t ctx;
     int i;
 
     if (slen > sizeof(key)) {
-        apr_sha1_init(&ctx);
-        apr_sha1_update_binary(&ctx, secret, (unsigned int) slen);
-        apr_sha1_final(key, &ctx);
+        SHA1(secret, slen, key);
     }
     else {
         memcpy(key, secret, slen);
@@ -134,13 +131,13 @@ void sl_hmac_prepare(sl_hmac_t *k, const unsigned char *secret, apr_size_t slen)
     for (i = 0; i < 64; i++) {
         pad[i] = key[i] ^ 0x36;
     }
-    apr_sha1_init(&k->inner);
-    apr_sha1_update_binary(&k->inner, pad, sizeof(pad));
+    SHA1_Init(&k->inner);
+    SHA1_Update(&k->inner, pad, sizeof(pad));
     for (i = 0; i < 64; i++) {
         pad[i] = key[i] ^ 0x5c;
     }
-    apr_sha1_init(&k->outer);
-    apr_sha1_update_binary(&k->outer, pad, sizeof(pad));
+    SHA1_Init(&k->outer);
+    SHA1_Update(&k->outer, pad, sizeof(pad));
     memset(key, 0, sizeof(key));
     memset(pad, 0, sizeof(pad));
 }
@@ -151,16 +148,14 @@ static void sl_hmac_digest(const sl_hmac_t *k, const char *source,
                            const char *value, apr_size_t len,
                            unsigned char digest[APR_SHA1_DIGESTSIZE])
 {
-    apr_sha1_ctx_t ctx = k->inner;
+    SHA_CTX ctx = k->inner;
 
-    apr_sha1_update_binary(&ctx, (const unsigned char *) source,
-                           strlen(source) + 1);
-    apr_sha1_update_binary(&ctx, (const unsigned char *) value,
-                           (unsigned int) len);
-    apr_sha1_final(digest, &ctx);
+    SHA1_Update(&ctx, source, strlen(source) + 1);
+    SHA1_Update(&ctx, value, len);
+    SHA1_Final(digest, &ctx);
     ctx = k->outer;
-    apr_sha1_update_binary(&ctx, digest, APR_SHA1_DIGESTSIZE);
-    apr_sha1_final(digest, &ctx);
+    SHA1_Update(&ctx, digest, APR_SHA1_DIGESTSIZE);
+    SHA1_Final(digest, &ctx);
     memset(&ctx, 0, sizeof(ctx));
 }
 
@@ -181,7 +176,7 @@ const char *sl_identity(apr_pool_t *p, const unsigned char *secret,
                         apr_size_t len)
 {
     unsigned char digest[APR_SHA1_DIGESTSIZE];
-    apr_sha1_ctx_t ctx;
+    SHA_CTX ctx;
     char *out = apr_palloc(p, apr_base64_encode_len(12));
 
     /* The whole value is hashed, never a prefix: values that differ only
@@ -195,11 +190,10 @@ const char *sl_identity(apr_pool_t *p, const unsigned char *secret,
         memset(&k, 0, sizeof(k));
     }
     else {
-        apr_sha1_init(&ctx);
-        apr_sha1_update_binary(&ctx, (const unsigned char *) source,
-                               strlen(source) + 1);
-        apr_sha1_update_binary(&ctx, (const unsigned char *) value, len);
-        apr_sha1_final(digest, &ctx);
+        SHA1_Init(&ctx);
+        SHA1_Update(&ctx, source, strlen(source) + 1);
+        SHA1_Update(&ctx, value, len);
+        SHA1_Final(digest, &ctx);
     }
     apr_base64_encode_binary(out, digest, 12);
     return out;

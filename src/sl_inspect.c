@@ -16,6 +16,7 @@
 #include "sl_forgery.h"
 #include "sl_key.h"
 #include "sl_limit.h"
+#include "sl_quota.h"
 #include "sl_reply.h"
 #include "sl_store.h"
 #include "sl_wire.h"
@@ -51,6 +52,9 @@ typedef struct sl_client {
     sl_budget_t *budgets;
     int n;
     const char *identity; /* the hashed identity of the store keys */
+    /* expr: quotas: each limit's JSON about it ("" for a fixed quota),
+     * read from the look-up, the request the query describes. */
+    const char **quota;
 } sl_client_t;
 
 static int sl_source_param(const char *k)
@@ -334,6 +338,7 @@ static const char *sl_client_make(sl_client_t *c, const sl_query_t *q)
     c->identity = identity;
     c->limits = apr_palloc(r->pool, sizeof(*c->limits) * all);
     c->budgets = apr_pcalloc(r->pool, sizeof(*c->budgets) * all);
+    c->quota = apr_pcalloc(r->pool, sizeof(*c->quota) * all);
     c->n = 0;
     for (i = 0; i < all; i++) {
         const sl_limit_t *l = APR_ARRAY_IDX(dc->limits, i, sl_limit_t *);
@@ -345,6 +350,19 @@ static const char *sl_client_make(sl_client_t *c, const sl_query_t *q)
             continue;
         }
         sl_budget_look(r->pool, sc, dc, l, identity, b);
+        c->quota[c->n] = "";
+        if (l->quota_prog) {
+            apr_int64_t qv;
+            int why = sl_quota_eval(r, rr, l, &qv);
+            /* A quota of 0 has no state: the peek reads quota-default=. */
+            if (why == SL_QUOTA_OK) {
+                b->requests = qv;
+            }
+            c->quota[c->n] = apr_pstrcat(
+                r->pool, ",\"quota\":", sl_i64toa(r->pool, qv),
+                ",\"quota_from\":",
+                why == SL_QUOTA_BAD ? "\"quota-default\"" : "\"expr\"", NULL);
+        }
         c->limits[c->n++] = l;
     }
     if (!c->n) {
@@ -398,7 +416,7 @@ static const char *sl_window(apr_pool_t *p, apr_int64_t us)
 
 static const char *sl_limit_json(apr_pool_t *p, const sl_limit_t *l,
                                  const sl_budget_t *b, const sl_quota_t *q,
-                                 apr_int64_t blocked)
+                                 apr_int64_t blocked, const char *expr)
 {
     apr_int64_t quota = sl_budget_capacity(b);
     apr_int64_t used = quota - q->remaining;
@@ -413,7 +431,7 @@ static const char *sl_limit_json(apr_pool_t *p, const sl_limit_t *l,
         ",\"remaining\":", sl_i64toa(p, q->remaining),
         ",\"reset\":", sl_i64toa(p, sl_reset_seconds(q->reset)),
         ",\"blocked\":", sl_i64toa(p, sl_reset_seconds(blocked)),
-        ",\"key\":", sl_json_string(p, b->key), "}", NULL);
+        ",\"key\":", sl_json_string(p, b->key), expr ? expr : "", "}", NULL);
 }
 
 static int sl_answer_error(request_rec *r, int status, const char *why)
@@ -440,7 +458,8 @@ static int sl_answer_state(const sl_client_t *c, const sl_query_t *q,
     for (i = 0; i < c->n; i++) {
         list = apr_pstrcat(p, list, i ? "," : "",
                            sl_limit_json(p, c->limits[i], &c->budgets[i],
-                                         &d->quota[i], blocked[i]),
+                                         &d->quota[i], blocked[i],
+                                         c->quota ? c->quota[i] : NULL),
                            NULL);
     }
     ap_set_content_type(r, "application/json");
@@ -540,7 +559,8 @@ static const char *sl_reset_refused(request_rec *r)
 int sl_inspect(request_rec *r, sl_proc_t *proc, int level)
 {
     sl_query_t q;
-    sl_client_t c = {r, proc, sl_store_of(r->server), NULL, NULL, 0, NULL};
+    sl_client_t c = {r,    proc, sl_store_of(r->server), NULL, NULL, 0,
+                     NULL, NULL};
     sl_decision_t d;
     apr_int64_t *blocked;
     const char *err;

@@ -1,4 +1,5 @@
 #include "sl_limit.h"
+#include "sl_delay.h"
 
 #include <apr_base64.h>
 #include <apr_lib.h>
@@ -108,6 +109,7 @@ static const struct sl_algorithm {
     [SL_ALG_LOG] = {"log", 'l'},
     [SL_ALG_COUNTER] = {"counter", 'c'},
     [SL_ALG_GCRA] = {"gcra", 'g'},
+    [SL_ALG_CONCURRENT] = {"concurrent", 'n'},
 };
 #define SL_ALGORITHMS ((int) (sizeof(sl_algorithms) / sizeof(sl_algorithms[0])))
 
@@ -116,7 +118,8 @@ const char *sl_parse_algorithm(apr_pool_t *p, const char *s, int *alg)
     const char *names = NULL;
     int i;
 
-    for (i = 0; i < SL_ALGORITHMS; i++) {
+    /* A concurrency limit is its own directive, not an algorithm=. */
+    for (i = 0; i < SL_ALG_CONCURRENT; i++) {
         if (!strcasecmp(s, sl_algorithms[i].name)) {
             *alg = i;
             return NULL;
@@ -241,12 +244,22 @@ static const char *sl_limit_id(apr_pool_t *p, const sl_limit_t *l,
     if (l->named) {
         basis = apr_pstrcat(p, "n\n", l->name, NULL);
     }
+    else if (l->quota_expr) {
+        /* Not the quota of any request, nor quota-default=: a customer
+         * whose quota changes keeps the same count. */
+        basis = apr_psprintf(
+            p, "s\n%s\nexpr:%s\n%" APR_INT64_T_FMT "\n%" APR_INT64_T_FMT "%s%s",
+            l->section, l->quota_expr, l->window, l->burst, host ? "\nh\n" : "",
+            host ? host : "");
+    }
     else {
         basis = apr_psprintf(p,
                              "s\n%s\n%" APR_INT64_T_FMT "\n%" APR_INT64_T_FMT
-                             "\n%" APR_INT64_T_FMT "%s%s",
+                             "\n%" APR_INT64_T_FMT "%s%s%s",
                              l->section, l->requests, l->window, l->burst,
-                             host ? "\nh\n" : "", host ? host : "");
+                             host ? "\nh\n" : "", host ? host : "",
+                             /* N in flight is not N per lease. */
+                             l->algorithm == SL_ALG_CONCURRENT ? "\ni" : "");
     }
     return sl_hash(p, basis, strlen(basis), SL_POLICY_ID_BYTES);
 }
@@ -256,6 +269,38 @@ void sl_limit_set_host(apr_pool_t *p, sl_limit_t *l, const char *host)
     if (!l->named) {
         l->id = sl_limit_id(p, l, host);
     }
+}
+
+/* The options of a SlidingLimit line: each parses its value (val, arg
+ * being the whole NAME=VALUE for messages) into l. */
+typedef const char *sl_option_fn(apr_pool_t *p, const char *arg,
+                                 const char *val, sl_limit_t *l);
+
+static const char *sl_opt_name(apr_pool_t *p, const char *arg, const char *val,
+                               sl_limit_t *l)
+{
+    if (!sl_valid_name(val)) {
+        return apr_psprintf(p,
+                            "'%s': a name is 1-64 characters of "
+                            "letters, digits and -_.:/@",
+                            arg);
+    }
+    l->name = val;
+    l->named = 1;
+    return NULL;
+}
+
+static const char *sl_opt_algorithm(apr_pool_t *p, const char *arg,
+                                    const char *val, sl_limit_t *l)
+{
+    return sl_parse_algorithm(p, val, &l->algorithm);
+}
+
+static const char *sl_opt_burst(apr_pool_t *p, const char *arg, const char *val,
+                                sl_limit_t *l)
+{
+    const char *err = sl_parse_int(p, val, 1, SL_MAX_REQUESTS, &l->burst);
+    return err ? apr_pstrcat(p, "burst ", err, NULL) : NULL;
 }
 
 /* cost=after:bytes, cost=after:header:NAME (a header field name: a
@@ -286,80 +331,110 @@ static const char *sl_parse_after(apr_pool_t *p, const char *arg,
                         arg);
 }
 
-/* One NAME=VALUE option of a SlidingLimit line, into l. */
-static const char *sl_parse_option(apr_pool_t *p, const char *arg,
-                                   sl_limit_t *l)
+static const char *sl_opt_cost(apr_pool_t *p, const char *arg, const char *val,
+                               sl_limit_t *l)
 {
     const char *err;
-    const char *eq = strchr(arg, '=');
-    const char *val = eq ? eq + 1 : "";
-    apr_size_t klen = eq ? (apr_size_t) (eq - arg) : 0;
 
-    if (klen == 4 && !strncasecmp(arg, "name", 4)) {
-        if (!sl_valid_name(val)) {
-            return apr_psprintf(p,
-                                "'%s': a name is 1-64 characters of "
-                                "letters, digits and -_.:/@",
-                                arg);
-        }
-        l->name = val;
-        l->named = 1;
-    }
-    else if (klen == 9 && !strncasecmp(arg, "algorithm", 9)) {
-        if ((err = sl_parse_algorithm(p, val, &l->algorithm))) {
-            return err;
-        }
-    }
-    else if (klen == 5 && !strncasecmp(arg, "burst", 5)) {
-        if ((err = sl_parse_int(p, val, 1, SL_MAX_REQUESTS, &l->burst))) {
-            return apr_pstrcat(p, "burst ", err, NULL);
-        }
-    }
-    else if (klen == 4 && !strncasecmp(arg, "cost", 4) &&
-             (l->cost_expr || l->cost != 1 || l->after)) {
+    if (l->cost_expr || l->cost != 1 || l->after) {
         return apr_psprintf(p, "'%s': cost= is given twice", arg);
     }
-    else if (klen == 4 && !strncasecmp(arg, "cost", 4) &&
-             !strncasecmp(val, "expr:", 5)) {
+    if (!strncasecmp(val, "after:", 6)) {
+        return sl_parse_after(p, arg, val + 6, l);
+    }
+    if (!strncasecmp(val, "expr:", 5)) {
         if (!val[5]) {
             return apr_psprintf(p, "'%s': needs an expression", arg);
         }
         l->cost_expr = val + 5;
+        return NULL;
     }
-    else if (klen == 4 && !strncasecmp(arg, "cost", 4) &&
-             !strncasecmp(val, "after:", 6)) {
-        if ((err = sl_parse_after(p, arg, val + 6, l))) {
-            return err;
-        }
+    err = sl_parse_int(p, val, 1, SL_MAX_REQUESTS, &l->cost);
+    return err ? apr_pstrcat(p, "cost ", err, NULL) : NULL;
+}
+
+static const char *sl_opt_quota_default(apr_pool_t *p, const char *arg,
+                                        const char *val, sl_limit_t *l)
+{
+    const char *err;
+
+    if (!l->quota_expr) {
+        return apr_psprintf(p, "'%s' needs REQUESTS as expr:STRING", arg);
     }
-    else if (klen == 4 && !strncasecmp(arg, "cost", 4)) {
-        if ((err = sl_parse_int(p, val, 1, SL_MAX_REQUESTS, &l->cost))) {
-            return apr_pstrcat(p, "cost ", err, NULL);
-        }
+    if (l->requests) {
+        return apr_psprintf(p, "'%s': quota-default= is given twice", arg);
     }
-    else if (klen == 9 && !strncasecmp(arg, "cost-unit", 9)) {
-        if ((err = sl_parse_int(p, val, 1, SL_MAX_COST_UNIT, &l->cost_unit))) {
-            return apr_pstrcat(p, "cost-unit ", err, NULL);
-        }
+    err = sl_parse_int(p, val, 1, SL_MAX_REQUESTS, &l->requests);
+    return err ? apr_pstrcat(p, "quota-default ", err, NULL) : NULL;
+}
+
+static const char *sl_opt_cost_unit(apr_pool_t *p, const char *arg,
+                                    const char *val, sl_limit_t *l)
+{
+    const char *err = sl_parse_int(p, val, 1, SL_MAX_COST_UNIT, &l->cost_unit);
+    return err ? apr_pstrcat(p, "cost-unit ", err, NULL) : NULL;
+}
+
+static const char *sl_opt_block(apr_pool_t *p, const char *arg, const char *val,
+                                sl_limit_t *l)
+{
+    const char *err = sl_parse_duration(p, val, &l->block);
+    return err ? apr_pstrcat(p, "block ", err, NULL) : NULL;
+}
+
+static const char *sl_opt_delay(apr_pool_t *p, const char *arg, const char *val,
+                                sl_limit_t *l)
+{
+    const char *err = sl_parse_duration(p, val, &l->delay);
+
+    if (err) {
+        return apr_pstrcat(p, "delay ", err, NULL);
     }
-    else if (klen == 5 && !strncasecmp(arg, "block", 5)) {
-        if ((err = sl_parse_duration(p, val, &l->block))) {
-            return apr_pstrcat(p, "block ", err, NULL);
-        }
-    }
-    else if (klen == 5 && !strncasecmp(arg, "count", 5)) {
-        if ((err = sl_parse_count(p, arg, val, l))) {
-            return err;
-        }
-    }
-    else {
-        return apr_psprintf(p,
-                            "unknown option '%s' (expected name=, "
-                            "algorithm=, burst=, cost=, cost-unit=, "
-                            "block= or count=)",
-                            arg);
+    if (l->delay > SL_MAX_DELAY) {
+        return apr_psprintf(p, "delay '%s' is too long (at most 60s)", val);
     }
     return NULL;
+}
+
+static const char *sl_opt_count(apr_pool_t *p, const char *arg, const char *val,
+                                sl_limit_t *l)
+{
+    return sl_parse_count(p, arg, val, l);
+}
+
+static const struct {
+    const char *name;
+    sl_option_fn *parse;
+} sl_options[] = {
+    {"name", sl_opt_name},
+    {"algorithm", sl_opt_algorithm},
+    {"burst", sl_opt_burst},
+    {"cost", sl_opt_cost},
+    {"cost-unit", sl_opt_cost_unit},
+    {"block", sl_opt_block},
+    {"delay", sl_opt_delay},
+    {"count", sl_opt_count},
+    {"quota-default", sl_opt_quota_default},
+};
+
+/* One NAME=VALUE option of a SlidingLimit line, into l. */
+static const char *sl_parse_option(apr_pool_t *p, const char *arg,
+                                   sl_limit_t *l)
+{
+    const char *eq = strchr(arg, '=');
+    apr_size_t klen = eq ? (apr_size_t) (eq - arg) : 0, i;
+
+    for (i = 0; eq && i < sizeof(sl_options) / sizeof(sl_options[0]); i++) {
+        if (strlen(sl_options[i].name) == klen &&
+            !strncasecmp(arg, sl_options[i].name, klen)) {
+            return sl_options[i].parse(p, arg, eq + 1, l);
+        }
+    }
+    return apr_psprintf(p,
+                        "unknown option '%s' (expected name=, "
+                        "algorithm=, burst=, cost=, cost-unit=, "
+                        "block=, delay=, count= or quota-default=)",
+                        arg);
 }
 
 /* What the options of one line must agree on, once all are read. */
@@ -367,6 +442,13 @@ static const char *sl_limit_check(apr_pool_t *p, sl_limit_t *l)
 {
     double tau;
 
+    if (l->quota_expr && !l->requests) {
+        return apr_psprintf(p,
+                            "'expr:%s' needs quota-default=N (1-%d): the "
+                            "quota of a request whose value is empty or not "
+                            "a whole number",
+                            l->quota_expr, SL_MAX_REQUESTS);
+    }
     if (l->cost_unit && !l->cost_expr && !l->after) {
         return apr_psprintf(p,
                             "'cost-unit=%" APR_INT64_T_FMT
@@ -396,6 +478,12 @@ static const char *sl_limit_check(apr_pool_t *p, sl_limit_t *l)
                 ? l->burst
                 : l->requests);
     }
+    /* A refusal of a limit with block= starts or meets a block, which a
+     * delayed request never waits through: delay= would never apply. */
+    if (l->delay && l->block) {
+        return "delay= and block= on one line: a blocked request never "
+               "waits (give each its own line)";
+    }
     /* The section's SlidingLimitAlgorithm may come later or be inherited,
      * so a burst= that would silently do nothing is refused here: on the
      * line, whatever the section says. */
@@ -409,7 +497,9 @@ static const char *sl_limit_check(apr_pool_t *p, sl_limit_t *l)
      * and its key lives that long: bounded like a window, so the TAT stays
      * an exact double and the TTL one that SET PX takes. In doubles: the
      * product can pass 2^63, and only the boundary rounds. */
-    tau = (double) l->burst * (double) l->window / (double) l->requests;
+    /* An expression's quota may be as low as 1 per request. */
+    tau = (double) l->burst * (double) l->window /
+          (double) (l->quota_expr ? 1 : l->requests);
     if (l->burst && tau > (double) SL_MAX_WINDOW) {
         return apr_psprintf(p,
                             "'burst=%" APR_INT64_T_FMT
@@ -430,7 +520,14 @@ const char *sl_parse_limit(apr_pool_t *p, int argc, char *const argv[],
     if (argc < 2) {
         return "needs REQUESTS WINDOW (or 'off')";
     }
-    if ((err = sl_parse_int(p, argv[0], 1, SL_MAX_REQUESTS, &l->requests))) {
+    if (!strncasecmp(argv[0], "expr:", 5)) {
+        if (!argv[0][5]) {
+            return apr_psprintf(p, "'%s': needs an expression", argv[0]);
+        }
+        l->quota_expr = argv[0] + 5;
+    }
+    else if ((err =
+                  sl_parse_int(p, argv[0], 1, SL_MAX_REQUESTS, &l->requests))) {
         return apr_pstrcat(p, "REQUESTS ", err, NULL);
     }
     if ((err = sl_parse_duration(p, argv[1], &l->window))) {
@@ -446,9 +543,63 @@ const char *sl_parse_limit(apr_pool_t *p, int argc, char *const argv[],
     if ((err = sl_limit_check(p, l))) {
         return err;
     }
-    if (!l->name) {
+    if (!l->name && l->quota_expr) {
+        l->name =
+            apr_psprintf(p, "expr-per-%s", sl_format_duration(p, l->window));
+    }
+    else if (!l->name) {
         l->name = apr_psprintf(p, "%" APR_INT64_T_FMT "-per-%s", l->requests,
                                sl_format_duration(p, l->window));
+    }
+    l->section = section ? section : "";
+    l->id = sl_limit_id(p, l, NULL);
+    *out = l;
+    return NULL;
+}
+
+const char *sl_parse_concurrent(apr_pool_t *p, int argc, char *const argv[],
+                                const char *section, sl_limit_t **out)
+{
+    sl_limit_t *l = apr_pcalloc(p, sizeof(*l));
+    const char *err;
+    int i;
+
+    if (argc < 1) {
+        return "needs N, the requests in flight at most";
+    }
+    if ((err = sl_parse_int(p, argv[0], 1, SL_MAX_REQUESTS, &l->requests))) {
+        return apr_pstrcat(p, "N ", err, NULL);
+    }
+    l->algorithm = SL_ALG_CONCURRENT;
+    l->cost = 1;
+    l->cost_unit = 1;
+    l->window = SL_LEASE_DEFAULT;
+    for (i = 1; i < argc; i++) {
+        const char *arg = argv[i], *eq = strchr(arg, '=');
+        apr_size_t klen = eq ? (apr_size_t) (eq - arg) : 0;
+        if (klen == 5 && !strncasecmp(arg, "lease", 5)) {
+            if ((err = sl_parse_duration(p, eq + 1, &l->window))) {
+                return apr_pstrcat(p, "lease ", err, NULL);
+            }
+            if (l->window < SL_LEASE_MIN || l->window > SL_LEASE_MAX) {
+                return apr_psprintf(p, "'%s': a lease is 1s to 1h", arg);
+            }
+        }
+        else if (klen == 4 && !strncasecmp(arg, "name", 4)) {
+            if ((err = sl_parse_option(p, arg, l))) {
+                return err;
+            }
+        }
+        else {
+            return apr_psprintf(p,
+                                "unknown option '%s' (expected name= or "
+                                "lease=)",
+                                arg);
+        }
+    }
+    if (!l->name) {
+        l->name =
+            apr_psprintf(p, "%" APR_INT64_T_FMT "-in-flight", l->requests);
     }
     l->section = section ? section : "";
     l->id = sl_limit_id(p, l, NULL);
@@ -485,6 +636,32 @@ int sl_cost_of(const char *v, apr_int64_t unit, apr_int64_t max,
     }
     *cost = c;
     return SL_COST_OK;
+}
+
+int sl_quota_of(const char *v, apr_int64_t *quota)
+{
+    apr_int64_t n = 0;
+    const char *s;
+
+    if (!v || !*v) {
+        return SL_QUOTA_BAD;
+    }
+    /* At most 9 digits are counted (SL_MAX_REQUESTS has 9): no overflow,
+     * however long the value. Leading zeros are a whole number too. */
+    for (s = v; *s; s++) {
+        if (!apr_isdigit(*s)) {
+            return SL_QUOTA_BAD;
+        }
+        n = n * 10 + (*s - '0');
+        if (n > SL_MAX_REQUESTS) {
+            return SL_QUOTA_BAD;
+        }
+    }
+    if (!n) {
+        return SL_QUOTA_ZERO;
+    }
+    *quota = n;
+    return SL_QUOTA_OK;
 }
 
 apr_int64_t sl_budget_capacity(const sl_budget_t *b)

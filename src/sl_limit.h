@@ -11,8 +11,31 @@
 #define SL_ALG_LOG     0
 #define SL_ALG_COUNTER 1
 #define SL_ALG_GCRA    2
+/* SlidingLimitConcurrent: at most requests in flight, each holding a lease
+ * of window microseconds (a log entry the request's end removes, which
+ * expires by itself when nothing does). Not an algorithm= value. */
+#define SL_ALG_CONCURRENT 3
+
+/* SlidingLimitConcurrent's lease= bounds and default, and the longest wait
+ * its refusal announces: nothing tells when a request in flight ends. */
+#define SL_LEASE_MIN     (1 * APR_USEC_PER_SEC)
+#define SL_LEASE_MAX     (3600 * APR_USEC_PER_SEC)
+#define SL_LEASE_DEFAULT (60 * APR_USEC_PER_SEC)
+#define SL_LEASE_WAIT    (1 * APR_USEC_PER_SEC)
 
 #define SL_POLICY_ID_BYTES 12
+
+/* lua/sl_check.lua's arguments of a limit that every request repeats (its
+ * algorithm, requests, window and burst) as the Redis store writes them,
+ * and the values they say: a budget uses text only while it holds those
+ * values. */
+typedef struct sl_script_args {
+    apr_int64_t requests;
+    apr_int64_t window;
+    apr_int64_t burst;
+    const char *text;
+    apr_size_t len;
+} sl_script_args_t;
 
 typedef struct sl_limit {
     const char *name;     /* policy name in headers, logs and metrics */
@@ -35,6 +58,16 @@ typedef struct sl_limit {
     const void *cost_prog;
     apr_int64_t cost_unit;
     apr_int64_t block; /* block=, microseconds; 0: none */
+    /* SlidingLimit expr:STRING: the quota's expression (NULL: requests is
+     * the quota) and its compiled form (an ap_expr_info_t *, as cost_prog).
+     * requests is then quota-default=, what a request whose value is empty
+     * or not a quota gets. */
+    const char *quota_expr;
+    const void *quota_prog;
+    /* delay=, microseconds (at most SL_MAX_DELAY, sl_delay.h): the longest
+     * a request that would be refused may wait for its admission; 0:
+     * none */
+    apr_int64_t delay;
     /* count=: the final statuses that count, NULL: every status. The
      * request is reserved at the decision and given back afterwards when
      * its status is not listed. */
@@ -54,6 +87,12 @@ typedef struct sl_limit {
     const char *requests_text;
     const char *policy_item;
     apr_size_t policy_item_len;
+    /* The same for the Redis store, one per algorithm (a line without
+     * algorithm= takes its section's), made once when the line is read
+     * (sl_redis_limit_args): formatting the window and the quota for each
+     * call was a twentieth of a decision's instructions. NULL: made for
+     * each request. */
+    const sl_script_args_t *script_args;
 } sl_limit_t;
 
 /* One limit as it is sent to a store. */
@@ -74,6 +113,8 @@ typedef struct sl_budget {
      * neither its exhaustion nor a refusal is answered from the deny cache
      * (a give-back can free room before the reset). */
     int reserve;
+    /* its limit's script_args for its algorithm; NULL: none */
+    const sl_script_args_t *script_args;
 } sl_budget_t;
 
 #define SL_AFTER_BYTES  1
@@ -94,6 +135,11 @@ const char *sl_algorithm_name(int alg);
  * identifies unnamed limits. */
 const char *sl_parse_limit(apr_pool_t *p, int argc, char *const argv[],
                            const char *section, sl_limit_t **out);
+
+/* SlidingLimitConcurrent N [name=NAME] [lease=DURATION]: a limit of
+ * algorithm SL_ALG_CONCURRENT, N its requests, the lease its window. */
+const char *sl_parse_concurrent(apr_pool_t *p, int argc, char *const argv[],
+                                const char *section, sl_limit_t **out);
 
 /* An unnamed limit written inside a virtual host belongs to that host:
  * host (its "ServerName:port") becomes part of the id. Named limits keep
@@ -119,6 +165,14 @@ int sl_limit_counts(const sl_limit_t *l, int status);
 int sl_cost_of(const char *v, apr_int64_t unit, apr_int64_t max,
                apr_int64_t *cost);
 
+/* SlidingLimit expr:: what an expression's value v is as a quota under
+ * the largest literal one: SL_QUOTA_OK with *quota 1..SL_MAX_REQUESTS,
+ * SL_QUOTA_ZERO for "0" (no requests at all), SL_QUOTA_BAD for anything
+ * else (empty, sign, space, fraction, too large). */
+#define SL_QUOTA_OK   0
+#define SL_QUOTA_ZERO 1
+#define SL_QUOTA_BAD  2
+int sl_quota_of(const char *v, apr_int64_t *quota);
 /* cost=after:: the units to charge after the response for a measured
  * value v (bytes sent, or a header's text; NULL: none) under a limit that
  * holds max units, besides the one unit reserved at admission: v divided

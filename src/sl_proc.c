@@ -2,11 +2,14 @@
  * fork, and each child's part made after it. */
 #include "sl_proc.h"
 
+#include "sl_lease.h"
+
 #include "http_config.h"
 #include "http_log.h"
 #include "ap_mpm.h"
 
 #include "sl_config.h"
+#include "sl_delay.h"
 #include "sl_store.h"
 
 #include <string.h>
@@ -85,7 +88,7 @@ apr_status_t sl_proc_create(apr_pool_t *pconf, apr_pool_t *ptemp, server_rec *s)
 
 void sl_proc_child_init(apr_pool_t *pchild, server_rec *s, sl_proc_t *proc)
 {
-    int threads = 1;
+    int threads = 1, threaded = AP_MPMQ_NOT_SUPPORTED;
 
     if (sl_shm_child_init(proc->shm, pchild, s) != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s,
@@ -97,8 +100,15 @@ void sl_proc_child_init(apr_pool_t *pchild, server_rec *s, sl_proc_t *proc)
     if (threads < 1) {
         threads = 1;
     }
+    ap_mpm_query(AP_MPMQ_IS_THREADED, &threaded);
+    proc->delayed = 0;
+    proc->delay_max =
+        sl_delay_max_default(threaded != AP_MPMQ_NOT_SUPPORTED, threads);
     proc->denycache =
         sl_denycache_create(pchild, proc->denycache_shm, threads > 1);
     proc->memo = sl_memo_create(pchild, threads);
     sl_store_child_init(pchild, s, proc, threads);
+    /* After the stores: its cleanup, which stops the renewer, runs before
+     * theirs. */
+    proc->leases = sl_leases_create(pchild, s);
 }

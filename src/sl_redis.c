@@ -100,6 +100,7 @@ apr_status_t sl_redis_create(apr_pool_t *p, const sl_store_url_t *url,
     rs->queue_timeout = connect_timeout + command_timeout;
     sl_script_init(p, &rs->check, sl_script_check);
     sl_script_init(p, &rs->give_back, sl_script_give_back);
+    sl_script_init(p, &rs->renew, sl_script_renew);
     sl_script_init(p, &rs->charge, sl_script_charge);
     rv = apr_thread_mutex_create(&rs->mutex, APR_THREAD_MUTEX_DEFAULT, p);
     if (rv == APR_SUCCESS && url->kind == SL_URL_SENTINEL) {
@@ -302,6 +303,37 @@ static apr_size_t sl_script_size(const sl_budget_t *budgets, int n,
     return size;
 }
 
+/* A limit's first four arguments to lua/sl_check.lua, at o: its algorithm,
+ * requests, window and burst. */
+static char *sl_limit_head(char *o, int algorithm, apr_int64_t requests,
+                           apr_int64_t window, apr_int64_t burst)
+{
+    char code = sl_algorithm_code(algorithm);
+
+    o = sl_resp_arg(o, &code, 1);
+    o = sl_resp_int(o, requests);
+    o = sl_resp_int(o, window);
+    return sl_resp_int(o, burst ? burst : requests);
+}
+
+void sl_redis_limit_args(apr_pool_t *p, sl_limit_t *l)
+{
+    sl_script_args_t *a = apr_palloc(p, 3 * sizeof(*a));
+    int alg;
+
+    for (alg = SL_ALG_LOG; alg <= SL_ALG_GCRA; alg++) {
+        char *buf = apr_palloc(p, SL_RESP_ARG_MAX(1) + 3 * SL_RESP_INT_MAX);
+        a[alg].requests = l->requests;
+        a[alg].window = l->window;
+        a[alg].burst = l->burst;
+        a[alg].text = buf;
+        a[alg].len = (apr_size_t) (sl_limit_head(buf, alg, l->requests,
+                                                 l->window, l->burst) -
+                                   buf);
+    }
+    l->script_args = a;
+}
+
 /* lua/sl_check.lua's arguments: per budget its algorithm, requests,
  * window, burst, cost and block; then "peek" for a look that changes
  * nothing. Written straight into one buffer: formatting each number in
@@ -319,12 +351,17 @@ static const char *sl_decide_command(sl_redis_t *rs, apr_pool_t *p,
 
     for (i = 0; i < n; i++) {
         const sl_budget_t *b = &budgets[i];
-        char code = sl_algorithm_code(b->algorithm);
+        const sl_script_args_t *a = b->script_args;
 
-        o = sl_resp_arg(o, &code, 1);
-        o = sl_resp_int(o, b->requests);
-        o = sl_resp_int(o, b->window);
-        o = sl_resp_int(o, b->burst ? b->burst : b->requests);
+        if (a && a->requests == b->requests && a->window == b->window &&
+            a->burst == b->burst) {
+            memcpy(o, a->text, a->len);
+            o += a->len;
+        }
+        else {
+            o = sl_limit_head(o, b->algorithm, b->requests, b->window,
+                              b->burst);
+        }
         o = sl_resp_int(o, b->cost > 1 ? b->cost : 1);
         o = sl_resp_int(o, b->block);
     }
@@ -401,6 +438,29 @@ apr_status_t sl_redis_give_back(sl_redis_t *rs, apr_pool_t *p,
     apr_status_t rv = sl_redis_call(rs, p, budgets, &rs->give_back, buf, len,
                                     NULL, &reply, err, &trips);
 
+    if (reply) {
+        freeReplyObject(reply);
+    }
+    return rv;
+}
+
+apr_status_t sl_redis_renew(sl_redis_t *rs, apr_pool_t *p,
+                            const sl_budget_t *budgets, int n,
+                            const char *member, apr_size_t member_len,
+                            const char **err)
+{
+    redisReply *reply = NULL;
+    char *buf = apr_palloc(p, sl_script_size(budgets, n, member_len, n));
+    char *o = sl_script_head(buf, 4 + n + n, &rs->renew, budgets, n, member,
+                             member_len);
+    int i, trips;
+    apr_status_t rv;
+
+    for (i = 0; i < n; i++) {
+        o = sl_resp_int(o, budgets[i].window);
+    }
+    rv = sl_redis_call(rs, p, budgets, &rs->renew, buf, (apr_size_t) (o - buf),
+                       NULL, &reply, err, &trips);
     if (reply) {
         freeReplyObject(reply);
     }

@@ -28,10 +28,20 @@ apr_status_t sl_redis_create(apr_pool_t *p, const sl_store_url_t *url,
  * threads of a child that call at the same time share round trips (one
  * write and one read for many EVALSHA); *trips is the number of round trips
  * this call made itself: 0 when another thread carried its command. */
+/* Makes l's script_args (sl_limit.h), in p. */
+void sl_redis_limit_args(apr_pool_t *p, sl_limit_t *l);
+
 apr_status_t sl_redis_decide(sl_redis_t *rs, apr_pool_t *p,
                              const sl_budget_t *budgets, int n,
                              const char *member, apr_size_t member_len,
                              sl_decision_t *d, const char **err, int *trips);
+
+/* SlidingLimitConcurrent's leases of budgets, held by the request with
+ * member, renewed (lua/sl_renew.lua). */
+apr_status_t sl_redis_renew(sl_redis_t *rs, apr_pool_t *p,
+                            const sl_budget_t *budgets, int n,
+                            const char *member, apr_size_t member_len,
+                            const char **err);
 
 /* The give-back of count= (lua/sl_give_back.lua): undoes what the decision
  * with member at the store time at consumed on budgets. */

@@ -527,6 +527,24 @@ void sl_shm_give_back(sl_shm_t *shm, apr_pool_t *p, const sl_budget_t *budgets,
     apr_global_mutex_unlock(st->mutex);
 }
 
+void sl_shm_renew(sl_shm_t *shm, apr_pool_t *p, const sl_budget_t *budgets,
+                  int n, apr_time_t at, apr_time_t now)
+{
+    sl_stripe_t *st;
+    sl_shm_op_t *ops;
+
+    if (n < 1 || !budgets || !budgets[0].key) {
+        return;
+    }
+    st = sl_stripe_of(shm, budgets);
+    if (sl_table_prepare(p, st->table, budgets, n, &ops) != APR_SUCCESS ||
+        apr_global_mutex_lock(st->mutex) != APR_SUCCESS) {
+        return;
+    }
+    sl_table_renew(st->table, ops, n, at, now);
+    apr_global_mutex_unlock(st->mutex);
+}
+
 apr_status_t sl_shm_charge(sl_shm_t *shm, apr_pool_t *p,
                            const sl_budget_t *budgets, int n, apr_time_t now)
 {

@@ -44,6 +44,11 @@ apr_status_t sl_shm_charge(sl_shm_t *shm, apr_pool_t *p,
 void sl_shm_give_back(sl_shm_t *shm, apr_pool_t *p, const sl_budget_t *budgets,
                       int n, apr_time_t at, apr_time_t now);
 
+/* SlidingLimitConcurrent: the leases on budgets of the request admitted
+ * (or renewed last) at at are renewed at now (sl_table_renew). */
+void sl_shm_renew(sl_shm_t *shm, apr_pool_t *p, const sl_budget_t *budgets,
+                  int n, apr_time_t at, apr_time_t now);
+
 /* The operator's look at budgets and their reset (sl_table_peek,
  * sl_table_reset), under the stripe's lock. */
 apr_status_t sl_shm_peek(sl_shm_t *shm, apr_pool_t *p,

@@ -81,6 +81,12 @@ typedef struct sl_stats_seg {
     volatile apr_uint64_t blocks;
     /* A digest of the store the breaker belongs to (sl_stats_breaker). */
     unsigned char breaker_of[APR_SHA1_DIGESTSIZE];
+    /* delay=: waits by their end, their total time, the requests waiting
+     * now, and the refusals of a full cap */
+    volatile apr_uint64_t delayed[2];
+    volatile apr_uint64_t delay_us;
+    volatile apr_uint64_t delay_waiting;
+    volatile apr_uint64_t delay_full;
     /* cost=after:'s charges after the response: done, failed (the store
      * was down: the request had been served), and the units charged. */
     volatile apr_uint64_t charges[2];
@@ -227,21 +233,20 @@ static void sl_store_fill(void *cell, const void *name)
     strcpy(((sl_store_cell_t *) cell)->name, name);
 }
 
-static sl_store_counters_t *sl_store_counters(sl_stats_t *st, const char *name)
+static sl_store_counters_t *sl_store_counters(sl_stats_t *st, const char *name,
+                                              apr_uint32_t hash)
 {
-    apr_size_t len = strlen(name);
     int i;
 
-    if (len >= SL_STATS_STORE_NAME) {
+    if (strlen(name) >= SL_STATS_STORE_NAME) {
         return &st->seg->other_store;
     }
     i = sl_claim(st->seg->stores, sizeof(sl_store_cell_t), SL_STATS_STORES,
-                 sl_fnv1a(SL_FNV_INIT, name, len), name, sl_store_match,
-                 sl_store_fill);
+                 hash, name, sl_store_match, sl_store_fill);
     return i < 0 ? &st->seg->other_store : &st->seg->stores[i].c;
 }
 
-void sl_stats_store(sl_stats_t *st, const char *name,
+void sl_stats_store(sl_stats_t *st, const char *name, apr_uint32_t name_hash,
                     apr_interval_time_t latency, int error, int trips)
 {
     sl_store_counters_t *c;
@@ -250,7 +255,7 @@ void sl_stats_store(sl_stats_t *st, const char *name,
     if (!st) {
         return;
     }
-    c = sl_store_counters(st, name);
+    c = sl_store_counters(st, name, name_hash);
     sl_atomic_inc64(&c->calls);
     if (error) {
         sl_atomic_inc64(&c->errors);
@@ -284,6 +289,60 @@ void sl_stats_blocks(sl_stats_t *st, int started)
     if (st && started > 0) {
         sl_atomic_add64(&st->seg->blocks, (apr_uint64_t) started);
     }
+}
+
+void sl_stats_delay_waiting(sl_stats_t *st, int change)
+{
+    if (st) {
+        /* A child killed while a request waits leaves its count here: the
+         * gauge is for watching, the cap is each child's own count. */
+        sl_atomic_add64(&st->seg->delay_waiting, (apr_uint64_t) change);
+    }
+}
+
+void sl_stats_delayed(sl_stats_t *st, apr_int64_t waited, int admitted)
+{
+    if (st) {
+        sl_atomic_inc64(&st->seg->delayed[admitted ? 1 : 0]);
+        sl_atomic_add64(&st->seg->delay_us,
+                        (apr_uint64_t) (waited > 0 ? waited : 0));
+    }
+}
+
+void sl_stats_delay_full(sl_stats_t *st)
+{
+    if (st) {
+        sl_atomic_inc64(&st->seg->delay_full);
+    }
+}
+
+/* The delay= counters. */
+static void sl_write_delays(sl_stats_seg_t *g, request_rec *r)
+{
+    ap_rprintf(
+        r,
+        "# HELP slidinglimit_delayed_total Requests delay= held, by what "
+        "their last decision was.\n"
+        "# TYPE slidinglimit_delayed_total counter\n"
+        "slidinglimit_delayed_total{outcome=\"admitted\"} %" APR_UINT64_T_FMT
+        "\n"
+        "slidinglimit_delayed_total{outcome=\"refused\"} %" APR_UINT64_T_FMT
+        "\n"
+        "# HELP slidinglimit_delay_seconds_total Time requests were held by "
+        "delay=.\n"
+        "# TYPE slidinglimit_delay_seconds_total counter\n"
+        "slidinglimit_delay_seconds_total %.6f\n"
+        "# HELP slidinglimit_delay_waiting Requests held by delay= now.\n"
+        "# TYPE slidinglimit_delay_waiting gauge\n"
+        "slidinglimit_delay_waiting %" APR_INT64_T_FMT "\n"
+        "# HELP slidinglimit_delay_full_total Refusals that could have "
+        "waited, with SlidingLimitDelayMax requests of the child waiting.\n"
+        "# TYPE slidinglimit_delay_full_total counter\n"
+        "slidinglimit_delay_full_total %" APR_UINT64_T_FMT "\n",
+        sl_atomic_read64(&g->delayed[1]), sl_atomic_read64(&g->delayed[0]),
+        (double) sl_atomic_read64(&g->delay_us) / APR_USEC_PER_SEC,
+        (apr_int64_t) sl_atomic_read64(&g->delay_waiting),
+        sl_atomic_read64(&g->delay_full));
 }
 
 void sl_stats_charge(sl_stats_t *st, int failed, apr_int64_t units)
@@ -598,6 +657,7 @@ void sl_stats_write(sl_stats_t *st, request_rec *r,
     sl_sum_other(st->seg, r->pool, seen, counted);
     sl_write_decisions(r, seen);
     sl_write_counted(r, counted);
+    sl_write_delays(st->seg, r);
     sl_write_globals(st->seg, r, breakers, stores);
     sl_write_store_rows(st->seg, r, stores);
 }

@@ -33,15 +33,22 @@ void sl_stats_decision(sl_stats_t *st, const char *policy, int result);
 /* A count= policy's admission once the status is known: counted (1) or
  * given back (0). */
 void sl_stats_counted(sl_stats_t *st, const char *policy, int counted);
-/* One call to the Redis store shown as name (its URL's display): its time,
+/* One call to the Redis store shown as name (its URL's display, whose
+ * sl_fnv1a is name_hash: sl_store_url_t's display_hash): its time,
  * whether it failed, and the round trips it made itself (several calls
  * share one when the client batches them). */
-void sl_stats_store(sl_stats_t *st, const char *name,
+void sl_stats_store(sl_stats_t *st, const char *name, apr_uint32_t name_hash,
                     apr_interval_time_t latency, int error, int trips);
 void sl_stats_fallback(sl_stats_t *st);
 void sl_stats_deny_cached(sl_stats_t *st);
 /* A refusal that started a block= (one store answer, not a cached one). */
 void sl_stats_blocks(sl_stats_t *st, int started);
+/* delay=: a request of this server starts waiting (1) or stops (-1); one
+ * that waited waited microseconds and was then admitted or not; one the
+ * cap of waiters turned away (refused at once). */
+void sl_stats_delay_waiting(sl_stats_t *st, int change);
+void sl_stats_delayed(sl_stats_t *st, apr_int64_t waited, int admitted);
+void sl_stats_delay_full(sl_stats_t *st);
 /* A charge of cost=after: after the response: done with units charged, or
  * failed. */
 void sl_stats_charge(sl_stats_t *st, int failed, apr_int64_t units);

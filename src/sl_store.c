@@ -183,7 +183,8 @@ const char *sl_store_name(const sl_store_t *st)
 /* One call to a store, from its start to its answer. */
 typedef struct sl_call {
     sl_store_t *st;
-    request_rec *r;
+    request_rec *r; /* NULL: a lease's renewal, of no request */
+    server_rec *s;
     const char *what; /* the call, for the log */
     apr_time_t start;
     const char *err;
@@ -198,6 +199,7 @@ static apr_status_t sl_call_begin(sl_call_t *c, sl_store_t *st, request_rec *r,
 {
     c->st = st;
     c->r = r;
+    c->s = r->server;
     c->what = what;
     c->start = apr_time_now();
     c->err = NULL;
@@ -226,12 +228,12 @@ static apr_status_t sl_call_end(sl_call_t *c, apr_status_t rv)
     apr_time_t now = apr_time_now();
 
     if (st->url) {
-        sl_stats_store(st->proc->stats, st->url->display, now - c->start,
-                       rv != APR_SUCCESS, c->trips);
+        sl_stats_store(st->proc->stats, st->url->display, st->url->display_hash,
+                       now - c->start, rv != APR_SUCCESS, c->trips);
     }
     if (rv == APR_SUCCESS) {
         if (st->breaker && sl_breaker_success(st->breaker, c->start, now)) {
-            ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, c->r->server,
+            ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, c->s,
                          "mod_slidinglimit: store %s is answering again",
                          st->url->display);
         }
@@ -241,16 +243,22 @@ static apr_status_t sl_call_end(sl_call_t *c, apr_status_t rv)
      * the fail mode alone: the store's breaker stays as it is. */
     if (st->breaker && rv != SL_STORE_PART_DOWN &&
         sl_breaker_failure(st->breaker, c->start, now)) {
-        ap_log_error(APLOG_MARK, APLOG_ERR, rv, c->r->server,
+        ap_log_error(APLOG_MARK, APLOG_ERR, rv, c->s,
                      "mod_slidinglimit: store %s failed (%s); "
                      "applying the fail mode until it answers again",
                      st->url->display, c->err ? c->err : "unknown error");
     }
-    else {
+    else if (c->r) {
         ap_log_rerror(APLOG_MARK, APLOG_DEBUG, rv, c->r,
                       "mod_slidinglimit: store %s: %s failed: %s",
                       sl_store_name(st), c->what,
                       c->err ? c->err : "unknown error");
+    }
+    else {
+        ap_log_error(APLOG_MARK, APLOG_DEBUG, rv, c->s,
+                     "mod_slidinglimit: store %s: %s failed: %s",
+                     sl_store_name(st), c->what,
+                     c->err ? c->err : "unknown error");
     }
     return rv;
 }
@@ -300,6 +308,22 @@ void sl_store_give_back(sl_store_t *st, request_rec *r,
     rv = st->ops->give_back(st, r->pool, budgets, n, member, SL_MEMBER_LEN, at,
                             &c.err);
     sl_call_end(&c, rv);
+}
+
+apr_status_t sl_store_renew(sl_store_t *st, server_rec *s, apr_pool_t *p,
+                            const sl_budget_t *budgets, int n,
+                            const char *member, apr_time_t *at)
+{
+    sl_call_t c = {st, NULL, s, "lease renewal", apr_time_now(), NULL, 1};
+
+    if (!st->ctx || !member) {
+        return APR_EINIT;
+    }
+    if (st->breaker && !sl_breaker_allow(st->breaker, c.start)) {
+        return APR_EAGAIN;
+    }
+    return sl_call_end(&c, st->ops->renew(st, p, budgets, n, member,
+                                          SL_MEMBER_LEN, c.start, at, &c.err));
 }
 
 apr_status_t sl_store_charge(sl_store_t *st, request_rec *r,

@@ -65,6 +65,13 @@ void sl_store_give_back(sl_store_t *st, request_rec *r,
                         const sl_budget_t *budgets, int n, const char *member,
                         apr_time_t at);
 
+/* SlidingLimitConcurrent: the leases on budgets of the decision with
+ * member, made (or renewed last) at *at, renewed from a child's renewer
+ * (no request: s logs); *at becomes what the give-back names. A store
+ * that is down lets them expire. */
+apr_status_t sl_store_renew(sl_store_t *st, server_rec *s, apr_pool_t *p,
+                            const sl_budget_t *budgets, int n,
+                            const char *member, apr_time_t *at);
 /* The charge of cost=after:: each budget's cost added, past the limit if
  * need be, after the response of the decision with member. Any status but
  * APR_SUCCESS with *err saying why (the charge is lost: the request was

@@ -55,6 +55,13 @@ struct sl_store_ops {
     apr_status_t (*reset)(sl_store_t *st, apr_pool_t *p,
                           const sl_budget_t *budgets, int n, apr_time_t now,
                           const char **err);
+    /* SlidingLimitConcurrent: the leases on budgets that the request with
+     * member, admitted (or renewed last) at at, holds, renewed at now; *at
+     * becomes what gives them back (sl_store_give_back). */
+    apr_status_t (*renew)(sl_store_t *st, apr_pool_t *p,
+                          const sl_budget_t *budgets, int n, const char *member,
+                          apr_size_t member_len, apr_time_t now, apr_time_t *at,
+                          const char **err);
     /* The charge of cost=after:: each budget's cost added after the
      * response of the decision with member, past the limit if need be. */
     apr_status_t (*charge)(sl_store_t *st, apr_pool_t *p,

@@ -178,6 +178,19 @@ static apr_status_t sl_redis_store_reset(sl_store_t *st, apr_pool_t *p,
     return sl_redis_store_rv(sl_redis_reset(st->ctx, p, budgets, n, err));
 }
 
+/* The member names the leases; their new time is the store's own. */
+static apr_status_t sl_redis_store_renew(sl_store_t *st, apr_pool_t *p,
+                                         const sl_budget_t *budgets, int n,
+                                         const char *member,
+                                         apr_size_t member_len, apr_time_t now,
+                                         apr_time_t *at, const char **err)
+{
+    (void) now;
+    (void) at;
+    return sl_redis_store_rv(
+        sl_redis_renew(st->ctx, p, budgets, n, member, member_len, err));
+}
+
 static apr_status_t sl_redis_store_charge(sl_store_t *st, apr_pool_t *p,
                                           const sl_budget_t *budgets, int n,
                                           const char *member,
@@ -195,5 +208,6 @@ const sl_store_ops_t sl_store_redis_ops = {
     sl_redis_store_give_back,
     sl_redis_store_peek,
     sl_redis_store_reset,
+    sl_redis_store_renew,
     sl_redis_store_charge,
 };

@@ -77,6 +77,20 @@ static apr_status_t sl_shm_store_reset(sl_store_t *st, apr_pool_t *p,
     return rv;
 }
 
+static apr_status_t sl_shm_store_renew(sl_store_t *st, apr_pool_t *p,
+                                       const sl_budget_t *budgets, int n,
+                                       const char *member,
+                                       apr_size_t member_len, apr_time_t now,
+                                       apr_time_t *at, const char **err)
+{
+    (void) member;
+    (void) member_len;
+    (void) err;
+    sl_shm_renew(st->ctx, p, budgets, n, *at, now);
+    *at = now;
+    return APR_SUCCESS;
+}
+
 static apr_status_t sl_shm_store_charge(sl_store_t *st, apr_pool_t *p,
                                         const sl_budget_t *budgets, int n,
                                         const char *member,
@@ -100,5 +114,6 @@ const sl_store_ops_t sl_store_shm_ops = {
     sl_shm_store_give_back,
     sl_shm_store_peek,
     sl_shm_store_reset,
+    sl_shm_store_renew,
     sl_shm_store_charge,
 };

@@ -444,10 +444,14 @@ apr_status_t sl_table_prepare(apr_pool_t *p, const sl_table_t *tab,
         if (!c->key || c->key_len > 0xffff || q[i].limit < 1 || q[i].win < 1 ||
             q[i].burst < 1 || q[i].cost > sl_budget_capacity(c) ||
             (c->algorithm != SL_ALG_LOG && c->algorithm != SL_ALG_COUNTER &&
-             c->algorithm != SL_ALG_GCRA)) {
+             c->algorithm != SL_ALG_GCRA &&
+             c->algorithm != SL_ALG_CONCURRENT)) {
             return APR_EINVAL;
         }
-        q[i].alg = (unsigned char) c->algorithm;
+        /* Leases are log entries whose window is the lease: admitted,
+         * given back and expired as the log's (the key tells them apart). */
+        q[i].lease = c->algorithm == SL_ALG_CONCURRENT;
+        q[i].alg = (unsigned char) (q[i].lease ? SL_ALG_LOG : c->algorithm);
         q[i].klen = (apr_uint16_t) c->key_len;
         q[i].entry = SL_NIL;
         sl_key_hash(tab->hdr, c->key, c->key_len, q[i].hash);

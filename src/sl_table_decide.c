@@ -55,8 +55,13 @@ void sl_evaluate_entry(sl_txn_t *t, sl_shm_op_t *q, sl_entry_t *e,
     switch (q->alg) {
     case SL_ALG_LOG: {
         sl_log_ctx_t x = {t, e, skip};
-        sl_log_evaluate(t->now, q->limit, q->win, q->cost,
-                        e ? (apr_int64_t) e->st.log.units - skip_units : 0,
+        apr_int64_t units = e ? (apr_int64_t) e->st.log.units - skip_units : 0;
+        if (q->lease) {
+            sl_lease_evaluate(t->now, q->limit, q->win, units, sl_table_log_at,
+                              &x, &q->ev);
+            break;
+        }
+        sl_log_evaluate(t->now, q->limit, q->win, q->cost, units,
                         sl_table_log_at, &x, &q->ev);
         break;
     }

@@ -40,6 +40,38 @@ void sl_table_give_back(sl_table_t *tab, sl_shm_op_t *q, int n, apr_time_t at,
     }
 }
 
+void sl_table_renew(sl_table_t *tab, sl_shm_op_t *q, int n, apr_time_t at,
+                    apr_time_t now)
+{
+    sl_txn_t t = {tab, now, 0};
+    int i;
+
+    for (i = 0; i < n && !t.corrupt; i++) {
+        apr_uint32_t k = sl_entry_find(&t, &q[i]);
+        sl_entry_t *e;
+        apr_int64_t expires;
+
+        /* An expired lease stays gone: another request may hold its
+         * place (lua/sl_renew.lua). */
+        if (!q[i].lease || k == SL_NIL || !(e = sl_entry(&t, k)) ||
+            e->expires <= now || !(at > sl_log_horizon(now, q[i].win))) {
+            continue;
+        }
+        /* The removal leaves room for the insertion: a place in the last
+         * chunk, or the chunk it emptied back in the free list. */
+        if (sl_log_remove(&t, e, at, 1) == 1) {
+            sl_log_insert(&t, e, now, 1);
+            expires = sl_log_expires(now, q[i].win);
+            if (expires > e->expires) {
+                e->expires = expires;
+            }
+        }
+    }
+    if (t.corrupt) {
+        sl_format(tab);
+    }
+}
+
 /* What sl_evaluate decides for q, without a write: no expired entry or
  * log time dropped, nothing moved in the LRU list. *blocked is the time
  * left in the limit's block (0: none). */

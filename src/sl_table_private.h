@@ -104,7 +104,8 @@ struct sl_shm_op {
     unsigned char hash[SL_HASH_BYTES];
     apr_uint16_t klen;
     unsigned char alg;
-    int last; /* no later limit has the same key: its write is the one */
+    int last;  /* no later limit has the same key: its write is the one */
+    int lease; /* SlidingLimitConcurrent: a log (alg) of leases */
     apr_int64_t limit;
     apr_int64_t win;
     apr_int64_t burst;

@@ -266,6 +266,7 @@ static const char *sl_parse_store_url_only(apr_pool_t *p, const char *url,
     if (!strcasecmp(url, "shm")) {
         out->kind = SL_URL_SHM;
         out->display = "shm";
+        out->display_hash = sl_fnv1a(SL_FNV_INIT, "shm", 3);
         return NULL;
     }
     if (!strncasecmp(url, "unix:", 5)) {
@@ -299,8 +300,8 @@ const char *sl_parse_store_url(apr_pool_t *p, const char *url,
     /* What names the data: where (the display form, which holds no
      * password) and the database. Two spellings of one server only cost
      * the deny cache a store call. */
-    out->tag = (sl_fnv1a(SL_FNV_INIT, out->display, strlen(out->display)) ^
-                (apr_uint32_t) out->db) *
-               16777619u;
+    out->display_hash =
+        sl_fnv1a(SL_FNV_INIT, out->display, strlen(out->display));
+    out->tag = (out->display_hash ^ (apr_uint32_t) out->db) * 16777619u;
     return NULL;
 }

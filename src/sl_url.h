@@ -33,6 +33,9 @@ typedef struct sl_store_url {
     int bare_userinfo;
     const char *display; /* for logs: "user:***@" at most, never a password */
     apr_uint32_t tag;    /* the same for URLs naming the same data */
+    /* display's FNV-1a: the status page's series of this store is found
+     * by it on every call */
+    apr_uint32_t display_hash;
 } sl_store_url_t;
 
 /* Every error names the bad token without the URL's password. */

@@ -166,15 +166,17 @@ const char *sl_i64toa(apr_pool_t *p, apr_int64_t v)
     return out;
 }
 
-#define SL_QU_BYTES ";qu=\"content-bytes\""
+#define SL_QU_CONCURRENT ";qu=\"concurrent-requests\""
+#define SL_QU_BYTES      ";qu=\"content-bytes\""
 
 /* A limit's RateLimit-Policy item, "\"api\";q=100;w=60": at most
  * sl_item_size(l) bytes, no NUL. */
 static apr_size_t sl_item_size(const sl_limit_t *l)
 {
-    return l->policy_item ? l->policy_item_len
-                          : 2 * strlen(l->name) + 2 + 6 + 2 * SL_I64_TEXT +
-                                sizeof(SL_QU_BYTES) - 1;
+    return l->policy_item
+               ? l->policy_item_len
+               : 2 * strlen(l->name) + 2 + 6 + 2 * SL_I64_TEXT +
+                     sizeof(SL_QU_CONCURRENT) + sizeof(SL_QU_BYTES) - 1;
 }
 
 static char *sl_put_item(char *o, const sl_limit_t *l)
@@ -185,6 +187,11 @@ static char *sl_put_item(char *o, const sl_limit_t *l)
     o = sl_put_sf(o, l->name);
     o = SL_PUT(o, ";q=");
     o = sl_put_i64(o, l->requests);
+    if (l->algorithm == SL_ALG_CONCURRENT) {
+        /* The draft's quota unit for in-flight requests; no w: the quota
+         * is not per window (the lease only bounds a lost request). */
+        return SL_PUT(o, SL_QU_CONCURRENT);
+    }
     o = SL_PUT(o, ";w=");
     o = sl_put_i64(o, sl_ceil_seconds(l->window));
     /* The draft's quota unit, when q and r are bytes: cost=after:bytes of
@@ -209,6 +216,12 @@ void sl_wire_limit(apr_pool_t *p, sl_limit_t *l)
     l->policy_item_len = (apr_size_t) (sl_put_item(item, l) - item);
     item[l->policy_item_len] = '\0';
     l->policy_item = item;
+    /* An expression's quota is each request's own: its texts are made for
+     * each request (requests is only quota-default=). */
+    if (l->quota_expr) {
+        l->requests_text = NULL;
+        l->policy_item = NULL;
+    }
 }
 
 /* A number's text, made once for the header sets that show it. */

@@ -1,5 +1,6 @@
 /* Unit tests of a SlidingLimit line (src/sl_limit.c): durations, the
- * line and its options, policy ids, what a cost= expression's value costs.
+ * line and its options, policy ids, what a cost= expression's value costs,
+ * what an expr: quota's value is.
  * No server needed. */
 #include "sl_limit.h"
 
@@ -173,6 +174,11 @@ static void test_limit_options(apr_pool_t *p)
                {"10 1m block=0", "'0'"},
                {"10 1m block=1w", "'1w'"},
                {"10 1m block=400d", "'400d'"},
+               {"10 1m delay=0", "'0'"},
+               {"10 1m delay=2x", "'2x'"},
+               {"10 1m delay=61s", "'61s'"},
+               {"10 1m delay=1h", "'1h'"},
+               {"10 1m delay=1s block=5s", "delay= and block="},
                {"10 1m count=", "count="},
                {"10 1m count=401,", "count=401,"},
                {"10 1m count=401,,403", "count=401,,403"},
@@ -192,8 +198,13 @@ static void test_limit_options(apr_pool_t *p)
                l->ncount == 2 && sl_limit_counts(l, 401) &&
                sl_limit_counts(l, 403) && !sl_limit_counts(l, 200),
            "cost, block, count: %s", err ? err : "");
+    l = limit(p, "10 1m delay=500ms", "", &err);
+    EXPECT(l && !err && l->delay == 500000, "delay=500ms: %s", err ? err : "");
+    l = limit(p, "10 1m delay=60s", "", &err);
+    EXPECT(l && !err && l->delay == 60 * APR_USEC_PER_SEC,
+           "delay= up to 60s: %s", err ? err : "");
     l = limit(p, "10 1m", "", &err);
-    EXPECT(l && l->cost == 1 && !l->block && !l->count &&
+    EXPECT(l && l->cost == 1 && !l->block && !l->count && !l->delay &&
                sl_limit_counts(l, 200) && sl_limit_counts(l, 500),
            "defaults: cost 1, no block, every status counts");
     l = limit(p, "10 1m cost=10", "", &err);
@@ -282,6 +293,96 @@ static void test_cost_expr(apr_pool_t *p)
            "no value costs 1");
 }
 
+static void test_quota_expr(apr_pool_t *p)
+{
+    static const struct {
+        const char *v;
+        int why;
+        apr_int64_t quota;
+    } cases[] = {
+        {"1", SL_QUOTA_OK, 1},
+        {"250", SL_QUOTA_OK, 250},
+        {"007", SL_QUOTA_OK, 7},
+        {"100000000", SL_QUOTA_OK, 100000000},
+        {"0", SL_QUOTA_ZERO, 0},
+        {"000", SL_QUOTA_ZERO, 0},
+        {"", SL_QUOTA_BAD, 0},
+        {"100000001", SL_QUOTA_BAD, 0},
+        {"99999999999999999999999999", SL_QUOTA_BAD, 0},
+        {"-1", SL_QUOTA_BAD, 0},
+        {"+5", SL_QUOTA_BAD, 0},
+        {" 5", SL_QUOTA_BAD, 0},
+        {"5 ", SL_QUOTA_BAD, 0},
+        {"1.5", SL_QUOTA_BAD, 0},
+        {"1e3", SL_QUOTA_BAD, 0},
+        {"0x10", SL_QUOTA_BAD, 0},
+        {"5abc", SL_QUOTA_BAD, 0},
+    };
+    static const struct {
+        const char *line, *named;
+    } bad[] = {
+        {"expr:%{HTTP:X-Q} 1m", "quota-default="},
+        {"expr: 1m quota-default=5", "needs an expression"},
+        {"10 1m quota-default=5", "expr:"},
+        {"expr:x 1m quota-default=0", "'0'"},
+        {"expr:x 1m quota-default=100000001", "'100000001'"},
+        {"expr:x 1m quota-default=abc", "'abc'"},
+        {"expr:x 1m quota-default=5 quota-default=6", "twice"},
+        {"expr:x 1m quota-default=2 cost=3", "cost=3"},
+        /* the tolerance under the lowest quota an expression gives, 1 */
+        {"expr:x 1d quota-default=100 algorithm=gcra burst=367", "366d"},
+    };
+    const char *err;
+    sl_limit_t *a, *b, *c, *d, *e;
+    size_t i;
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        apr_int64_t q = -1;
+        int why = sl_quota_of(cases[i].v, &q);
+        EXPECT(why == cases[i].why &&
+                   (why != SL_QUOTA_OK || q == cases[i].quota),
+               "quota '%s': %d, %" APR_INT64_T_FMT, cases[i].v, why, q);
+    }
+    EXPECT(sl_quota_of(NULL, &(apr_int64_t){0}) == SL_QUOTA_BAD,
+           "no value is not a quota");
+
+    a = limit(p, "expr:%{HTTP:X-Q} 1m quota-default=5", "<Location /a>\n",
+              &err);
+    EXPECT(a && !err && !strcmp(a->quota_expr, "%{HTTP:X-Q}") &&
+               a->requests == 5 && !strcmp(a->name, "expr-per-1m"),
+           "expr: keeps its text, quota-default= is requests: %s",
+           err ? err : (a ? a->name : ""));
+    /* The budget does not depend on quota-default=, and is not the one
+     * of a literal quota equal to it. */
+    b = limit(p, "EXPR:%{HTTP:X-Q} 1m quota-default=50", "<Location /a>\n",
+              &err);
+    c = limit(p, "5 1m", "<Location /a>\n", &err);
+    d = limit(p, "expr:%{HTTP:X-R} 1m quota-default=5", "<Location /a>\n",
+              &err);
+    e = limit(p, "expr:%{HTTP:X-Q} 1m quota-default=5", "<Location /b>\n",
+              &err);
+    EXPECT(a && b && c && d && e && !strcmp(a->id, b->id),
+           "one budget whatever quota-default=");
+    EXPECT(a && c && strcmp(a->id, c->id), "... not a literal quota's");
+    EXPECT(a && d && strcmp(a->id, d->id), "... one per expression");
+    EXPECT(a && e && strcmp(a->id, e->id), "... and per section");
+    a = limit(p, "expr:x 1m quota-default=5 name=plan algorithm=gcra", "",
+              &err);
+    b = limit(p, "10 1m name=plan", "", &err);
+    EXPECT(a && b && !strcmp(a->id, b->id), "named: the name's budget: %s",
+           err ? err : "");
+    a = limit(p, "expr:x 1d quota-default=100 algorithm=gcra burst=366", "",
+              &err);
+    EXPECT(a && !err, "gcra burst x WINDOW within 366d: %s", err ? err : "");
+
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        a = limit(p, bad[i].line, "", &err);
+        EXPECT(!a && err && strstr(err, bad[i].named),
+               "'%s' refused naming %s: %s", bad[i].line, bad[i].named,
+               err ? err : "accepted");
+    }
+}
+
 /* cost=after:: the line, then what a measured value charges beyond the
  * admission's unit. */
 static void test_cost_after(apr_pool_t *p)
@@ -349,6 +450,7 @@ int main(void)
     test_limits(p);
     test_limit_options(p);
     test_cost_expr(p);
+    test_quota_expr(p);
     test_cost_after(p);
     printf("sl_limit: %d passed, %d failed\n", passed, failed);
     apr_terminate();

@@ -179,6 +179,33 @@ static void test_prepared(apr_pool_t *p)
            "one limit:\n%s", a.all);
 }
 
+/* An expr: quota's limit keeps no text of its quota (quota-default=): a
+ * request's copy with its own quota says that one. */
+static void test_expr_quota(apr_pool_t *p)
+{
+    sl_limit_t plan = {.name = "plan",
+                       .requests = 5,
+                       .window = 60 * APR_USEC_PER_SEC,
+                       .quota_expr = "%{HTTP:X-Quota}"};
+    sl_limit_t mine;
+    const long long v[] = {1796018400, 1, 1, 1, 40, 0};
+    apr_array_header_t *limits = apr_array_make(p, 1, sizeof(sl_limit_t *));
+    struct hdrs h = {p, ""};
+    sl_decision_t d;
+
+    sl_wire_limit(p, &plan);
+    EXPECT(!plan.policy_item && !plan.requests_text && plan.sf_name,
+           "expr: no quota text made once, the name's is");
+    mine = plan;
+    mine.requests = 41;
+    APR_ARRAY_PUSH(limits, sl_limit_t *) = &mine;
+    sl_decision_parse(p, v, 6, 1, &d);
+    sl_quota_headers(p, SL_HDR_IETF | SL_HDR_XRL, limits, &d, collect, &h);
+    EXPECT(strstr(h.all, "RateLimit-Policy: \"plan\";q=41;w=60\n") &&
+               strstr(h.all, "X-RateLimit-Limit: 41\n"),
+           "the request's quota:\n%s", h.all);
+}
+
 /* What sl_i64toa writes is what "%" APR_INT64_T_FMT writes. */
 static void test_numbers(apr_pool_t *p)
 {
@@ -238,6 +265,7 @@ int main(void)
     test_headers(p);
     test_header_sets(p);
     test_prepared(p);
+    test_expr_quota(p);
     test_numbers(p);
     test_json(p);
     printf("sl_wire: %d passed, %d failed\n", passed, failed);
