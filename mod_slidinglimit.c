@@ -6,7 +6,10 @@
  * authentication (count= sections) and ends the status handler's look-up;
  * fixups decides (FIRST), and again (REALLY_LAST) for the file mod_dir's
  * DirectoryIndex or FallbackResource serves instead; log_transaction gives
- * back what count= did not count; the handler is the status page. Where the
+ * back what count= did not count and charges what cost=after: cost, whose
+ * header (cost=after:header:) an output filter, added by insert_filter and
+ * insert_error_filter, takes out of the response; the handler is the
+ * status page. Where the
  * rest lives (*: pure, APR only, no httpd.h, unit-tested in tests/unit):
  *
  * Configuration
