@@ -8,6 +8,8 @@
 #    after them (X-Cost: 2, one unit more each) leave 6 units: concurrent
 #    requests overdraw by at most what the admitted ones cost beyond their
 #    unit;
+#  - a proxied response (mod_proxy to the suite's server, whose back end
+#    sets the header): charged at the proxy, never seen by the client;
 #  - a charge to a store that does not answer (the fault Redis hung while
 #    the request is held): the request is served, the charge is counted as
 #    failed on the status page and logged.
@@ -22,7 +24,9 @@ use SL::Fault;
 use SL::Httpd;
 use SL::After;
 
-plan tests => 1 + 2 * 4 + 3;
+my $mods  = '/usr/lib/apache2/modules';
+my $proxy = -e "$mods/mod_proxy.so" && -e "$mods/mod_proxy_http.so";
+plan tests => 1 + 2 * 4 + 3 + 3;
 
 my $tmp = Apache::Test::vars('serverroot') . '/tmp';
 mkdir $tmp;
@@ -92,6 +96,26 @@ for my $h ($second, $shm) {
         my $r = af_get($o, "/af/wait.cgi?$token-1", 'X-Forwarded-For' => $ip);
         ok t_cmp($r->{headers}{'retry-after'} // -1, 86400, 'shm: overdrawn: refused for the day the 6 units take to leave');
     }
+}
+
+# mod_proxy: the header comes from the back end's response.
+SKIP: {
+    skip 'no mod_proxy_http', 3 unless $proxy;
+    my $px = SL::Httpd->start(conf => ['after.conf'], name => 'after-proxy', extra => <<"EOT");
+LoadModule proxy_module $mods/mod_proxy.so
+LoadModule proxy_http_module $mods/mod_proxy_http.so
+<Location /px/>
+    ProxyPass ${\ server_url()}/af/backend/
+    SlidingLimit 100 1d name=af-px cost=after:header:X-Cost
+</Location>
+EOT
+    my $o  = { base => $px->url };
+    my $ip = fresh_ip();
+    my $r  = af_get($o, '/px/cost.cgi?7', 'X-Forwarded-For' => $ip);
+    ok t_cmp("$r->{status} $r->{content}", "200 body\n", 'proxied: the back end answers through the proxy');
+    ok t_cmp($r->{headers}{'x-cost'} // 'none', 'none', 'proxied: the client never sees X-Cost');
+    ok t_cmp(af_used($o, '/px/cost.cgi', $ip, 'af-px'), 7, 'proxied: X-Cost: 7 is charged at the proxy');
+    $px->stop;
 }
 
 # A store that does not answer when the charge comes.
