@@ -647,10 +647,70 @@ static void test_peek_reset(void)
     free(region);
 }
 
+/* cost=after:'s charge (lua/sl_charge.lua): past the limit under the log
+ * and the counter (the next request is refused until the window frees
+ * it), to an empty bucket under gcra; a new key takes its cell. */
+static void test_charge(void)
+{
+    void *region;
+    sl_table_t *t = table_new(64 * 1024, &region);
+    static const int algs[] = {SL_ALG_LOG, SL_ALG_COUNTER, SL_ALG_GCRA};
+    sl_shm_op_t *ops;
+    sl_decision_t d;
+    size_t i;
+
+    for (i = 0; i < sizeof(algs) / sizeof(algs[0]); i++) {
+        char key[8];
+        sl_budget_t b;
+        snprintf(key, sizeof(key), "ch%d", algs[i]);
+        b = budget(key, algs[i], 10, HOUR);
+        EXPECT(decide(t, b, T0, &d, NULL) == APR_SUCCESS && d.admitted &&
+                   d.quota[0].remaining == 9,
+               "%s: admitted for one unit", sl_algorithm_name(algs[i]));
+        b.cost = 9;
+        sl_table_prepare(pool, t, &b, 1, &ops);
+        EXPECT(sl_table_charge(t, ops, 1, T0 + 1) == APR_SUCCESS,
+               "%s: charged 9 more", sl_algorithm_name(algs[i]));
+        sl_table_prepare(pool, t, &b, 1, &ops);
+        EXPECT(sl_table_charge(t, ops, 1, T0 + 2) == APR_SUCCESS,
+               "%s: and 9 more, past the limit", sl_algorithm_name(algs[i]));
+        b.cost = 1;
+        EXPECT(decide(t, b, T0 + 3, &d, NULL) == APR_SUCCESS && !d.admitted,
+               "%s: the next request is refused", sl_algorithm_name(algs[i]));
+        if (algs[i] == SL_ALG_LOG) {
+            /* 19 units: one more fits once the admission (T0) and the
+             * first charge (T0 + 1) have left, 9 units remaining. */
+            EXPECT(d.quota[0].reset == HOUR - 2,
+                   "log: until the first charge leaves: %" APR_INT64_T_FMT,
+                   d.quota[0].reset);
+        }
+        if (algs[i] == SL_ALG_GCRA) {
+            /* An empty bucket: one interval (6 minutes) from the charge. */
+            EXPECT(d.quota[0].reset == HOUR / 10 - 1,
+                   "gcra: one interval: %" APR_INT64_T_FMT, d.quota[0].reset);
+        }
+    }
+    /* A key the charge finds gone (its admission expired) is made. */
+    {
+        sl_budget_t b = budget("ch-new", SL_ALG_COUNTER, 10, HOUR);
+        b.cost = 4;
+        sl_table_prepare(pool, t, &b, 1, &ops);
+        EXPECT(sl_table_charge(t, ops, 1, T0) == APR_SUCCESS,
+               "a charge to a missing key");
+        b.cost = 1;
+        EXPECT(decide(t, b, T0 + 1, &d, NULL) == APR_SUCCESS && d.admitted &&
+                   d.quota[0].remaining == 5,
+               "... counts: 10 - 4 - 1 left: %" APR_INT64_T_FMT,
+               d.quota[0].remaining);
+    }
+    free(region);
+}
+
 int main(void)
 {
     apr_initialize();
     apr_pool_create(&pool, NULL);
+    test_charge();
     test_attach();
     test_eviction_order();
     test_expired_first();
