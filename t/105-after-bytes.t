@@ -5,7 +5,7 @@
 # The quota headers of a response describe its admission (the charge comes
 # after them). A 100-byte file costs 1: the admission's unit, nothing more.
 # A denied request is charged nothing; a DirectoryIndex target is charged
-# once, by the bytes the client got.
+# once, by the bytes the client got, and so is an ErrorDocument's page.
 use strict;
 use warnings;
 
@@ -14,7 +14,7 @@ use Apache::TestUtil;
 use SL::Test;
 use SL::After;
 
-plan tests => 2 * 8;
+plan tests => 2 * 9;
 
 # Every request over one kept-alive connection per server (SL::After):
 # the look after a response sees its charge.
@@ -67,6 +67,12 @@ for my $vhost (undef, 'sl_shm') {
     }
     ok t_cmp(join(' ', map { $_->{status} . '/' . length($_->{content}) . '/' . $rem->($_) } @d),
         '200/1000/99 200/1000/89', "$store: a DirectoryIndex target is charged once");
+
+    # An ErrorDocument: one decision, one charge, by the page sent.
+    $ip = fresh_ip();
+    my $e = get($o, '/af/bytes-ed/missing', 'X-Forwarded-For' => $ip);
+    ok t_cmp($e->{status} . '/' . length($e->{content}) . ' used ' . used($o, '/af/bytes-ed/1000.txt', $ip, 'af-bytes-ed'),
+        '404/1000 used 10', "$store: an ErrorDocument's page is charged once");
 
     # The metrics count the charges.
     my $m = get($o, '/af-status')->{content} // '';
