@@ -14,7 +14,7 @@ use Apache::TestUtil;
 use SL::Test;
 use SL::After;
 
-plan tests => 2 * 9;
+plan tests => 2 * 9 + 1;
 
 # Every request over one kept-alive connection per server (SL::After):
 # the look after a response sees its charge.
@@ -78,4 +78,15 @@ for my $vhost (undef, 'sl_shm') {
     my $m = get($o, '/af-status')->{content} // '';
     ok $m =~ /^slidinglimit_charges_total\{outcome="charged"\} [1-9]\d*$/m,
       "$store: slidinglimit_charges_total counts the charges";
+}
+
+# The charge runs by its hash like the decision: after SCRIPT FLUSH the
+# script is loaded again (the decision's NOSCRIPT reloads only its own).
+{
+    my $ip = fresh_ip();
+    get({}, '/af/bytes-log/100.txt', 'X-Forwarded-For' => $ip);
+    redis('SCRIPT', 'FLUSH');
+    get({}, '/af/bytes-log/1000.txt', 'X-Forwarded-For' => $ip);
+    ok t_cmp(used({}, '/af/bytes-log/1000.txt', $ip, 'af-bytes-log'), 11,
+        'redis: after SCRIPT FLUSH the charge is made (1 + 10)');
 }
