@@ -19,13 +19,17 @@
  *   src/sl_config_store.c  SlidingLimitStore and the server-wide directives
  *   src/sl_config_tls.c    a TLS store's directives and client context
  * A request
- *   src/sl_decide.c        its decision: the store, the fallback, the answer
+ *   src/sl_decide.c        its decision: the store, a wait, the fallback
+ *   src/sl_answer.c        the answer: quota headers, variables, refusal
+ *   src/sl_after.c         what an admission leaves to the request's end:
+ *                          give-backs, leases, cost=after: charges
  *   src/sl_key.c           whose budget: SlidingLimitKey's sources
  *   src/sl_budget.c        the budgets of a section for one identity
  *   src/sl_outcome.c     * the fail-mode ladder
  *   src/sl_denycache.c     refusals answered without a store call
  *   src/sl_lease.c         SlidingLimitConcurrent's leases held, renewed
  *   src/sl_delay.c       * delay=: whether a refusal may wait, how long
+ *   src/sl_quota.c         SlidingLimit expr:'s quota for one request
  *   src/sl_inspect.c       the status handler's look at one client, a reset
  *   src/sl_forgery.c     * a reset a page of another site asked for
  *   src/sl_stats.c         counters and the status page's text

@@ -293,12 +293,14 @@ static const char *sl_opt_name(apr_pool_t *p, const char *arg, const char *val,
 static const char *sl_opt_algorithm(apr_pool_t *p, const char *arg,
                                     const char *val, sl_limit_t *l)
 {
+    (void) arg;
     return sl_parse_algorithm(p, val, &l->algorithm);
 }
 
 static const char *sl_opt_burst(apr_pool_t *p, const char *arg, const char *val,
                                 sl_limit_t *l)
 {
+    (void) arg;
     const char *err = sl_parse_int(p, val, 1, SL_MAX_REQUESTS, &l->burst);
     return err ? apr_pstrcat(p, "burst ", err, NULL) : NULL;
 }
@@ -371,6 +373,7 @@ static const char *sl_opt_quota_default(apr_pool_t *p, const char *arg,
 static const char *sl_opt_cost_unit(apr_pool_t *p, const char *arg,
                                     const char *val, sl_limit_t *l)
 {
+    (void) arg;
     const char *err = sl_parse_int(p, val, 1, SL_MAX_COST_UNIT, &l->cost_unit);
     return err ? apr_pstrcat(p, "cost-unit ", err, NULL) : NULL;
 }
@@ -378,6 +381,7 @@ static const char *sl_opt_cost_unit(apr_pool_t *p, const char *arg,
 static const char *sl_opt_block(apr_pool_t *p, const char *arg, const char *val,
                                 sl_limit_t *l)
 {
+    (void) arg;
     const char *err = sl_parse_duration(p, val, &l->block);
     return err ? apr_pstrcat(p, "block ", err, NULL) : NULL;
 }
@@ -385,6 +389,7 @@ static const char *sl_opt_block(apr_pool_t *p, const char *arg, const char *val,
 static const char *sl_opt_delay(apr_pool_t *p, const char *arg, const char *val,
                                 sl_limit_t *l)
 {
+    (void) arg;
     const char *err = sl_parse_duration(p, val, &l->delay);
 
     if (err) {

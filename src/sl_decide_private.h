@@ -1,0 +1,109 @@
+/* What the files of a request's decision share (sl_decide.c decides,
+ * sl_answer.c answers, sl_after.c settles what an admission leaves to the
+ * request's end): the case being decided and the request's note. */
+#ifndef SL_DECIDE_PRIVATE_H
+#define SL_DECIDE_PRIVATE_H
+
+#include "sl_decide.h"
+
+#include "http_config.h"
+
+#include "sl_lease.h"
+#include "sl_outcome.h"
+#include "sl_reply.h"
+#include "sl_store.h"
+
+/* One request's limits, as the stores see them. */
+typedef struct sl_case {
+    request_rec *r;      /* the client's request: note, headers, answer */
+    request_rec *target; /* whose section and key: r, or mod_dir's look-up
+                          * of r's target */
+    const sl_dir_conf_t *dc;
+    sl_proc_t *proc;
+    sl_store_t *store;
+    const apr_array_header_t *limits; /* sl_limit_t *, one per budget */
+    sl_budget_t *budgets;
+    int n;
+    apr_interval_time_t wait; /* for another request's store call */
+    int reserve;              /* some limit has count= */
+    const char *member;       /* of the store call, for a give-back */
+    apr_interval_time_t held; /* delay=: how long it waited; -1: never */
+} sl_case_t;
+
+/* A count= decision's reservation, given back after the response when the
+ * status the client got is not listed. */
+typedef struct sl_reserved {
+    struct sl_reserved *next;
+    sl_store_t *store; /* the store that admitted: its own, or the fallback */
+    sl_proc_t *proc;
+    const apr_array_header_t *limits;
+    sl_budget_t *budgets;
+    int n;
+    const char *member;
+    apr_time_t at;
+    request_rec *r;      /* the client's request, whose pool ends the leases */
+    sl_budget_t *leases; /* its SlidingLimitConcurrent budgets */
+    int nleases;
+    sl_lease_t *held; /* renewed while it runs; NULL: not renewed */
+} sl_reserved_t;
+
+/* A cost=after: decision's bill: its limits are charged their real cost
+ * once the response is known (log_transaction). */
+typedef struct sl_owed {
+    struct sl_owed *next;
+    sl_store_t *store; /* the store that admitted */
+    sl_proc_t *proc;
+    const apr_array_header_t *limits;
+    sl_budget_t *budgets;
+    int n;
+    const char *member;
+} sl_owed_t;
+
+/* One decision's budgets (its sl_case_t's, which only their costs change
+ * after). */
+typedef struct sl_seen {
+    struct sl_seen *next;
+    const sl_budget_t *budgets;
+    int n;
+} sl_seen_t;
+
+/* What was decided for a request: r->request_config. */
+typedef struct sl_note {
+    /* The per-directory configuration it was last decided under: a fast
+     * redirect (mod_dir) gives it its target's, which the fixups after it
+     * decide. */
+    const ap_conf_vector_t *dir;
+    /* Every budget decided for it, one list entry per decision: neither a
+     * second decision of the same request nor a later internal redirect of
+     * the same client request decides them again. */
+    struct sl_seen *seen;
+    /* Between the first fixups and the last: mod_dir's look-ups of its
+     * target may decide for it. */
+    int resolving;
+    sl_reserved_t *reserved;
+    sl_owed_t *owed;
+    /* cost=after:header:NAME: the values the cost filter took out of the
+     * response, by NAME. */
+    apr_table_t *after_values;
+    /* The limits its quota headers describe, and their quota. */
+    const apr_array_header_t *shown_limits;
+    sl_decision_t shown;
+} sl_note_t;
+
+/* The request's note (r->request_config), made on first use. */
+sl_note_t *sl_note(request_rec *r);
+
+/* sl_answer.c: the answer to c's decision d under o (headers, environment,
+ * statistics, the refusal), and the refusal of a request whose cost is
+ * bad (why, SL_COST_*) for its limit at. */
+int sl_answer(const sl_case_t *c, const sl_outcome_t *o,
+              const sl_decision_t *d);
+int sl_refuse_cost(const sl_case_t *c, const sl_mode_t *m, int why, int at);
+
+/* sl_after.c: what c's admission (by store, at d's time) leaves to the
+ * request's end: count= reservations, SlidingLimitConcurrent leases,
+ * cost=after: bills. */
+void sl_after_keep(const sl_case_t *c, sl_store_t *store,
+                   const sl_decision_t *d);
+
+#endif
