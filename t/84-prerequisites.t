@@ -40,8 +40,17 @@ sub serve {
         # pace (slow under the sanitizers on a loaded machine): a generous
         # wait, which only a failure uses up.
         my $ua = HTTP::Tiny->new(timeout => 60, keep_alive => 0);
-        my $r = $ua->get($h->url . '/alg/log/',
-            { headers => { 'X-Forwarded-For' => fresh_ip() } });
+        my $r;
+        # 599 is HTTP::Tiny's own: no answer at all, as when a child that
+        # reached its MaxConnectionsPerChild closes a connection it took
+        # on its way out. httpd's recycling, not the store's decision,
+        # which the next connection (a new child) shows.
+        for my $try (1 .. 3) {
+            $r = $ua->get($h->url . '/alg/log/',
+                { headers => { 'X-Forwarded-For' => fresh_ip() } });
+            last if $r->{status} != 599;
+            diag("no answer ($r->{content}); again");
+        }
         push @st, $r->{status} . ($r->{headers}{ratelimit} ? '' : '-undecided');
     }
     my %pids;
@@ -60,7 +69,7 @@ my $decided = join ' ', ('200') x $CHILDREN;
 # A healthy store: checked once, nothing to say.
 my ($h, $st, $kids) = serve("redis://127.0.0.1:$port");
 is($st, $decided, 'healthy store: every request decided');
-is($kids, $CHILDREN, "$CHILDREN children served them")
+cmp_ok($kids, ">=", $CHILDREN, "$CHILDREN children (a new one each) served them")
   or diag(join '', log_lines($h, 'pids', qr/./), log_lines($h, 'access_log', qr/./));
 is(scalar(problems($h)), 0, 'healthy store: no warning');
 is(scalar(log_lines($h, 'error_log', qr/store redis:\/\/127\.0\.0\.1:$port\/0: node 127\.0\.0\.1:$port runs Redis [\d.]+; prerequisites met/)),
@@ -79,7 +88,7 @@ fault_redis('CONFIG', 'SET', 'maxmemory-policy', 'allkeys-lru');
 my $pw = $ENV{SL_TEST_FAULT_REDIS_PASSWORD};
 ($h, $st, $kids) = serve("redis://:$pw\@127.0.0.1:" . fault_port());
 is($st, $decided, 'evicting store: every request still decided');
-is($kids, $CHILDREN, "$CHILDREN children served them")
+cmp_ok($kids, ">=", $CHILDREN, "$CHILDREN children (a new one each) served them")
   or diag(join '', log_lines($h, 'pids', qr/./), log_lines($h, 'access_log', qr/./));
 my $display = quotemeta store_display();
 my $evict = qr/\[slidinglimit:warn\].*mod_slidinglimit: store $display has maxmemory 104857600 with maxmemory-policy allkeys-lru: .*set maxmemory-policy noeviction/;
