@@ -481,12 +481,8 @@ static const char *sl_charge_command(sl_redis_t *rs, apr_pool_t *p,
 
     for (i = 0; i < n; i++) {
         const sl_budget_t *b = &budgets[i];
-        char code = sl_algorithm_code(b->algorithm);
 
-        o = sl_resp_arg(o, &code, 1);
-        o = sl_resp_int(o, b->requests);
-        o = sl_resp_int(o, b->window);
-        o = sl_resp_int(o, b->burst ? b->burst : b->requests);
+        o = sl_limit_head(o, b->algorithm, b->requests, b->window, b->burst);
         o = sl_resp_int(o, b->cost > 1 ? b->cost : 1);
     }
     *len = (apr_size_t) (o - buf);

@@ -509,8 +509,14 @@ static sl_stripe_t *sl_stripe_of(sl_shm_t *shm, const sl_budget_t *budgets)
         shm->key, budgets[0].key, budgets[0].key_len, (unsigned int) shm->n)];
 }
 
-void sl_shm_give_back(sl_shm_t *shm, apr_pool_t *p, const sl_budget_t *budgets,
-                      int n, apr_time_t at, apr_time_t now)
+/* A give-back or a renewal: op on the budgets' cells of an admission at
+ * store time at, under their stripe's lock. */
+typedef void sl_table_undo_fn(sl_table_t *t, sl_shm_op_t *ops, int n,
+                              apr_time_t at, apr_time_t now);
+
+static void sl_shm_after(sl_shm_t *shm, apr_pool_t *p,
+                         const sl_budget_t *budgets, int n, apr_time_t at,
+                         apr_time_t now, sl_table_undo_fn *op)
 {
     sl_stripe_t *st;
     sl_shm_op_t *ops;
@@ -523,26 +529,20 @@ void sl_shm_give_back(sl_shm_t *shm, apr_pool_t *p, const sl_budget_t *budgets,
         apr_global_mutex_lock(st->mutex) != APR_SUCCESS) {
         return;
     }
-    sl_table_give_back(st->table, ops, n, at, now);
+    op(st->table, ops, n, at, now);
     apr_global_mutex_unlock(st->mutex);
+}
+
+void sl_shm_give_back(sl_shm_t *shm, apr_pool_t *p, const sl_budget_t *budgets,
+                      int n, apr_time_t at, apr_time_t now)
+{
+    sl_shm_after(shm, p, budgets, n, at, now, sl_table_give_back);
 }
 
 void sl_shm_renew(sl_shm_t *shm, apr_pool_t *p, const sl_budget_t *budgets,
                   int n, apr_time_t at, apr_time_t now)
 {
-    sl_stripe_t *st;
-    sl_shm_op_t *ops;
-
-    if (n < 1 || !budgets || !budgets[0].key) {
-        return;
-    }
-    st = sl_stripe_of(shm, budgets);
-    if (sl_table_prepare(p, st->table, budgets, n, &ops) != APR_SUCCESS ||
-        apr_global_mutex_lock(st->mutex) != APR_SUCCESS) {
-        return;
-    }
-    sl_table_renew(st->table, ops, n, at, now);
-    apr_global_mutex_unlock(st->mutex);
+    sl_shm_after(shm, p, budgets, n, at, now, sl_table_renew);
 }
 
 apr_status_t sl_shm_charge(sl_shm_t *shm, apr_pool_t *p,
