@@ -30,16 +30,36 @@
 #include <string.h>
 APLOG_USE_MODULE(slidinglimit);
 
+/* Whether t holds a variable of ours. Ours all begin with the same four
+ * letters, the whole of APR's table checksum, so each apr_table_setn of
+ * one compares its name with every other of ours already there: without
+ * any, adding is setting. */
+static int sl_env_has_ours(const apr_table_t *t)
+{
+    const apr_array_header_t *a = apr_table_elts(t);
+    const apr_table_entry_t *e = (const apr_table_entry_t *) a->elts;
+    int i;
+
+    for (i = 0; i < a->nelts; i++) {
+        if (e[i].key && !strncasecmp(e[i].key, "SLIDINGLIMIT_", 13)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static void sl_set_env(request_rec *r, int result, const char *policy,
                        const char *remaining)
 {
-    apr_table_setn(r->subprocess_env, "SLIDINGLIMIT_RESULT",
-                   sl_result_name(result));
+    void (*set)(apr_table_t *, const char *, const char *) =
+        sl_env_has_ours(r->subprocess_env) ? apr_table_setn : apr_table_addn;
+
+    set(r->subprocess_env, "SLIDINGLIMIT_RESULT", sl_result_name(result));
     if (policy) {
-        apr_table_setn(r->subprocess_env, "SLIDINGLIMIT_POLICY", policy);
+        set(r->subprocess_env, "SLIDINGLIMIT_POLICY", policy);
     }
     if (remaining) {
-        apr_table_setn(r->subprocess_env, "SLIDINGLIMIT_REMAINING", remaining);
+        set(r->subprocess_env, "SLIDINGLIMIT_REMAINING", remaining);
     }
 }
 
