@@ -34,6 +34,8 @@ APLOG_USE_MODULE(slidinglimit);
  * letters, the whole of APR's table checksum, so each apr_table_setn of
  * one compares its name with every other of ours already there: without
  * any, adding is setting. */
+#define SL_ENV_PREFIX "SLIDINGLIMIT_"
+
 static int sl_env_has_ours(const apr_table_t *t)
 {
     const apr_array_header_t *a = apr_table_elts(t);
@@ -41,7 +43,8 @@ static int sl_env_has_ours(const apr_table_t *t)
     int i;
 
     for (i = 0; i < a->nelts; i++) {
-        if (e[i].key && !strncasecmp(e[i].key, "SLIDINGLIMIT_", 13)) {
+        if (e[i].key &&
+            !strncasecmp(e[i].key, SL_ENV_PREFIX, sizeof(SL_ENV_PREFIX) - 1)) {
             return 1;
         }
     }
