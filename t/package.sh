@@ -1,16 +1,20 @@
 #!/bin/bash
-# The Debian package on this machine (make test-package): builds it (make
-# deb), installs it with apt-get, enables it with a2enmod, checks the
-# configuration, starts the system's apache2 (/usr/sbin/apache2 with
-# /etc/apache2) on a free port of 127.0.0.1 with a limited location, and
-# purges it: nothing of the package may be left and /etc/apache2 must be as
-# before. Needs root; TAP output and "N passed, M failed".
+# The Debian package inside a throwaway Debian root (make test-package runs
+# it through tools/compat/run.sh, which makes the root and enters it through
+# an overlay: SL_IN_ROOT=1): builds it (make deb), installs it with
+# apt-get, enables it with a2enmod, checks the configuration, starts the
+# root's apache2 (/usr/sbin/apache2 with /etc/apache2) on a free port of
+# 127.0.0.1 with a limited location, and purges it: nothing of the package
+# may be left and /etc/apache2 must be as before. It refuses to run on a
+# host's own system: an operator running the tests on a real server must
+# not find its web server's packages and configuration changed. Needs
+# root; TAP output and "N passed, M failed".
 #
-# The system is left as it was found, also when a step fails: /etc/apache2
-# and /var/lib/apache2 (a2enmod's records) are copied first and put back at
-# the end if they differ; files of a "make install" (not the package's)
-# are moved aside for the run and back after it. SL_PACKAGE_DEB=FILE uses
-# that .deb instead of building one.
+# Inside the root the system is still left as it was found, also when a
+# step fails: /etc/apache2 and /var/lib/apache2 (a2enmod's records) are
+# copied first and put back at the end if they differ; files of a "make
+# install" (not the package's) are moved aside for the run and back after
+# it. SL_PACKAGE_DEB=FILE uses that .deb instead of building one.
 set -u
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -25,6 +29,10 @@ $CONFDIR/mods-enabled/slidinglimit.load
 $CONFDIR/mods-enabled/slidinglimit.conf
 /usr/bin/slidinglimit-client"
 
+if [ "${SL_IN_ROOT:-}" != 1 ]; then
+    echo "1..0 # SKIP installs a package into the system: runs only inside a throwaway Debian root (make test-package)"
+    exit 0
+fi
 if [ "$(id -u)" -ne 0 ]; then
     echo "1..0 # SKIP installs a package into the system: needs root"
     exit 0

@@ -20,6 +20,8 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$(mktemp -d "${TMPDIR:-/tmp}/slidinglimit-sanitize.XXXXXX")
 chmod 755 "$BUILD"
 trap 'rm -rf "$BUILD"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM HUP
 TREE=$BUILD/tree
 mkdir "$TREE"
 # The uninstrumented build stays where it is: everything built is left out.

@@ -1,46 +1,48 @@
 #!/bin/bash
-# The compatibility matrix (make compat): the module built against each
-# legacy httpd and hiredis (tools/compat/build.sh builds them once into the
-# cache), and a part of the suite run against each combination and against
-# each Redis and Valkey; one table at the end, a row per combination, a
-# column per check, each cell passed, failed or n/a, and the closing line
+# The tested stacks (make compat): Debian roots made with mmdebstrap from
+# Debian's registry (tools/compat/root.sh: cached, reused, entered through
+# a throwaway overlay), the module built in each from a copy of the
+# checkout, and a part of the suite, the unit tests and the Debian package's
+# test run there against that release's httpd, APR, hiredis, Node.js and
+# Redis or Valkey. One table at the end, a row per stack, a column per
+# check, each cell passed, failed or n/a, and the closing line
 # "N passed, N failed" (cells).
 #
 #   tools/compat/run.sh             every row
 #   tools/compat/run.sh ROW...      the rows named (see ROWS below)
 #   SL_COMPAT_ROWS="ROW..."         the same from make (make compat-ci)
+#   SL_COMPAT_GROUPS="GROUP..."     only these groups of each row (make
+#                                   test-package: package)
 #
-# Each row builds in its own copy of the checkout under CACHE/work/ROW with
-# make APXS=... HIREDIS=... (the pieces' prefixes), and runs t/run there
-# with SL_APXS and SL_REDIS_SERVER; its logs stay in CACHE/results/.
+# Logs stay in CACHE/results/ (CACHE: SL_COMPAT_CACHE, default
+# /var/tmp/slidinglimit-compat). Needs root (mmdebstrap, mount, chroot).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-CACHE=${SL_COMPAT_CACHE:-/var/tmp/slidinglimit-compat}
+. "$ROOT/tools/compat/root.sh"
 export SL_COMPAT_CACHE=$CACHE
-mkdir -p "$CACHE/results"
+RES=$CACHE/results
+mkdir -p "$RES"
 
-# A row: name, httpd, hiredis, redis, then the check groups it runs.
-# "system" is Debian's (httpd 2.4.71 on APR 1.7.2, hiredis 0.14.1 or what
-# libhiredis-dev is, redis-server 7.0). The core checks run against every
-# module build; the store checks against every Redis and Valkey.
+if [ "$(id -u)" -ne 0 ]; then
+    echo "compat: needs root (mmdebstrap, mount and chroot make and enter the Debian roots)"
+    echo "0 passed, 0 failed, 1 skipped"
+    exit 0
+fi
+
+# A row: name, Debian root (root.sh), the store's server binary inside it,
+# the groups of checks it runs. "suite" is the whole suite under the event
+# MPM and the files that say "# Runs under each MPM" under prefork.
 ROWS=(
-    "rhel7|httpd-2.4.6|hiredis-0.12.1|redis-3.2.13|core prefork"
-    "h246-hiredis013|httpd-2.4.6|hiredis-0.13.3|system|core"
-    "h246-hiredis12|httpd-2.4.6|hiredis-1.2.0|system|core"
-    "ubuntu1804|httpd-2.4.29|hiredis-0.13.3|redis-5.0.14|core prefork"
-    "h2429-hiredis12|httpd-2.4.29|hiredis-1.2.0|system|core"
-    "debian10|httpd-2.4.38|hiredis-1.2.0|redis-6.2.16|core prefork"
-    "h2438-hiredis012|httpd-2.4.38|hiredis-0.12.1|system|core"
-    "redis-3.2|system|system|redis-3.2.13|store"
-    "redis-5.0|system|system|redis-5.0.14|store"
-    "redis-6.2|system|system|redis-6.2.16|store"
-    "valkey-8.0|system|system|valkey-8.0.1|store"
+    "debian13|trixie|/usr/bin/redis-server|unit suite package"
+    "debian13-valkey|trixie|/usr/bin/valkey-server|store"
+    "debian12-valkey|bookworm|/usr/bin/valkey-server|store package"
+    "debian11|bullseye|/usr/bin/redis-server|unit suite package"
 )
 
 # The checks: a column each, the test files that make it.
-COLUMNS=(limit exact algorithms headers failmode flush graceful tiers config
-    shm prefork pipeline denycache prereq cluster tls sentinel)
+COLUMNS=(build unit limit exact algorithms headers failmode flush graceful tiers
+    config shm prefork pipeline denycache prereq cluster tls sentinel rest package)
 declare -A FILES=(
     [limit]="t/01-limit.t t/03-subrequests.t t/20-key-sources.t"
     [exact]="t/10-two-servers.t t/12-window-edge.t"
@@ -61,25 +63,26 @@ declare -A FILES=(
     [sentinel]="t/61-sentinel.t"
 )
 declare -A SETS=(
-    [core]="limit exact algorithms headers failmode flush graceful tiers config shm"
-    [prefork]="prefork"
+    [unit]="unit"
+    [suite]="limit exact algorithms headers failmode flush graceful tiers config shm prefork pipeline denycache prereq cluster tls sentinel rest"
     [store]="limit exact flush failmode pipeline denycache prereq cluster tls sentinel"
+    [package]="package"
 )
+# "rest": every other file of the suite, in a row that runs it whole.
+rest_files() {
+    local f c known=" "
+    for c in "${!FILES[@]}"; do known+="${FILES[$c]} "; done
+    for f in "$ROOT"/t/*.t; do
+        f=t/${f##*/}
+        [[ "$known" == *" $f "* ]] || echo "$f"
+    done
+}
+FILES[rest]=$(rest_files | tr '\n' ' ')
 
 declare -A CELL
 NOTES=()
 ROWNAMES=()
-
-prefix() { # PIECE -> its prefix, or empty for system
-    [ "$1" = system ] && return 0
-    echo "$CACHE/$1"
-}
-
-# The version of Redis a row uses, for the checks that need a newer one.
-redis_major() {
-    local bin=$1
-    "$bin" --version | sed -n 's/.* v=\([0-9]*\)\..*/\1/p'
-}
+declare -A ROWINFO
 
 # ok / skipped / failed of one file in one t/run console log.
 file_result() {
@@ -92,100 +95,133 @@ file_result() {
     esac
 }
 
+# The cell of column C from the files of LOG.
+cell_from_log() {
+    local name=$1 c=$2 log=$3 f r ok=0 bad=0
+    for f in ${FILES[$c]}; do
+        r=$(file_result "$log" "$f")
+        case $r in
+        ok) ok=$((ok + 1)) ;;
+        skipped:*) NOTES+=("$name $c: $f skipped: ${r#skipped:}") ;;
+        *) bad=$((bad + 1)); NOTES+=("$name $c: $f failed") ;;
+        esac
+    done
+    if [ "$bad" -gt 0 ]; then CELL[$name,$c]=failed
+    elif [ "$ok" -gt 0 ]; then CELL[$name,$c]=passed
+    else CELL[$name,$c]=n/a
+    fi
+}
+
+RUNDIR=
+on_exit() {
+    [ -n "$RUNDIR" ] && root_down "$RUNDIR"
+    RUNDIR=
+}
+trap on_exit EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
 run_row() {
-    local spec=$1 name httpd hiredis redis groups g c f
-    IFS='|' read -r name httpd hiredis redis groups <<<"$spec"
+    local spec=$1 name rootname srv groups g c want=() only=${SL_COMPAT_GROUPS:-}
+    IFS='|' read -r name rootname srv groups <<<"$spec"
+    if [ -n "$only" ]; then
+        local keep=
+        for g in $groups; do [[ " $only " == *" $g "* ]] && keep="$keep $g"; done
+        groups=$keep
+        [ -n "$groups" ] || return 0
+    fi
     ROWNAMES+=("$name")
-    local want=() pieces=()
+    want=(build)
     for g in $groups; do want+=(${SETS[$g]}); done
     for c in "${want[@]}"; do CELL[$name,$c]=failed; done
+    echo "=== compat $name: Debian $rootname root, $(basename "$srv"), checks: $groups"
 
-    [ "$httpd" != system ] && pieces+=("$httpd")
-    [ "$hiredis" != system ] && pieces+=("$hiredis")
-    [ "$redis" != system ] && pieces+=("$redis")
-    echo "=== compat $name: httpd ${httpd#httpd-}, hiredis ${hiredis#hiredis-}, $redis"
-    if ! bash "$ROOT/tools/compat/build.sh" "${pieces[@]}"; then
-        CELL[$name,build]=failed
+    if ! root_ensure "$rootname"; then
+        NOTES+=("$name: the Debian $rootname root could not be made")
         return
     fi
+    RUNDIR=$CACHE/run/$name.$$
+    root_down "$RUNDIR"
+    if ! root_up "$rootname" "$RUNDIR"; then
+        NOTES+=("$name: the root could not be mounted")
+        RUNDIR=
+        return
+    fi
+    local M=$RUNDIR/merged
+    mkdir -p "$M/src"
+    tar -C "$ROOT" --exclude=.git --exclude=./t/logs --exclude=./.libs --exclude=./build \
+        --exclude=./t/sf/node_modules --exclude='*.lo' --exclude='*.slo' --exclude='*.la' \
+        --exclude='*.o' -cf - . | tar -C "$M/src" -xf -
+    ROWINFO[$name]=$(root_run "$RUNDIR" "dpkg-query -W -f='\${Package} \${Version}, ' \
+        apache2 libapr1 libapr1t64 libhiredis-dev nodejs 2>/dev/null; $srv --version" 2>/dev/null)
 
-    local work=$CACHE/work/$name res=$CACHE/results
-    local apxs= hi= srv=redis-server
-    [ "$httpd" != system ] && apxs=$CACHE/$httpd/bin/apxs
-    [ "$hiredis" != system ] && hi=$CACHE/$hiredis
-    [ "$redis" != system ] && srv=$CACHE/$redis/bin/redis-server
-    srv=$(command -v "$srv")
-    mkdir -p "$res"
-    rm -rf "$work" && mkdir -p "$work"
-    tar -C "$ROOT" --exclude=.git --exclude=./t/logs --exclude=./.libs \
-        --exclude='*.lo' --exclude='*.slo' --exclude='*.la' -cf - . |
-        tar -C "$work" -xf -
-    if nice -n 10 make -C "$work" -j2 ${apxs:+APXS="$apxs"} ${hi:+HIREDIS="$hi"} \
-        >"$res/$name-build.log" 2>&1 &&
-        ! grep -q 'warning:' "$res/$name-build.log"; then
+    if root_run "$RUNDIR" "cd /src && make -j2" >"$RES/$name-build.log" 2>&1 &&
+        ! grep -q 'warning:' "$RES/$name-build.log"; then
         CELL[$name,build]=passed
     else
-        CELL[$name,build]=failed
-        echo "compat $name: the module did not build cleanly ($res/$name-build.log):"
-        grep -E 'warning:|error:' "$res/$name-build.log" | head -n 10
+        echo "compat $name: the module did not build cleanly ($RES/$name-build.log):"
+        grep -E 'warning:|error:' "$RES/$name-build.log" | head -n 10
+        on_exit
         return
     fi
 
-    # What a row's Redis cannot run is n/a, with the reason, and left out
-    # of the run (t/run would not start the TLS servers at all).
-    local major files=() mpm_files=() skipnote
-    major=$(redis_major "$srv")
-    for c in "${want[@]}"; do
-        skipnote=
-        case $c in
-        tls)
-            [ "$major" -lt 6 ] && skipnote="TLS and ACL users came with Redis 6"
+    local mpm log
+    for g in $groups; do
+        case $g in
+        unit)
+            log=$RES/$name-unit.log
+            echo "--- $name: make unit"
+            if root_run "$RUNDIR" "cd /src && make unit" >"$log" 2>&1; then
+                CELL[$name,unit]=passed
+            else
+                NOTES+=("$name unit: $(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -1) ($log)")
+            fi
+            grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -1
             ;;
-        sentinel)
-            [ "$major" -lt 6 ] &&
-                skipnote="the suite's Sentinels have a password of their own (sentinel-pass, Redis 6.2) and start with its TLS servers"
+        suite | store)
+            root_run "$RUNDIR" "cd /src && make sf" >"$RES/$name-sf.log" 2>&1 ||
+                NOTES+=("$name: make sf failed ($RES/$name-sf.log)")
+            local files=
+            if [ "$g" = store ]; then
+                for c in ${SETS[store]}; do files="$files ${FILES[$c]}"; done
+            fi
+            for mpm in event prefork; do
+                [ "$g" = store ] && [ "$mpm" = prefork ] && continue
+                log=$RES/$name-$mpm.log
+                echo "--- $name under $mpm${files:+: $files}"
+                if [ "$mpm" = prefork ]; then
+                    # The whole suite ran under event: prefork runs the
+                    # files that say "# Runs under each MPM".
+                    files=$(cd "$ROOT" && grep -l '^# Runs under each MPM' t/*.t | tr '\n' ' ')
+                fi
+                root_run "$RUNDIR" "cd /src && SL_REDIS_SERVER=$srv SL_TEST_MPMS=$mpm \
+                    ${files:+SL_TEST_FILES='$files'} bash t/run" >"$log" 2>&1
+                grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -1
+                if [ "$mpm" = prefork ]; then
+                    FILES[prefork]=$files
+                    cell_from_log "$name" prefork "$log"
+                    continue
+                fi
+                for c in ${SETS[$g]}; do
+                    [ "$c" = prefork ] && continue
+                    cell_from_log "$name" "$c" "$log"
+                done
+            done
+            ;;
+        package)
+            log=$RES/$name-package.log
+            echo "--- $name: the Debian package, built, installed, used and purged in the root"
+            root_run "$RUNDIR" "cd /src && bash t/package.sh" >"$log" 2>&1
+            grep -E '^not ok|^[0-9]+ passed, [0-9]+ failed' "$log"
+            if grep -qE '^[0-9]+ passed, 0 failed' "$log"; then
+                CELL[$name,package]=passed
+            else
+                NOTES+=("$name package: see $log")
+            fi
             ;;
         esac
-        if [ -n "$skipnote" ]; then
-            CELL[$name,$c]=n/a
-            NOTES+=("$name $c: n/a: $skipnote")
-            continue
-        fi
-        if [ "$c" = prefork ]; then
-            mpm_files+=(${FILES[$c]})
-        else
-            files+=(${FILES[$c]})
-        fi
     done
-
-    local mpm log list
-    for mpm in event prefork; do
-        if [ "$mpm" = event ]; then list="${files[*]}"; else list="${mpm_files[*]}"; fi
-        [ -n "$list" ] || continue
-        log=$res/$name-$mpm.log
-        echo "--- $name under $mpm: $list"
-        env ${apxs:+SL_APXS="$apxs"} SL_REDIS_SERVER="$srv" SL_TEST_MPMS=$mpm \
-            SL_TEST_FILES="$list" bash "$work/t/run" >"$log" 2>&1
-        grep -E '^t/.*\.t \.+|^[0-9]+ passed, [0-9]+ failed' "$log"
-        for c in "${want[@]}"; do
-            [ "${CELL[$name,$c]}" = n/a ] && continue
-            if [ "$mpm" = prefork ] && [ "$c" != prefork ]; then continue; fi
-            if [ "$mpm" = event ] && [ "$c" = prefork ]; then continue; fi
-            local ok=0 bad=0 skip=0 r
-            for f in ${FILES[$c]}; do
-                r=$(file_result "$log" "$f")
-                case $r in
-                ok) ok=$((ok + 1)) ;;
-                skipped:*) skip=$((skip + 1)); NOTES+=("$name $c: $f skipped: ${r#skipped:}") ;;
-                *) bad=$((bad + 1)) ;;
-                esac
-            done
-            if [ "$bad" -gt 0 ]; then CELL[$name,$c]=failed
-            elif [ "$ok" -gt 0 ]; then CELL[$name,$c]=passed
-            else CELL[$name,$c]=n/a
-            fi
-        done
-    done
+    on_exit
 }
 
 selected=("$@")
@@ -202,29 +238,24 @@ done
 passed=0
 failed=0
 {
-    printf '%-18s %-7s' row build
-    for c in "${COLUMNS[@]}"; do printf ' %-10s' "$c"; done
+    printf '%-16s' row
+    for c in "${COLUMNS[@]}"; do printf ' %-7s' "${c:0:7}"; done
     printf '\n'
     for name in "${ROWNAMES[@]}"; do
-        printf '%-18s %-7s' "$name" "${CELL[$name,build]:-failed}"
-        for c in build "${COLUMNS[@]}"; do
+        printf '%-16s' "$name"
+        for c in "${COLUMNS[@]}"; do
             v=${CELL[$name,$c]:-n/a}
-            [ "$c" = build ] && v=${CELL[$name,build]:-failed}
             case $v in passed) passed=$((passed + 1)) ;; failed) failed=$((failed + 1)) ;; esac
-            [ "$c" = build ] && continue
-            printf ' %-10s' "$v"
+            printf ' %-7s' "$v"
         done
         printf '\n'
     done
-} >"$CACHE/results/matrix.txt.tmp" 2>/dev/null || true
-echo "=== compatibility matrix"
-for spec in "${ROWS[@]}"; do
-    IFS='|' read -r name httpd hiredis redis groups <<<"$spec"
-    [[ " ${ROWNAMES[*]} " == *" $name "* ]] &&
-        echo "  $name: httpd ${httpd#httpd-}, hiredis ${hiredis#hiredis-}, ${redis}"
+} >"$RES/matrix.txt"
+echo "=== tested stacks"
+for name in "${ROWNAMES[@]}"; do
+    echo "  $name: ${ROWINFO[$name]:-}"
 done
-cat "$CACHE/results/matrix.txt.tmp"
-mv "$CACHE/results/matrix.txt.tmp" "$CACHE/results/matrix.txt"
+cat "$RES/matrix.txt"
 for n in "${NOTES[@]}"; do echo "  $n"; done
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
