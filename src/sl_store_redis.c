@@ -68,9 +68,9 @@ static void sl_prereq_log(sl_prereq_ctx_t *c, apr_pool_t *p, const char *node,
     }
     if (!n) {
         ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, c->s,
-                     "mod_slidinglimit: store %s: node %s runs Redis %s; "
+                     "mod_slidinglimit: store %s: node %s runs %s; "
                      "prerequisites met",
-                     c->url->display, node, info.version);
+                     c->url->display, node, info.server);
     }
 }
 
