@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # mod_slidinglimit -- build, install, test, demo, bench.
 #
 #   make            build .libs/mod_slidinglimit.so with apxs

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A Redis store's prerequisites: INFO's text read, the rules applied, and
  * the shared table that has each node asked once per generation (see
  * sl_prereq.h). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What a Redis store must be for the module to work as documented, read
  * from the INFO text of the first connection to each of its nodes and
  * logged once per server generation (sl_store_redis.c). APR only, no httpd.h:

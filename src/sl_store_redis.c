@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The Redis store as a kind of store (sl_store_kind.h): the Redis client of one
  * SlidingLimitStore (sl_redis.h) with its TLS context, its Sentinel
  * credentials and the check of its nodes' prerequisites. */

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # A Redis store's prerequisites (src/sl_prereq.c): INFO, asked on the first
 # connection to each node of a store, and every problem logged as one line
 # per server generation, whichever child connects first. Each server here

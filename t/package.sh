@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # The Debian package on this machine (make test-package): builds it (make
 # deb), installs it with apt-get, enables it with a2enmod, checks the
 # configuration, starts the system's apache2 (/usr/sbin/apache2 with

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs every unit test named, each to its end even after one has failed,
 # and adds up their counts (each ends with its own "N passed, M failed").
 # A test that fails without its count (a crash, a sanitizer's abort) counts

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of a Redis store's prerequisites (src/sl_prereq.c): INFO's
  * text read (versions, CRLF and LF lines, missing fields, garbage, Valkey's
  * names), the rules, one line each naming the store without its password,

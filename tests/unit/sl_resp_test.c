@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of the Redis protocol's pure parts (src/sl_resp.c): commands
  * in RESP, what a reply asks of the request, the script's integers and
  * the error replies' meaning. Replies are read by hiredis from RESP text.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the legacy stacks of the compatibility matrix (tools/compat/run.sh)
 # from the tarballs in ../shared/compat/, each once into its own prefix
 # under the cache folder, and reuses them on the next run: a prefix counts

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # The compatibility matrix (make compat): the module built against each
 # legacy httpd and hiredis (tools/compat/build.sh builds them once into the
 # cache), and a part of the suite run against each combination and against
