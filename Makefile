@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # mod_slidinglimit -- build, install, test, demo, bench.
 #
 #   make            build .libs/mod_slidinglimit.so with apxs
@@ -79,10 +80,11 @@ deps:
 deps-bench:
 	@sh tools/deps.sh $(DEPS_BUILD) $(DEPS_TEST) $(DEPS_BENCH)
 
-# The transport's test starts its own redis-servers (plain and TLS).
+# The transport's test starts its own redis-servers (plain and TLS). It
+# runs even when a unit test failed, so that one run shows every failure.
 unit: src/sl_scripts.h
-	$(MAKE) -C tests/unit
-	bash tests/transport/run.sh
+	@status=0; $(MAKE) -C tests/unit || status=1; \
+	bash tests/transport/run.sh || status=1; exit $$status
 
 # The suite reads RateLimit-Policy/RateLimit with a real structured-field
 # parser (npm "structured-headers", pinned by t/sf/package-lock.json), never

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mod_slidinglimit: distributed sliding-window rate limits for httpd.
  *
  * This file is the glue: the module record and its hooks. pre_config,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* How far the approximated sliding window (algorithm=counter) strays from
  * the exact sliding log, on synthetic traces replayed with the same
  * timestamps through both.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Replays decisions that lua/sl_check.lua took in Redis through
  * src/sl_algo.c (the shm store's math) at the same store times, and
  * reports every answer that differs: both stores must agree to the

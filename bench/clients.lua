@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- wrk script: every request carries X-Forwarded-For from a pool of client
 -- addresses (mod_remoteip trusts 127.0.0.1), so a limiter keyed by client
 -- address sees many identities. The requests are formatted once in init:

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Leak check, deterministic: one child (by default prefork: one thread), so
 # that every event below goes through the same process, and its private memory
 # (RssAnon) and open fds are read from /proc between rounds. A leak on a

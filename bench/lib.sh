@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # What the benchmark scripts share (bench/run.sh, bench/profile.sh,
 # bench/soak.sh, bench/leakcheck.sh): the base httpd configuration, so that
 # their figures describe the same server, a private redis-server, and free

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Bytes per identity (counter, gcra) and per admitted request (log) in
 # Redis, measured with INFO memory (used_memory before and after) on a
 # private redis-server, with the real script (lua/sl_check.lua) where the

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Instructions per request in httpd with the module, counted by callgrind on
 # one httpd process (-X), against a private redis-server, all on 127.0.0.1.
 #

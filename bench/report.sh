@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # The table of bench/run.sh's results, and (with a docs directory) the
 # documents: docs/BENCHMARKS.md and docs/benchmarks.png.
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # make bench: throughput and latency of httpd without the module, with the
 # module on each store and algorithm, under a single-key flood, and with the
 # peers an operator would pick instead (mod_evasive, mod_qos, ModSecurity IP

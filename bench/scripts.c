@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Redis's side of a decision alone: lua/sl_check.lua (counter and log, one
  * limit, called as src/sl_redis.c's sl_decide_command calls it) beside the
  * two scripts a user would otherwise write, on one redis-server, in one

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Soak: a bounded run of many requests (wrk on 127.0.0.1) against httpd with
 # mod_slidinglimit and a private redis-server that is restarted (twice) and
 # flushed of its scripts in the middle. Every few seconds it samples, from

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- Charges what an admitted request of SlidingLimit ... cost=after: cost
 -- once its response is known (bytes sent, a back end's header), past the
 -- limit if need be: the admission (lua/sl_check.lua) found room and

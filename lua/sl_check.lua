@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- One atomic decision over every limit of a request.
 --
 -- KEYS[i]   store key of limit i; every key of one call carries the same

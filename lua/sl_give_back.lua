@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- Gives back what lua/sl_check.lua consumed for one admitted request whose
 -- final status does not count (SlidingLimit ... count=): the reservation
 -- taken at the decision is undone after the response, so concurrent

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- Renews the leases of SlidingLimitConcurrent (lua/sl_check.lua's 'n')
 -- that requests still running hold: each lease's entry is scored again
 -- with the store's time now, and its key lives one more lease. Sent by a

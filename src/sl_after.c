@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What an admission leaves to its request's end (sl_decide_private.h):
  * count= reservations given back when the status is not listed,
  * SlidingLimitConcurrent leases released with the request's pool, and

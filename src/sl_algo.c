@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The decision math of lua/sl_check.lua, line for line. The script's numbers
  * are doubles, so every formula below computes in doubles in the script's
  * order: rounding is part of the contract, both stores must round alike. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The decision math of every algorithm, exactly as lua/sl_check.lua computes
  * it, on plain state and a time in microseconds. APR only, no httpd.h: the
  * shm store keeps the state, this file decides, tests/unit checks it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A request's answer once it is decided (sl_decide_private.h): its quota
  * headers, its environment variables, the statistics, and the refusal. */
 #include "sl_decide_private.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* 64-bit atomics for the counters and times that live in shared memory
  * (sl_stats.c, sl_breaker.c). APR has them only from 1.7 (apr_atomic_*64),
  * and a module that calls them does not load into httpd on APR 1.4 to 1.6

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The store's circuit breaker (lock-free, so that it can live in shared
  * memory) and the table of one breaker per store. */
 #include "sl_breaker.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Circuit breaker for the store, lock-free so that it can live in shared
  * memory and be shared by every child: after a failure requests stop paying
  * the store's timeouts, and one request at a time flights the store again

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The budgets of a section's limits for one identity (see sl_budget.h). */
 #include "sl_budget.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The budgets of a section's limits for one identity: what a request is
  * decided on (sl_decide.c) and what the operator's look at a client reads
  * and resets (sl_inspect.c), made in one place so that both find the same

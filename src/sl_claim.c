@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The one cell-claim protocol of the module's shared tables (see
  * sl_claim.h). A cell goes FREE -> BUSY (compare-and-swap: one winner)
  * -> READY once its name is written, or BUSY -> LOST when its claimer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Named cells in a fixed table of shared memory, claimed without a lock by
  * whichever process needs a name first: the breaker table, the
  * statistics' policy table and the prerequisites' table. APR only, no

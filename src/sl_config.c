@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Configuration: the per-server and per-directory records, their create
  * and merge, what every directive uses (the .htaccess rules,
  * SlidingLimitOverride) and the one command table. The directives

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Configuration: the directives, and the per-server and per-directory
  * records with their merge rules. */
 #ifndef SL_CONFIG_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Configuration: the per-directory directives besides SlidingLimit and
  * SlidingLimitAlgorithm: whose budget (SlidingLimitKey,
  * SlidingLimitIPv6Prefix), the answer when the store fails, the headers,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Configuration: SlidingLimit (a line's limit, its expression, its
  * section and virtual host), the named policies that must agree wherever a
  * name is used, and SlidingLimitAlgorithm, which they must agree under. */

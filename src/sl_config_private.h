@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the configuration's files share: sl_config.c (the records, their
  * merge, the command table and what every directive uses),
  * sl_config_limit.c (SlidingLimit, its named policies and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Configuration: the store and the server-wide directives
  * (SlidingLimitStore, its password, the Sentinels' credentials, the
  * timeouts, the key prefix and secret, the shm size), the files and

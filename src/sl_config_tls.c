@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Configuration: a TLS store's directives (its CA, the client
  * certificate, verification) and its client context, made in
  * post_config. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Connections to one Redis node: made once (connect and command timeouts,
  * AUTH, SELECT) so that the request path sends nothing but the script (and,
  * once per generation, INFO for the store's prerequisites), kept in a

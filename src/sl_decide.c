@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The decision of one request (see sl_decide.h): its budgets, the deny
  * cache, the store, a wait within delay=, the local fallback; the answer is
  * sl_answer.c's, what the admission leaves to the request's end

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the files of a request's decision share (sl_decide.c decides,
  * sl_answer.c answers, sl_after.c settles what an admission leaves to the
  * request's end): the case being decided and the request's note. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* delay=: whether a refusal may wait (see sl_delay.h). */
 #include "sl_delay.h"
 

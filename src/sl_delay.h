@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* delay=: a request that would be refused, held instead until its limits
  * admit it, within a bound (nginx's limit_req delay, Traefik's
  * reservation). Pure: APR only, no httpd.h (tests/unit/sl_delay_test.c). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The deny cache (see sl_denycache.h): a direct-mapped table of refusals in
  * shared memory, read and written without a lock under per-cell sequence
  * numbers, and each child's single flights. Unlike the store, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Cache of refusals shared by all children of the server: once the store
  * says a key has no room for a request's cost until T, nothing can free
  * quota for it before T (only admissions change its state, and it admits

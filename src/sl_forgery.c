@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Cross-site request forgery of a reset (see sl_forgery.h). */
 #include "sl_forgery.h"
 

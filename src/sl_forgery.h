@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Whether a reset through the status handler is one an operator asked for,
  * or one a page of another site made the operator's browser send (cross-
  * site request forgery). APR only, no httpd.h: tests/unit/sl_forgery_test.c

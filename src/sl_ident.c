@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "sl_ident.h"
 
 #include <apr_base64.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* From a key value to a store key: the client address as a key, the
  * identity hashed from a value, the key built from an identity and a
  * policy, and where a key lives (its hash tag and Redis Cluster slot).

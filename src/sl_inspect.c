@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The operator's look at one client's budgets, and their reset (see
  * sl_inspect.h). */
 #include "sl_inspect.h"

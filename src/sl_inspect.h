@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The operator's look at one client's budgets, and their reset: the status
  * handler with a query. The query names a URL (path=, whose section's
  * limits apply, found as the client's request for it finds it: the <If>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "sl_key.h"
 #include "sl_ident.h"
 #include "sl_memo.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Whose budget a request uses: SlidingLimitKey's sources, resolved per
  * request and hashed. */
 #ifndef SL_KEY_H

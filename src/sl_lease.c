@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The leases of this child's requests and their renewer (see sl_lease.h).
  *
  * Locking: one mutex guards the list and every lease's fields. The

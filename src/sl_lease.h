@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* SlidingLimitConcurrent's leases held by this child's requests, and
  * their renewer: a thread of the child, started with its first lease, that
  * renews each lease every third of its length while its request runs, so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A SlidingLimit line: its values, their parsers, the policy id, and the
  * budget it becomes for one request (sl_budget_t, what a store decides).
  * Pure: APR only, no httpd.h (tests/unit/sl_limit_test.c). */

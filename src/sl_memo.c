@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The process's identities by what they were made of (see sl_memo.h). */
 #include "sl_memo.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The identities this process made lately, by what each was made of (a
  * key source and its raw value): a client sends the same address, user or
  * key value with every request, and each would otherwise cost a SHA-1 (an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fail-mode ladder (see sl_outcome.h). */
 #include "sl_outcome.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fail-mode ladder: from what each step of a decision came to (the deny
  * cache or the store, then the local fallback), the result a request is
  * logged and counted with, and whether it is refused and how. APR only, no

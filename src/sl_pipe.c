@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The auto-pipeline of threaded MPMs: the threads of a child that ask a
  * node at the same time share round trips, one leader writing many
  * EVALSHA at once and reading their replies in order. */

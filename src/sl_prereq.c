@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A Redis store's prerequisites: INFO's text read, the rules applied, and
  * the shared table that has each node asked once per generation (see
  * sl_prereq.h). */
@@ -45,14 +46,28 @@ static int sl_info_version(const char *s, const char *end, sl_info_t *out)
     return out->patch >= 0;
 }
 
+/* What the reading keeps for itself: whether redis_version is one, and
+ * Valkey's own name and version for sl_info_t's server. */
+typedef struct sl_info_read {
+    int version_ok;
+    int valkey;
+    const char *valkey_version;
+} sl_info_read_t;
+
 static void sl_info_field(apr_pool_t *p, const char *name, apr_size_t nlen,
                           const char *v, const char *end, sl_info_t *out,
-                          int *version_ok)
+                          sl_info_read_t *rd)
 {
 #define SL_IS(field) (nlen == sizeof(field) - 1 && !memcmp(name, field, nlen))
     if (SL_IS("redis_version")) {
         out->version = apr_pstrmemdup(p, v, end - v);
-        *version_ok = sl_info_version(v, end, out);
+        rd->version_ok = sl_info_version(v, end, out);
+    }
+    else if (SL_IS("server_name")) {
+        rd->valkey = end - v == 6 && !memcmp(v, "valkey", 6);
+    }
+    else if (SL_IS("valkey_version") && end > v) {
+        rd->valkey_version = apr_pstrmemdup(p, v, end - v);
     }
     else if (SL_IS("cluster_enabled") && end - v == 1 &&
              (*v == '0' || *v == '1')) {
@@ -80,7 +95,7 @@ const char *sl_info_parse(apr_pool_t *p, const char *text, apr_size_t len,
                           sl_info_t *out)
 {
     const char *s = text, *end = text + len;
-    int version_ok = 0;
+    sl_info_read_t rd = {0, 0, NULL};
 
     memset(out, 0, sizeof(*out));
     out->cluster = -1;
@@ -91,16 +106,26 @@ const char *sl_info_parse(apr_pool_t *p, const char *text, apr_size_t len,
         const char *vend = stop > s && stop[-1] == '\r' ? stop - 1 : stop;
         colon = memchr(s, ':', vend - s);
         if (colon && *s != '#') {
-            sl_info_field(p, s, colon - s, colon + 1, vend, out, &version_ok);
+            sl_info_field(p, s, colon - s, colon + 1, vend, out, &rd);
         }
         s = eol ? eol + 1 : end;
     }
     if (!out->version) {
         return "no redis_version";
     }
-    if (!version_ok) {
+    if (!rd.version_ok) {
         return apr_psprintf(p, "redis_version '%.32s' is not a version",
                             out->version);
+    }
+    if (!rd.valkey) {
+        out->server = apr_pstrcat(p, "Redis ", out->version, NULL);
+    }
+    else if (rd.valkey_version) {
+        out->server = apr_pstrcat(p, "Valkey ", rd.valkey_version, NULL);
+    }
+    else {
+        out->server =
+            apr_pstrcat(p, "Valkey (redis_version ", out->version, ")", NULL);
     }
     return NULL;
 }
@@ -127,10 +152,10 @@ int sl_prereq_problems(apr_pool_t *p, const sl_info_t *info,
         out[n].level = SL_PREREQ_ERROR;
         out[n++].text = apr_psprintf(
             p,
-            "%s runs Redis %s: the rate limit scripts write after reading "
+            "%s runs %s: the rate limit scripts write after reading "
             "TIME, which needs Redis %d.%d or later (effects replication), "
             "so every decision fails; upgrade that Redis",
-            where, info->version, SL_PREREQ_MAJOR, SL_PREREQ_MINOR);
+            where, info->server, SL_PREREQ_MAJOR, SL_PREREQ_MINOR);
     }
     if (url->kind != SL_URL_CLUSTER && info->cluster == 1) {
         out[n].level = SL_PREREQ_WARNING;

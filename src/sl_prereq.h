@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What a Redis store must be for the module to work as documented, read
  * from the INFO text of the first connection to each of its nodes and
  * logged once per server generation (sl_store_redis.c). APR only, no httpd.h:
@@ -9,7 +10,12 @@
 
 /* What INFO said; fields it did not say stay unknown. */
 typedef struct sl_info {
-    const char *version;     /* redis_version */
+    /* What the log names: "Redis 7.0.15", or "Valkey 8.1.1" where
+     * server_name says valkey (its valkey_version). */
+    const char *server;
+    /* redis_version, which Valkey sets to the Redis it is compatible
+     * with (7.2.4 for Valkey 8): what the rules go by. */
+    const char *version;
     int major, minor, patch; /* of version */
     int cluster;             /* cluster_enabled: 1, 0, -1 unknown */
     apr_int64_t maxmemory;   /* bytes, 0 none, -1 unknown */

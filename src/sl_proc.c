@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The per-process state (see sl_proc.h): the shared segments made before
  * fork, and each child's part made after it. */
 #include "sl_proc.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Per-process state, made in post_config (shared memory, before fork) and
  * child_init (connections, never before fork), in one place: sl_proc.c.
  * Reached through the server config records (sl_server_conf_t.proc): no

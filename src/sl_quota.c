@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* SlidingLimit expr:STRING: a limit's quota read from each request (see
  * sl_quota.h). The budget's key never depends on it (sl_limit.c's id), so
  * a customer whose quota changes keeps the same count, and the deny cache

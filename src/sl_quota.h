@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* SlidingLimit expr:STRING: a limit's quota read from each request. */
 #ifndef SL_QUOTA_H
 #define SL_QUOTA_H

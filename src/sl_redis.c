@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The Redis store's decision: the script's arguments, one round trip
  * (through the pipeline or direct), and what its reply means. Connections
  * are sl_conn.c's, the pipeline sl_pipe.c's, the protocol sl_resp.c's, a

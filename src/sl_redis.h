@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The Redis store: a per-child pool of connections per node, the decision
  * script run with EVALSHA, the give-back script, and Redis Cluster
  * topology (src/sl_redis_private.h has the parts). */

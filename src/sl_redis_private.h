@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the Redis store's files share: sl_conn.c (connections and the
  * per-node idle pool), sl_pipe.c (the auto-pipeline), sl_topology.c (nodes,
  * the slot map, redirections), sl_slots.c (the map's I/O), sl_way.c (a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What a store answers for one request: the decision and each limit's
  * quota, read from the check script's integer reply (lua/sl_check.lua) or
  * made by the shm store and the local fallback. Pure: APR only, no httpd.h

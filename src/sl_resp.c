@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The Redis protocol without I/O (src/sl_resp.h): RESP out, replies in.
  * Pure: APR and hiredis' reply type only, so that the unit tests read
  * the same replies the store does. */

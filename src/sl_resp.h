@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The Redis protocol as the store's files share it, without I/O: commands
  * written in RESP, what a reply (hiredis' redisReply) means for the
  * request, the script's integers, and the error replies' meaning and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "sl_sentinel.h"
 
 #include <apr_strings.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Finding a Sentinel-managed master: each Sentinel in turn is asked for the
  * master's address (SENTINEL get-master-addr-by-name), and the node it
  * names is asked with ROLE whether it really is the master (a Sentinel cut

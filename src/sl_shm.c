@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The embedded store as an httpd citizen: "SlidingLimitStore shm" and the
  * local fallback. The budgets live in up to 8 stripes (tables of
  * sl_table.c), each an anonymous shared memory segment under its own global

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The embedded store: every algorithm, exact across all children of one
  * httpd, in stripes of shared memory (sl_table.h) each guarded by a global
  * mutex. It is the store of "SlidingLimitStore shm" and the local fallback

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The module's keyed hash (see sl_siphash.h): SipHash-2-4 as in the
  * paper's reference code, with its 128-bit variant. APR-util's
  * apr_siphash24 would do, but it came with APR-util 1.6 and the module must

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The module's keyed hash: SipHash-2-4 (Aumasson and Bernstein, 2012) with
  * a 128-bit secret, for anything a client could otherwise aim collisions
  * at: the shm store's stripe of a key (sl_table_stripe) and its hash

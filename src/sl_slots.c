@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A Redis Cluster's slot map and the network: CLUSTER SLOTS asked of the
  * nodes when the map is due, and the slot map's part of a call's way
  * (sl_way.h): route, redirect, a migration's wait, a node that is down.

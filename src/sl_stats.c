@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The server's counters (decisions per policy and result, store calls,
  * latency) in one shared segment kept across graceful restarts, and the
  * Prometheus text of the status page. */

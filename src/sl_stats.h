@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Counters for the whole server, in shared memory so every child adds to
  * the same figures, served in the Prometheus text format by the
  * "slidinglimit-status" handler. */

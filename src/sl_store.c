@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Which store decides for each server record in this child, and every call
  * to it with its circuit breaker, its statistics and its log (see
  * sl_store.h); what each kind of store does is its own file

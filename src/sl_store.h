@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The store that decides for a server record in this child, whatever its
  * kind (a Redis store, the embedded shm store: sl_store_kind.h), and every
  * call to it: a decision, a give-back, the operator's look and reset, each

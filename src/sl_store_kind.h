@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The kinds of store behind sl_store_t (sl_store.h), each a table of
  * operations over its own client: sl_store_redis.c, sl_store_shm.c.
  * sl_store.c picks the kind from the store's URL and wraps every call with

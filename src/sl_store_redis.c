@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The Redis store as a kind of store (sl_store_kind.h): the Redis client of one
  * SlidingLimitStore (sl_redis.h) with its TLS context, its Sentinel
  * credentials and the check of its nodes' prerequisites. */
@@ -68,9 +69,9 @@ static void sl_prereq_log(sl_prereq_ctx_t *c, apr_pool_t *p, const char *node,
     }
     if (!n) {
         ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, c->s,
-                     "mod_slidinglimit: store %s: node %s runs Redis %s; "
+                     "mod_slidinglimit: store %s: node %s runs %s; "
                      "prerequisites met",
-                     c->url->display, node, info.version);
+                     c->url->display, node, info.server);
     }
 }
 

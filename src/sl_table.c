@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The shm store's table: one stripe's budgets in a plain memory region,
  * giving the answers of lua/sl_check.lua (the math is in sl_algo.c). APR
  * only: no lock (the caller holds one), no logging (the status codes and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The shm store's table: one stripe's budgets in a plain memory region,
  * APR only, no httpd.h, no lock and no logging (sl_shm.c maps the regions,
  * locks them and logs what the status codes here report). Layout, eviction

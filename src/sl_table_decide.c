@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The shm store's table: one decision over a request's budgets
  * (lua/sl_check.lua's answer, the math in sl_algo.c), with the blocks of
  * block= and the room an admission takes. */

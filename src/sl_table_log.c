@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The shm store's table: a sliding log in chunks of SL_CHUNK_TS requests
  * (the layout is described at the top of sl_table.c), read, trimmed,
  * inserted into and given back, under the caller's lock. */

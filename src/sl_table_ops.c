@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The shm store's table: what is done to budgets besides deciding: the
  * give-back of count= (lua/sl_give_back.lua), the operator's peek, which
  * changes nothing, and the operator's reset. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the shm store's table files share: sl_table.c (the region's
  * layout, cells, hash chains, the LRU list and eviction, preparing the
  * budgets), sl_table_log.c (a sliding log in chunks), sl_table_decide.c

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Redis Cluster routing, without I/O: the node table, the slot map read
  * from CLUSTER SLOTS, MOVED and ASK, and when to load the map again.
  * Every function is called with the Redis client's mutex held; nodes are made

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "sl_transport.h"
 
 #include <apr_strings.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The module's own connection to a Redis node, over TCP, a unix socket or
  * TLS (OpenSSL): Debian's hiredis 0.14 has no TLS and resolves names with
  * no time limit. hiredis still encodes the commands (redisFormatCommand*)

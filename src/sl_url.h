@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* SlidingLimitStore's URL: which store, where, with which credentials, and
  * a display form that never shows them. Pure: APR only, no httpd.h
  * (tests/unit/sl_url_test.c). */

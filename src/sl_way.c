@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A call's way through the Redis store (src/sl_way.h): which node it
  * asks, and what every reply asks next. No I/O of its own: the trips and
  * the slot map are sl_way_ops_t's. */

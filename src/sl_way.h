@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One call's way through the Redis store: the node it asks, and what
  * each reply asks next (reload the script, follow MOVED or ASK, retry on
  * a fresh connection, wait out a migration, reroute after a failover),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "sl_wire.h"
 
 #include <apr_lib.h>

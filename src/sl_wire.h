@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What a client sees of a decision: the quota headers, Retry-After and the
  * JSON bodies, and the grammar of the header names a configuration gives.
  * Pure: APR only, no httpd.h (tests/unit/sl_wire_test.c). */

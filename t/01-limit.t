@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The first real limit end to end: exactly N admitted, then 429 with the
 # contract's headers and body; a second client has its own budget.
 # Runs under each MPM: store calls pipelined (threads) or direct.

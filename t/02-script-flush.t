@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Redis forgets the script (SCRIPT FLUSH, restart): the module loads it again
 # and the next requests are still limited correctly.
 # Runs under each MPM: the reload after NOSCRIPT, pipelined or direct.

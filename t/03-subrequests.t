@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Only the initial request counts: mod_dir's DirectoryIndex subrequest and
 # fast redirect must not consume quota a second time.
 use strict;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Limits apply to the resolved target: mod_dir serves the DirectoryIndex
 # file and the FallbackResource by a fast redirect, which gives the request
 # the target's sections after the fixups of the URL asked for began. A

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # count= judges the status the client got: with an ErrorDocument, the
 # error it answers, never the outcome of serving the document. Failed
 # logins (count=401) are counted, never given back, whether the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Two httpd servers sharing one Redis: a concurrent burst many times the
 # limit, split over both, admits exactly N with log and gcra and never more
 # than N with counter. The store keeps one budget, whatever server asks.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # SlidingLimitConcurrent over two httpd servers sharing one Redis: requests
 # held in flight by conc/hold.cgi (SL::Hold) until the test releases them,
 # so the overlap is forced, never hoped for. Exactly N of many in flight at

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # SlidingLimitConcurrent on the wire and with other limits: its
 # RateLimit-Policy item (qu="concurrent-requests", no w), remaining room in
 # flight in RateLimit and X-RateLimit-*, a refusal's 429 with Retry-After: 1

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # SlidingLimitConcurrent under "SlidingLimitStore shm", on one server:
 # exactly N of many held in flight are admitted, releasing one admits one,
 # an aborted client releases its lease, and the leases of SIGKILLed

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # SlidingLimitConcurrent's bad values are refused at start-up ("httpd -t"),
 # each naming the directive and the token; good lines pass, in every place
 # SlidingLimit is allowed, and in .htaccess the limit applies. And the

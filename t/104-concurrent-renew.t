@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # SlidingLimitConcurrent's leases are renewed while their request runs: a
 # request held for 2.5 leases (2 s each) still holds its place, on Redis
 # and on the shm store, and gives it back when it ends; the renewed lease

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # cost=after:bytes, under the Redis store (the main server) and the shm
 # store (sl_shm), for every algorithm: a request is admitted for one unit
 # and charged the bytes of its body after the response (cost-unit=100: a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # cost=after:header:NAME, under the Redis store (the main server) and the
 # shm store (sl_shm): the back end (a CGI here, or mod_headers' "Header
 # always set", which is err_headers_out) reports the request's cost in a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # cost=after: overdraws, under the Redis store (the main server) and the
 # shm store (sl_shm), for every algorithm: a response that costs more than
 # is left is charged in full (up to what the limit holds), and the next

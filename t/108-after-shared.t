@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # cost=after: across servers and in flight:
 #  - two httpd servers sharing one Redis: a response of the first is
 #    charged to the budget the second decides on;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # cost=after: on the wire and at start-up: a limit of one byte per unit
 # says qu="content-bytes" in RateLimit-Policy (the draft's quota unit) and
 # its RateLimit r= counts bytes (1000 bytes sent: 100000 - 1000 - 1 left

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Servers whose clocks disagree by 74 minutes still share one budget and
 # agree on every decision: time comes from the store. Three httpd: the
 # test server, one 37 minutes ahead and one 37 minutes behind (libfaketime).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # delay=: a request over its rate but within delay= waits for its
 # admission and gets a 200, its quota headers from its final decision,
 # SLIDINGLIMIT_RESULT allowed and SLIDINGLIMIT_DELAY the time held; one

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # SlidingLimitDelayMax: with a cap of 1 and one request of the child
 # held by delay=, a second that could wait is refused at once (429,
 # Retry-After), and the server keeps answering other locations while the

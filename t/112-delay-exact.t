@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # delay= keeps the limit exact: a burst on one identity (12 requests from
 # 6 clients at once, 3 per 2s, delay=3s) is admitted in waves, and no 2s
 # of the server's own clock (each admission's %t plus %D) holds more than

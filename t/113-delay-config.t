@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # delay= and SlidingLimitDelayMax: every bad value is refused at start-up
 # ("httpd -t") naming the directive and the token; good values pass.
 use strict;

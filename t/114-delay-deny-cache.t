@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # delay= and the deny cache: an admission that leaves a limit exhausted
 # tells the cache when the next one fits, so the request after it waits on
 # that time without a store call and makes one call, when it fits: one

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # SlidingLimit expr:STRING: a limit's quota read from each request (here
 # X-Quota, or an environment variable SetEnvIf sets from X-Plan), under the
 # Redis store and the embedded one (t/conf/sl.d/failure-vhost.inc). Two

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The status handler's look at a client under an expr: quota
 # (t/conf/sl.d/failure-vhost.inc's /f/qx-status), under Redis and shm. The
 # quota is read from the look-up the query describes: with:X-Quota=N sends

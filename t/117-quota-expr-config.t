@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # SlidingLimit expr:: every bad line is refused at start-up ("httpd -t" on
 # a minimal generated configuration, SL::Keys' httpd_check), naming the
 # directive and the token; good lines, a name used twice with the same

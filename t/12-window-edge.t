@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # A burst on each side of a fixed-window boundary (windows are aligned to
 # multiples of WINDOW in store time): a fixed-window counter would admit
 # 2N within a fraction of a second. The log never admits more than N in any

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Two limits in one section (a: 3 per 600 s, log; b: 5 per 600 s, counter),
 # each also used alone in another section under the same name: a request
 # passes only if both have room, and a refused request consumes nothing

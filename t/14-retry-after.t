@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Retry-After is the exact earliest time a refused request would be
 # admitted, computed here from the state in Redis: refused just before it,
 # admitted just after it. For the counter that is when the weighted

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # lua/sl_check.lua called directly (EVAL in the suite's Redis) and through
 # httpd: bad arguments get an error reply, keys holding foreign data are
 # read as empty and replaced (an error would fail the identity open for as

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # SlidingLimitAlgorithm sets the algorithm of lines without algorithm=; an
 # inner section inherits it; algorithm= on a line wins. Seen in the store:
 # the key's suffix and type, and the algorithm's behaviour.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The Redis script and the shm store's C (src/sl_algo.c) decide alike, to
 # the microsecond: random call sequences run through lua/sl_check.lua in the
 # suite's Redis (real TIME), then bench/accuracy_replay feeds the same store

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Under a threaded MPM the threads of a child that need Redis at the same
 # time share round trips (one write, one read for a batch of EVALSHA). A
 # burst of 4N concurrent requests from one client against a limit of N:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # lua/sl_check.lua's cost and block arguments and lua/sl_give_back.lua (the
 # give-back of count=), called directly in the suite's Redis: a request of
 # cost N consumes N units and waits until N fit; a refusal with a block

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Each SlidingLimitKey source, the fallback chain, and the shared "-"
 # bucket; every budget is checked in Redis under the key the module must
 # compute (hashed source tag and value, never the raw value).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Basic-auth users with their own budgets, and tiers chosen with
 # <If>/<ElseIf>/<Else>: an exempt internal network (through mod_remoteip),
 # users, enterprise API keys and anonymous addresses.

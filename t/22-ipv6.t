@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # IPv6 clients through mod_remoteip: addresses in one /64 share a budget,
 # another /64 does not; SlidingLimitIPv6Prefix 48 widens it; IPv4-mapped
 # addresses count as IPv4.

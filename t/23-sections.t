@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Budgets and sections: a named budget shared by two locations; unnamed
 # lines separate per section and stable (their store key is a function of
 # the section and the values only); nested sections replace the inherited

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Hostile header values used as keys: braces, quotes, CR/LF attempts,
 # control bytes, 8 KB values, non-UTF-8 bytes, values that look like store
 # keys. Each is answered sanely (never 500), the server stays up, every

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Every bad value is refused at start-up: "httpd -t" on a minimal generated
 # configuration fails with a message naming the directive and the bad token.
 use strict;

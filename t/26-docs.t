@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Every directive the module registers has a "### Name" section in the
 # README, a line in conf/slidinglimit.conf and an entry in the manual page
 # man/mod_slidinglimit.5; the reference configuration

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # An unnamed limit belongs to its virtual host: name-based hosts on one
 # address whose sections read the same keep apart budgets (by IP and by a
 # user name), while two servers with the same configuration share them.

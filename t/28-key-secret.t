@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # SlidingLimitKeySecret: the identity in a store key is HMAC-SHA1 of the key
 # value under the server's secret, so the same client under another secret
 # (or none) has another key, and nobody who reads the store can recompute an

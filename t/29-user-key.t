@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # SlidingLimitKey user: only an authenticated user (r->user) is a key.
 #  - without authentication a Basic name is nobody's proof: new names per
 #    request are one budget, the address's, and a wrong password for alice

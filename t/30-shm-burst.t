@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The embedded store (SlidingLimitStore shm) admits exactly N under a
 # concurrent burst served by several children (and threads).
 # Runs under each MPM: exactness of shared memory under children and threads.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The store goes away (SIGTERM) and comes back: fail-open passes (and its
 # local fallback still limits), fail-closed answers 503, nothing waits long,
 # the error log gets one line each way, and Redis decides again promptly.

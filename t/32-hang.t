@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The store hangs (SIGSTOP: connections are accepted by the kernel, nothing
 # answers): the command timeout bounds every request, the breaker spares
 # most requests even that, and SIGCONT brings Redis decisions back.

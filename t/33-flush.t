@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The failure tests' Redis forgets the script (SCRIPT FLUSH) or everything
 # (FLUSHALL): no request fails, the script is loaded again, the breaker
 # stays closed. On the virtual host with generous timeouts: this is about

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Redis restarted while every child holds pooled connections to it: the
 # stale connections are replaced and the script reloaded without a single
 # request falling back to the fail mode.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # A store that refuses our password: the fail modes apply, the log says the
 # store failed and why, and no credential (right or wrong) is ever logged.
 use strict;

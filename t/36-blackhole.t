@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # A store address that never completes a connection (a listening socket
 # whose backlog is full: the kernel drops further SYNs, as a firewall that
 # drops packets would): the connect timeout bounds the wait.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Graceful restarts (SIGUSR1, as apachectl -k graceful) under load: no
 # request lost or failed, no Redis connection left behind, no shared memory
 # segment added per generation.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Redis goes away and returns while several clients keep requesting (on the
 # vhost with generous timeouts: the outage is a stopped server, which fails
 # at once, not a slow one): every

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The store stops answering (SIGSTOP) while a burst of concurrent requests
 # is in flight through shared round trips: the commands inside the stuck
 # batch fail after the command timeout, those queued behind it give up at

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # RateLimit-Policy and RateLimit read with a real structured-field parser
 # (t/sf/parse.js: npm structured-headers) and checked against Redis: two
 # limits in one section, the most restrictive one reported (fewest

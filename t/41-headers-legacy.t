@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The draft03 and x-ratelimit header sets and "off", each checked against
 # the log in Redis; with all three sets on, they describe the same policy.
 use strict;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Retry-After: whole seconds rounded up, never earlier than the true time
 # (computed from Redis) nor than t; the JSON body; SlidingLimitStatus; error
 # responses drop what the mapping phases chose for the resource.

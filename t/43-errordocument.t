@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # ErrorDocument 429 with a local page: its body replaces the JSON, the status
 # stays 429, the quota headers and Retry-After survive the internal
 # redirect, and the redirected request carries the decision for the log.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # SlidingLimitDryRun on: decided, reported and logged, never blocked; an
 # over-limit request passes with r=0, no Retry-After, and consumes nothing.
 use strict;

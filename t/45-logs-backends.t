@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # SLIDINGLIMIT_RESULT/POLICY/REMAINING in an access log (CustomLog with
 # %{...}e, t/conf/sl.d/wire.conf) and at a back end (a CGI's environment and
 # a RequestHeader set from %{ENV:...}); HEAD requests count and refuse like

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The slidinglimit-status page (Prometheus text format) counts for the whole
 # server: read it before and after a burst from several connections (so,
 # under prefork, several children decide) and compare the deltas per result

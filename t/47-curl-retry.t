@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # A real client honours the headers: curl --retry waits out a 429 for the
 # Retry-After it was given (longer than curl's own first back-off of one
 # second), and its retry is admitted. The location allows 1 request per 3s.

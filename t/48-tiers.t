@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Tiers by authentication level (the recipe of docs/OPERATIONS.md):
 # anonymous callers share a small budget per address, authenticated users
 # get a larger one per user, and a bad password gets 401 and no quota.

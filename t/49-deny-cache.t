@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The deny cache (src/sl_denycache.c), measured with Redis' own counts
 # (INFO commandstats: EVALSHA calls) and the status page:
 #  - an admission that leaves a limit with nothing remaining is answered

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # SlidingLimitStore cluster:// against the suite's six-node Redis Cluster:
 # the slot map, the budget exact across servers and across the three
 # masters under a concurrent burst, and an ACL user authenticated on every

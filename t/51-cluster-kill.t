@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # SIGKILL of a Redis Cluster master under traffic, fail-closed: identities
 # whose slots live on the two other masters keep their answers (at least
 # 99 % 200), and the dead master's identities are decided again within

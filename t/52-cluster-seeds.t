@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Redis Cluster seeds and planned failover: httpd started while its first
 # seed is down (the cluster itself healthy) learns the map from the next
 # seed; a replica promoted with CLUSTER FAILOVER under traffic costs no

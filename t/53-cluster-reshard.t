@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Slot migration: forced step by step (ASK to the importing node, a
 # NOSCRIPT there answered with the script's reload under ASKING, then MOVED
 # once the slot is handed over), and redis-cli --cluster reshard under

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # A plain redis:// store pointed at a node of the suite's Redis Cluster:
 # the node redirects (MOVED) every request for a slot it does not serve,
 # and the module says once, whichever children connect, to use cluster://

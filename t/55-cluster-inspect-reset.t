@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The status handler's look at a client and its reset on a Redis Cluster:
 # the look and the reset reach the master that owns the identity's hash
 # tag (not a seed: the module learns the map), and the reset deletes the

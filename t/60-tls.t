@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # rediss:// against real TLS redis-servers (t/servers-tls.sh, started once
 # by t/run): with the suite's CA and client certificate, as the README's
 # least-privilege ACL user, the limit is exact; a wrong CA, an expired

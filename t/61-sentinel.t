@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # sentinel:// against a master, two replicas and three Sentinels on
 # loopback (t/servers-tls.sh, started once by t/run; down-after 1 s): the
 # limit is exact through the Sentinels' master; SIGKILL of the master under

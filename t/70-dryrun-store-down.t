@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # SlidingLimitDryRun on never refuses: with SlidingLimitFailMode closed and
 # a store that fails every call, requests pass as failed-open, without the
 # 503 or its Retry-After; with the store up, dry run decides as usual.

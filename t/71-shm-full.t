@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # A full shm store (issue 14, item 3): a client whose sliding logs outgrow
 # the store is refused, never admitted because space ran out, and filling
 # the store never evicts another client's exhausted budget (which would

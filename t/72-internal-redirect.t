@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Internal redirects reach a limited URL with a decision of its own: a
 # per-directory rewrite, a CGI's local Location: and a fail-closed target
 # are decided there; a redirect within the same limits (a CGI in the

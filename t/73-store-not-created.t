@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # A Redis store that cannot be used from the start (here a cluster none of
 # whose 65 seeds answers; a client that cannot be made at all, which only
 # running out of memory or locks can cause now that the client holds any

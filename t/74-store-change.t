@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # A changed SlidingLimitStore is another store: after "apachectl graceful"
 # it is tried at once and its failure is logged as news, even while the old
 # store's breaker was open; the same store across a restart stays one

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # "service apache2 restart" is a stop and a start: the shm store's budgets
 # and blocks outlive it (written to the runtime directory at the stop, read
 # back at the start), and a state file of another size or a damaged one is

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # SlidingLimitFailStatus: under fail-closed, a store that cannot answer (here
 # one that refuses our password, so every request fails at once) gets the
 # configured status with Retry-After and the JSON body; an inner section

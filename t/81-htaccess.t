@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # .htaccess: under AllowOverride Limit the per-directory directives work as
 # in <Directory> (limits, inheritance into subdirectories, one budget per
 # directory for unnamed lines); a name is the directory's own, never the

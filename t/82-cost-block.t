@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # cost= and block= through httpd, under the Redis store and the embedded
 # one: cost=3 on a limit of 10 admits three requests (7, 4, 1 left); with
 # block=3s on a 300 ms window, the refusal that starts the block is

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # count=: only the listed final statuses count, exactly under concurrency,
 # where httpd itself checks the password (mod_auth_basic answers 401 before
 # fixups), under the Redis store and the embedded one. A request is

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # A Redis store's prerequisites (src/sl_prereq.c): INFO, asked on the first
 # connection to each node of a store, and every problem logged as one line
 # per server generation, whichever child connects first. Each server here
@@ -72,8 +73,13 @@ is($st, $decided, 'healthy store: every request decided');
 cmp_ok($kids, ">=", $CHILDREN, "$CHILDREN children (a new one each) served them")
   or diag(join '', log_lines($h, 'pids', qr/./), log_lines($h, 'access_log', qr/./));
 is(scalar(problems($h)), 0, 'healthy store: no warning');
-is(scalar(log_lines($h, 'error_log', qr/store redis:\/\/127\.0\.0\.1:$port\/0: node 127\.0\.0\.1:$port runs Redis [\d.]+; prerequisites met/)),
-    1, 'asked once for all children (debug)');
+# Valkey is named with its own version, not the Redis one it reports for
+# compatibility (redis_version).
+my $server = redis('INFO', 'server');
+my $runs = $server =~ /^server_name:valkey\r?$/m && $server =~ /^valkey_version:([\d.]+)/m
+  ? "Valkey $1" : 'Redis ' . redis_version();
+is(scalar(log_lines($h, 'error_log', qr/store redis:\/\/127\.0\.0\.1:$port\/0: node 127\.0\.0\.1:$port runs \Q$runs\E; prerequisites met/)),
+    1, "asked once for all children (debug: runs $runs)");
 $h->stop;
 
 # Eviction under maxmemory: the failure tests' Redis (private to them and

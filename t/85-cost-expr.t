@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # cost=expr:: a request's cost from an ap_expr, under the Redis store and
 # the embedded one (t/conf/sl.d/failure-vhost.inc). A header's number is
 # consumed as that many units; the body's length counts in KiB through

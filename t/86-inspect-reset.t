@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Inspect and reset one client through the status handler: GET
 # ?path=URL&ip=ADDR shows each limit's state (used, remaining, reset, a
 # running block, the store key), read without a write; POST resets it on

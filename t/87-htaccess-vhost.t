@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # .htaccess inside virtual hosts: reading the file never writes what lives
 # longer than the request (an unnamed line was once pushed onto the
 # server's record from the request's pool: children crashed), and its

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The status handler acts only where the server configuration opened it
 # (SlidingLimitStatusPage metrics|inspect|reset), whatever set the handler:
 #  - a tenant whose .htaccess sets the handler (SetHandler, AddHandler,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # A reset needs a request a browser cannot send from another site: the
 # header X-SlidingLimit-Reset (not CORS-safelisted, so a cross-site page
 # cannot add it without a preflight, which the handler never grants), and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The Grafana dashboard (contrib/grafana/slidinglimit.json) and the alert
 # rules (contrib/prometheus/slidinglimit-rules.yml) ask only for series the
 # status page serves: every metric name in every query, and every result=

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # One name, one budget, one limit: every use of a name= must agree on what
 # the store does with the budget (quota, window, burst, algorithm, block=,
 # count=), or whichever section ran last would decide; a disagreement is

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # SlidingLimitOverride: under the default (add) an .htaccess file may add
 # limits of its own to the server configuration's, never loosen them: not
 # switch them off (also inside <If>), to a dry run, to other keys, to fail

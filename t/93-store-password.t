@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # SlidingLimitStorePassword file:PATH | env:NAME, and SlidingLimitSentinelAuth
 # with the same forms: the store's password never appears in the
 # configuration, so neither mod_info nor "httpd -t -D DUMP_CONFIG" shows

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Requests of several units on the log, over two httpd servers sharing one
 # Redis: a concurrent burst of requests of 3 units on a limit of 20 admits
 # exactly 6 (18 units; a seventh would be 21), whatever server asks. The

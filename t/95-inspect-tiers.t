@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Inspect and reset reach a client whose tier an <If> chooses (the layout
 # README and conf/slidinglimit.conf recommend: t/conf/sl.d/inspect-tiers.conf):
 # the section is chosen as it is for the client the query names (its

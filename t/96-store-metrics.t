@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Every Redis store has its own series on the status page, labelled with its
 # URL as shown in logs (credentials as ***): a virtual host whose own store
 # is down shows slidinglimit_breaker_open 1 for that store and 0 for the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The status page tells count= outcomes apart: a failed login (the listed
 # 401) is slidinglimit_counted_total{outcome="counted"}, a good one
 # outcome="given-back", while both decisions stay result="allowed" (the

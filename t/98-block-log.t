@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The start of a block is logged once, at Debian's default LogLevel warn
 # (the location sets it), in the documented format: client, policy, the
 # block in seconds, the virtual host and the path; the refusals inside the

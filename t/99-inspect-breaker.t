@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The status handler's look at a client and its reset go through the
 # store's circuit breaker, as requests do: with the store down (its port a
 # black hole, as a Redis host gone behind a firewall that drops packets)

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # The Debian package inside a throwaway Debian root (make test-package runs
 # it through tools/compat/run.sh, which makes the root and enters it through
 # an overlay: SL_IN_ROOT=1): builds it (make deb), installs it with

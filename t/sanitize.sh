@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # The sanitizer pass (`make sanitize`, part of `make test`): the module and
 # the unit tests built with -fsanitize=address,undefined in a copy of the
 # tree, the unit tests run, then the Apache::Test suite under the event MPM

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by t/run and tests/transport/run.sh: a test CA and certificates
 # made with the openssl command, a TLS redis-server, and a Sentinel set-up
 # (a master, two replicas, three Sentinels) on loopback. Every server is

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Reads the harness's -verbose output. mode=console (the default) prints
 # it as the harness prints it without -verbose (one line per test file),
 # and for each failed test also the comments before it (Apache::TestUtil's

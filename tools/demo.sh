@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # make demo / make demo-stop: a private redis-server and httpd on 127.0.0.1
 # with the example configuration, and a burst that goes from 200 to 429.
 set -euo pipefail

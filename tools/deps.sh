@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Installs the Debian packages named on the command line that are missing:
 # with apt-get when run as root, otherwise prints the command and stops.
 set -eu

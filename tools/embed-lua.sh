@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Turns a Lua script into a C string constant, so the module never reads a
 # file at run time: embed-lua.sh FILE NAME > header.
 set -eu

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by the scripts that start servers (and called by the test suite's
 # SL::Test::free_port): free_port [LOW [SPAN [COUNT]]] prints the first of
 # COUNT (default 1) consecutive loopback TCP ports in LOW..LOW+SPAN-1 that

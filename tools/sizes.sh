@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # The size rules of the source tree: no function over 80 lines, no file in
 # src/ over 900 lines. Prints every function and file over its bound and
 # exits 1 when there is one.

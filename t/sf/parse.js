@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// SPDX-License-Identifier: Apache-2.0
 // Parses HTTP structured field values with the structured-headers package
 // and prints them as JSON, so that the Perl suite reads RateLimit-Policy and
 // RateLimit with a real RFC 8941/9651 parser instead of a regular expression.

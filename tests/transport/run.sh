@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds tests/transport/sl_transport_test and runs it against redis-servers
 # started here: plain (TCP and a unix socket) and TLS with the suite's
 # certificates (t/servers-tls.sh); then the bounded name resolution, in a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The transport against real redis-servers that tests/transport/run.sh
  * starts (plain, unix socket, TLS with the suite's certificates), and
  * against a socket of its own that accepts and never answers.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of the decision math (src/sl_algo.c), which both stores must
  * agree on: what each algorithm admits, and the remaining/reset values the
  * script lua/sl_check.lua defines. No server, no store. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of the circuit breaker (src/sl_breaker.c): transitions, the
  * probe schedule, answers that arrive after a transition, and the table of
  * breakers with claims that a dying process left half-done. No server

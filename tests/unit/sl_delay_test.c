@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* delay=: which refusals may wait, and how long, from a store's reply. */
 #include "sl_delay.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of the deny cache (src/sl_denycache.c): what it remembers
  * (refusals, admissions that leave nothing), what a cached refusal reports,
  * and single flight with real threads: who waits, for how long, and what

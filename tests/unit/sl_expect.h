@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The unit tests' one assertion: counts passes and failures, prints each
  * failure with its place, and each test ends with "N passed, M failed". */
 #ifndef SL_EXPECT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A reset's guard against cross-site request forgery: the request's own
  * origin told from others (case, default ports, IPv6 literals, what an
  * Origin never holds), and each header the guard reads. */

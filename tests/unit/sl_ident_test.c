@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of identities and store keys (src/sl_ident.c): client
  * addresses as keys, the hashed identity, the key of a policy, hash slots.
  * No server needed. */

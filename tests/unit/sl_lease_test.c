@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of SlidingLimitConcurrent's pure parts: its line
  * (src/sl_limit.c), its math (src/sl_algo.c, as lua/sl_check.lua's 'n'),
  * its leases in the shm table (src/sl_table*.c) and its RateLimit-Policy

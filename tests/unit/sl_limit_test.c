@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of a SlidingLimit line (src/sl_limit.c): durations, the
  * line and its options, policy ids, what a cost= expression's value costs,
  * what an expr: quota's value is.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of the process's memo of identities (src/sl_memo.c): what it
  * finds is what was kept for the same input and secret, nothing else. No
  * server needed. */

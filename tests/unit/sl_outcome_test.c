@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fail-mode ladder, rung by rung: what the store (or the deny cache)
  * and the local fallback came to, under each fail mode, fallback setting
  * and dry run. */

@@ -1,9 +1,10 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of a Redis store's prerequisites (src/sl_prereq.c): INFO's
- * text read (versions, CRLF and LF lines, missing fields, garbage), the
- * rules, one line each naming the store without its password, and the
- * shared table that has each node asked once per generation. No server
- * needed (make unit); the version rule is tested only here, as no Redis
- * older than 3.2 runs on the test machines. */
+ * text read (versions, CRLF and LF lines, missing fields, garbage, Valkey's
+ * names), the rules, one line each naming the store without its password,
+ * and the shared table that has each node asked once per generation. No
+ * server needed (make unit); the version rule is tested only here, as no
+ * Redis older than 3.2 runs on the test machines. */
 #include "sl_prereq.h"
 
 #include <apr_general.h>
@@ -41,6 +42,8 @@ static void test_parse(void)
            i.cluster, (long) i.maxmemory);
     EXPECT(i.policy && !strcmp(i.policy, "noeviction"), "policy '%s'",
            i.policy ? i.policy : "(null)");
+    EXPECT(i.server && !strcmp(i.server, "Redis 7.0.15"), "named '%s'",
+           i.server ? i.server : "(null)");
 
     err = parse("redis_version:3.0.7\nredis_mode:cluster\n", &i);
     EXPECT(!err && i.major == 3 && i.minor == 0 && i.patch == 7,
@@ -87,6 +90,49 @@ static void test_parse(void)
            "malformed fields stay unknown");
     err = parse("#redis_version:1.0\r\nredis_version:7.0.1\r\n", &i);
     EXPECT(!err && i.major == 7, "comment lines skipped");
+}
+
+/* Valkey reports the Redis it is compatible with as redis_version, which
+ * the rules go by, and names itself in server_name and valkey_version,
+ * which the log shows. The text is Valkey 8.1.1's (Debian 13). */
+static void test_valkey(void)
+{
+    sl_info_t i;
+    sl_prereq_t pr[SL_PREREQ_MAX];
+    sl_store_url_t u;
+    const char *err;
+
+    err = parse("# Server\r\nredis_version:7.2.4\r\nserver_name:valkey\r\n"
+                "valkey_version:8.1.1\r\nvalkey_release_stage:ga\r\n"
+                "redis_git_sha1:00000000\r\nserver_mode:standalone\r\n\r\n"
+                "# Memory\r\nmaxmemory:0\r\nmaxmemory_policy:noeviction\r\n"
+                "\r\n# Cluster\r\ncluster_enabled:0\r\n",
+                &i);
+    EXPECT(!err, "Valkey 8.1.1 read: %s", err);
+    EXPECT(i.server && !strcmp(i.server, "Valkey 8.1.1"),
+           "Valkey named with its own version: '%s'",
+           i.server ? i.server : "(null)");
+    EXPECT(!strcmp(i.version, "7.2.4") && i.major == 7 && i.minor == 2 &&
+               i.patch == 4,
+           "the rules' version is redis_version: %s", i.version);
+    EXPECT(!sl_parse_store_url(pool, "redis://127.0.0.1:6379", &u) &&
+               sl_prereq_problems(pool, &i, &u, "127.0.0.1:6379", pr) == 0,
+           "Valkey 8 meets the prerequisites");
+
+    err = parse("redis_version:7.2.4\nserver_name:valkey\n", &i);
+    EXPECT(
+        !err && i.server && !strcmp(i.server, "Valkey (redis_version 7.2.4)"),
+        "Valkey without valkey_version: '%s'", i.server ? i.server : "(null)");
+    err = parse("server_name:valkey\r\nvalkey_version:8.0.1\r\n", &i);
+    EXPECT(err && strstr(err, "redis_version"),
+           "valkey_version alone is not a version to go by: '%s'",
+           err ? err : "(null)");
+    err = parse("redis_version:7.4.1\r\nserver_name:valkeyish\r\n"
+                "valkey_version:9.9.9\r\n",
+                &i);
+    EXPECT(!err && i.server && !strcmp(i.server, "Redis 7.4.1"),
+           "another server_name is not Valkey: '%s'",
+           i.server ? i.server : "(null)");
 }
 
 static sl_store_url_t *store(const char *url)
@@ -216,6 +262,7 @@ int main(void)
     apr_initialize();
     apr_pool_create(&pool, NULL);
     test_parse();
+    test_valkey();
     test_rules();
     test_table();
     printf("sl_prereq: %d passed, %d failed\n", passed, failed);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Replies for the unit tests, read from RESP text by hiredis' own reader:
  * the structures the store is handed, freed with freeReplyObject as the
  * store frees them. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of the store's reply (src/sl_reply.c): the check script's
  * decision and its peek, and every reply out of shape refused. No server
  * needed. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The shm store's table (src/sl_table.c) in a malloc'd region: its answers
  * against the algorithms' plain-array model, eviction order, a full table,
  * out-of-order log inserts, corruption. */

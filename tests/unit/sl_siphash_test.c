@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The keyed hash against the reference vectors of SipHash-2-4 (the
  * reference implementation's vectors.h: key 00..0f, message 00..n-1). */
 #include "sl_siphash.h"

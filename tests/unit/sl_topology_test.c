@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of Redis Cluster routing (src/sl_topology.c) through its
  * seam: CLUSTER SLOTS replies, MOVED and ASK built here as hiredis reply
  * structures, nodes made and freed by counting fakes. No server needed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of SlidingLimitStore's URL (src/sl_url.c): every kind of
  * store, credentials, tags, and no password in an error or a display form.
  * No server needed. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of a call's way through the Redis store (src/sl_way.c): what
  * it does with each reply, driven through its seam by a scripted network.
  * The slot map is the real one (src/sl_topology.c) over fake nodes; each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of what a client sees (src/sl_wire.c): the quota headers,
  * the limit they describe, Retry-After, the JSON bodies and strings, and
  * header names as tokens. No server needed. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What src/sl_atomic.h was chosen by: two threads incrementing one shared
  * 64-bit counter, N times each, with each candidate. Not part of any build;
  *   cc -O2 -pthread $(apr-1-config --includes --cppflags) -Isrc \

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by tools/compat/run.sh: Debian roots made with mmdebstrap from
 # Debian's registry, kept in a cache outside the checkout and reused, and
 # entered through a throwaway overlay, so that nothing a run does (a build,

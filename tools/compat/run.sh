@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # The tested stacks (make compat): Debian roots made with mmdebstrap from
 # Debian's registry (tools/compat/root.sh: cached, reused, entered through
 # a throwaway overlay), the module built in each from a copy of the

@@ -1,4 +1,5 @@
 #!/usr/bin/perl
+# SPDX-License-Identifier: Apache-2.0
 # A slow back end, held until the test releases it: the query is
 # TOKEN-COST; it waits (10 s at most) for t/tmp/af-release-TOKEN, then
 # answers with X-Cost: COST. Requests held here are in flight together

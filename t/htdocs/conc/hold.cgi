@@ -1,4 +1,5 @@
 #!/usr/bin/perl
+# SPDX-License-Identifier: Apache-2.0
 # Holds its request in flight until the gate file its query string names
 # exists (t/100-concurrent.t and the next ones); without a name it answers
 # at once. It writes a byte every 100 ms meanwhile, so that httpd finds out

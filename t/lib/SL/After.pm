@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # cost=after: tests' helpers (t/105 .. t/109). The charge comes after the
 # response, once the client has it, in log_transaction: httpd runs that
 # before it reads the next request of the same connection (or closes it).

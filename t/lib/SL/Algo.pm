@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 package SL::Algo;
 
 # Reading the script's stored state in tests (lua/sl_check.lua defines it).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 package SL::Cluster;
 
 # The suite's Redis Cluster (started by t/run: six nodes, three masters with

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 package SL::Fault;
 
 # Helpers for the failure tests (t/3*.t): the failure tests' own redis

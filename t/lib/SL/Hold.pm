@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 package SL::Hold;
 
 # Requests held in flight, for the SlidingLimitConcurrent tests: each is a

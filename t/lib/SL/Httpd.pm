@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 package SL::Httpd;
 
 # Further httpd instances for a test, beside the one Apache::Test runs: the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 package SL::Keys;
 
 # Helpers of the key and configuration tests (t/20-*.t .. t/29-*.t): Basic

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 package SL::Test;
 
 # Helpers for the suite, one of each: a small Redis client (RESP over a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 package SL::Wire;
 
 # Helpers of the wire tests (t/4x-*.t): structured fields read with a real

@@ -1,4 +1,5 @@
 #!/usr/bin/perl
+# SPDX-License-Identifier: Apache-2.0
 # A back end that reports what the request cost in a header (as an LLM
 # gateway reports its tokens): the query string is the value, "err" puts it
 # in a 500 response.

@@ -1,4 +1,5 @@
 #!/usr/bin/perl
+# SPDX-License-Identifier: Apache-2.0
 # A back end that answers with a local Location: httpd serves the target by
 # an internal redirect. The target is the query string.
 my $to = $ENV{QUERY_STRING} // '';
