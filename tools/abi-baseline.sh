@@ -82,13 +82,19 @@ EOF
 }
 
 fetch
-one() { local m=("$@"); [ ${#m[@]} -eq 1 ] && [ -e "${m[0]}" ] ||
-    { echo "abi-baseline: not exactly one of $*" >&2; exit 1; }; echo "${m[0]}"; }
+# The one directory a glob names (one version of each package unpacked).
+one() {
+    if [ $# -ne 1 ] || [ ! -e "$1" ]; then
+        echo "abi-baseline: not exactly one of $*" >&2
+        exit 1
+    fi
+    echo "$1"
+}
 HTTPD=$(one "$SRC"/httpd-2.*)
 APR=$(one "$SRC"/apr-1.*)
 APU=$(one "$SRC"/apr-util-1.*)
 HIREDIS=$(one "$SRC"/hiredis-*)
-APR_SYMS="$SRC/debian-apr/debian/symbols.common $SRC/debian-apr/debian/symbols.linux"
+APR_SYMS=("$SRC/debian-apr/debian/symbols.common" "$SRC/debian-apr/debian/symbols.linux")
 APU_SYMS="$SRC/debian-apr-util/debian/libaprutil1.symbols"
 
 # The first (oldest) ap_mmn.h entry that names SYM, globs such as
@@ -200,11 +206,11 @@ resolve() {
         fi
         ;;
     apr_* | apu_*)
-        if [ -n "$(debsym "$s" $APR_SYMS)" ]; then
+        if [ -n "$(debsym "$s" "${APR_SYMS[@]}")" ]; then
             lib=apr
             r=$(changes "$s" "$APR/CHANGES" '^Changes for APR ')
             [ -n "$r" ] || r=$(since_tag "$s" "$APR/include")
-            [ -n "$r" ] || { r=$(debsym "$s" $APR_SYMS); basis=debian-symbols; }
+            [ -n "$r" ] || { r=$(debsym "$s" "${APR_SYMS[@]}"); basis=debian-symbols; }
         elif [ -n "$(debsym "$s" "$APU_SYMS")" ]; then
             lib=apr-util
             r=$(changes "$s" "$APU/CHANGES" '^Changes with APR-util ')
@@ -287,5 +293,5 @@ if [ "$VERIFY" = 1 ]; then
     fi
 else
     cp "$TMP" "$OUT"
-    echo "abi-baseline: wrote $OUT ($(grep -c '^[a-z_]* [a-z-]* ' "$OUT") lines)"
+    echo "abi-baseline: wrote $OUT ($(grep -cvE '^(#|baseline |guarded |$)' "$OUT") symbols)"
 fi
