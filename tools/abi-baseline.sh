@@ -269,7 +269,8 @@ $(dsc)
 # check, allowed although newer than the baseline.
 #
 # Ignored by library (tools/abi-check.sh): GNU libc with libm and
-# libpthread (@GLIBC_*), OpenSSL (@OPENSSL_*), the toolchain's weak hooks.
+# libpthread (@GLIBC_*), OpenSSL (@OPENSSL_*), the toolchain's weak hooks,
+# and what the module's own libc, OpenSSL, libasan or libubsan defines.
 
 # baseline LIBRARY OLDEST NAME
 baseline httpd 2.4.6 httpd

@@ -17,8 +17,11 @@
 # says why the module can use it anyway (only behind a version check). A
 # symbol of no known library fails too, so that a new dependency is never
 # skipped unseen. Ignored, by library: GNU libc (libc, libm, libpthread;
-# versioned @GLIBC_*), OpenSSL (libssl, libcrypto; @OPENSSL_*) and the
-# toolchain's weak hooks (_ITM_*, __gmon_start__). Needs no network.
+# versioned @GLIBC_*), OpenSSL (libssl, libcrypto; @OPENSSL_*), the
+# toolchain's weak hooks (_ITM_*, __gmon_start__); and, for a module read
+# from a file, any symbol that one of its libc, libm, libpthread, libssl,
+# libcrypto, libasan or libubsan (ldd) defines: make SANITIZE=1's libasan
+# stands in for libc's functions, unversioned. Needs no network.
 set -eu
 
 if [ "${1:-}" = "--symbols" ]; then
@@ -34,11 +37,23 @@ else
         exit 2
     fi
     syms=$(nm -D --undefined-only "$what")
+    # The ignorable libraries' own symbols, "symbol soname" a line.
+    defs=$(ldd "$what" 2>/dev/null | awk '$3 ~ /^\// { print $1, $3 }' |
+        while read -r so path; do
+            case $so in
+            libc.so* | libm.so* | libpthread.so* | libssl.so* | libcrypto.so* | \
+                libasan.so* | libubsan.so*)
+                nm -D --defined-only "$path" | awk -v so="$so" '{ s = $3; sub(/@.*/, "", s); print s, so }' ;;
+            esac
+        done)
 fi
+DEFS=$(mktemp)
+trap 'rm -f "$DEFS"' EXIT
+printf '%s\n' "${defs:-}" >"$DEFS"
 baseline=${1:-$(dirname "$0")/abi-baseline.txt}
 [ -r "$baseline" ] || { echo "abi-check: $baseline: cannot read" >&2; exit 2; }
 
-printf '%s\n' "$syms" | awk -v what="$what" -v bfile="$baseline" '
+printf '%s\n' "$syms" | awk -v what="$what" -v bfile="$baseline" -v dfile="$DEFS" '
 function vcmp(a, b,    x, y, n, m, i, p, q) {
     sub(/^<=/, "", a); sub(/^<=/, "", b)
     n = split(a, x, "."); m = split(b, y, ".")
@@ -62,6 +77,8 @@ BEGIN {
         lib[f[1]] = f[2]; since[f[1]] = f[3]; basis[f[1]] = f[4]
     }
     close(bfile)
+    while ((getline line < dfile) > 0) { split(line, f, " "); if (f[2] != "") def[f[1]] = f[2] }
+    close(dfile)
 }
 $1 == "U" || $1 == "w" {
     s = $2; ver = ""
@@ -70,6 +87,7 @@ $1 == "U" || $1 == "w" {
     if (ver ~ /^OPENSSL_/) { ign["OpenSSL (libssl, libcrypto)"] = ign["OpenSSL (libssl, libcrypto)"] " " s; ni["OpenSSL (libssl, libcrypto)"]++; next }
     if ($1 == "w" && s ~ /^(_ITM_|__gmon_start__$|__cxa_finalize$)/) { ign["toolchain weak hooks"] = ign["toolchain weak hooks"] " " s; ni["toolchain weak hooks"]++; next }
     if (s !~ /^(ap_|apr_|apu_|unixd_|redis|__redis|freeReplyObject$)/) {
+        if (s in def) { k = def[s]; ign[k] = ign[k] " " s; ni[k]++; next }
         fail(s ": imported from no library this check knows (not httpd, APR, APR-util, hiredis, libc or OpenSSL): add it to " bfile " with its library and oldest version, or to the ignored libraries in tools/abi-check.sh")
         next
     }
