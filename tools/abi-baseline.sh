@@ -113,7 +113,7 @@ mmn() {
             # not ap_reg* for the regex functions), and says only that
             # its members existed by then.
             g = (t ~ /[*{]/)
-            if (g && t !~ /^ap_[a-z]+_/) continue
+            if (t ~ /\*/ && t !~ /^ap_[a-z]+_/) continue
             re = t; gsub(/\*/, "[A-Za-z0-9_]*", re)
             while (match(re, /\{[^}]*\}/)) {
                 alt = substr(re, RSTART + 1, RLENGTH - 2); gsub(/,/, "|", alt)
