@@ -8,8 +8,11 @@
 #   make test-package  (root) build, install, use and purge the package
 #                   inside throwaway Debian 12 and 13 roots (t/package.sh);
 #                   the host's own apache2 is never touched
-#   make test       install what is missing, build, run the whole suite,
-#                   then the sanitizer pass and the tested stacks' CI rows
+#   make test       install what is missing, build, check the imports
+#                   (abi-check), run the whole suite, then the sanitizer pass
+#                   and the tested stacks' CI rows
+#   make abi-check  the module imports no httpd, APR, APR-util or hiredis
+#                   function newer than RHEL 7's (tools/abi-baseline.txt)
 #   make sanitize   the unit tests and the suite (event MPM) with the module
 #                   under ASan+UBSan, in a copy of the tree (t/sanitize.sh)
 #   make SANITIZE=1 build the module (and `make unit` the tests) with
@@ -59,7 +62,7 @@ DEPS_BENCH = wrk gnuplot-nox libapache2-mod-evasive libapache2-mod-qos libpcre3 
              libapache2-mod-security2 linux-perf valgrind
 
 .PHONY: all install clean deps deps-bench test unit sf demo demo-stop bench soak format \
-        accuracy memory sanitize uninstall deb test-package compat compat-ci
+        accuracy memory sanitize uninstall deb test-package compat compat-ci abi-check
 
 all: $(MODULE)
 
@@ -99,11 +102,19 @@ t/sf/node_modules/.installed: t/sf/package.json t/sf/package-lock.json
 
 test: deps
 	$(MAKE) all
+	$(MAKE) abi-check
 	$(MAKE) unit
 	$(MAKE) sf
 	bash t/run
 	$(MAKE) sanitize
 	$(MAKE) compat-ci
+
+# The checker's own test first (it must fail on what it exists to catch),
+# then the module's imports against tools/abi-baseline.txt, which
+# tools/abi-baseline.sh makes from Debian's source packages; no network.
+abi-check: $(MODULE)
+	sh tests/abi/run.sh
+	sh tools/abi-check.sh $(MODULE)
 
 sanitize: deps
 	$(MAKE) sf
