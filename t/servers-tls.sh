@@ -142,8 +142,13 @@ CONF
 }
 
 sl_sentinel_start() {
-    local dir=$1 dpw=${2:-} spw=${3:-} mp r1 r2 sp i ports=
+    local dir=$1 dpw=${2:-} spw=${3:-} mp r1 r2 sp i ports= peerpw=${3:-}
     mkdir -p "$dir"
+    # "sentinel sentinel-pass" is new in Redis 6.2; before, a Sentinel
+    # gives the other Sentinels its own requirepass, the same here.
+    case $(redis-server --version) in
+    *" v="[0-5].* | *" v=6."[01].*) peerpw= ;;
+    esac
     mp=$(free_port 10000 10000) && r1=$(free_port 10000 10000) &&
         r2=$(free_port 10000 10000) || return 1
     sl_sentinel_node "$dir" master "$mp" "$dpw" &&
@@ -166,7 +171,7 @@ sentinel failover-timeout slmaster 3000
 sentinel parallel-syncs slmaster 2
 ${dpw:+sentinel auth-pass slmaster $dpw}
 ${spw:+requirepass $spw}
-${spw:+sentinel sentinel-pass $spw}
+${peerpw:+sentinel sentinel-pass $peerpw}
 CONF
         redis-server "$dir/sentinel$i/sentinel.conf" --sentinel || return 1
         SL_TLS_PIDFILES+=("$dir/sentinel$i/sentinel.pid")
@@ -178,7 +183,7 @@ CONF
 }
 
 sl_acl_setuser() {
-    local pw=$1 prefix=$2 line words
+    local pw=$1 prefix=$2 line words ver
     shift 2
     line=$(sed -n 's/^    \(ACL SETUSER ratelimit .*\)$/\1/p' \
         "$SL_TLS_ROOT/README.md" | head -1)
@@ -186,6 +191,12 @@ sl_acl_setuser() {
     line=${line//>PASSWORD/>$pw}
     line=${line//\~sl:\*/\~$prefix:*}
     read -ra words <<<"$line"
+    # Channel permissions (resetchannels) are new in Redis 6.2: before, as
+    # the README says, the line is the same without that word.
+    ver=$(redis-cli "$@" info server | tr -d '\r' | sed -n 's/^redis_version://p')
+    case $ver in
+    [0-5].* | 6.[01].*) read -ra words <<<"${line/ resetchannels/}" ;;
+    esac
     redis-cli "$@" "${words[@]}" | grep -q '^OK$'
 }
 
