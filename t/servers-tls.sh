@@ -147,7 +147,7 @@ sl_sentinel_start() {
     # "sentinel sentinel-pass" is new in Redis 6.2; before, a Sentinel
     # gives the other Sentinels its own requirepass, the same here.
     case $(redis-server --version) in
-    *" v="[0-5].* | *" v=6."[01].*) peerpw= ;;
+    *" v="[0-5].* | *" v=6.0."*) peerpw= ;;
     esac
     mp=$(free_port 10000 10000) && r1=$(free_port 10000 10000) &&
         r2=$(free_port 10000 10000) || return 1
@@ -195,7 +195,7 @@ sl_acl_setuser() {
     # the README says, the line is the same without that word.
     ver=$(redis-cli "$@" info server | tr -d '\r' | sed -n 's/^redis_version://p')
     case $ver in
-    [0-5].* | 6.[01].*) read -ra words <<<"${line/ resetchannels/}" ;;
+    [0-5].* | 6.0.*) read -ra words <<<"${line/ resetchannels/}" ;;
     esac
     redis-cli "$@" "${words[@]}" | grep -q '^OK$'
 }
