@@ -91,14 +91,23 @@ unit: src/sl_scripts.h
 
 # The suite reads RateLimit-Policy/RateLimit with a real structured-field
 # parser (npm "structured-headers", pinned by t/sf/package-lock.json), never
-# vendored: installed into t/sf/node_modules, which git ignores.
-sf: t/sf/node_modules/.installed
+# vendored: installed into t/sf/node_modules, which git ignores. esbuild
+# (pinned there too) bundles t/sf/parse.js with it for Node.js 12, the
+# oldest Node.js of the Debian releases the suite runs on (Debian 11).
+SF_PARSE = t/sf/node_modules/.sl/parse.cjs
+
+sf: $(SF_PARSE)
 
 t/sf/node_modules/.installed: t/sf/package.json t/sf/package-lock.json
 	@command -v node >/dev/null && command -v npm >/dev/null || \
 	    sh tools/deps.sh nodejs npm
 	cd t/sf && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
+
+$(SF_PARSE): t/sf/parse.js t/sf/node_modules/.installed
+	cd t/sf && node node_modules/esbuild-wasm/bin/esbuild parse.js --bundle \
+	    --platform=node --target=node12 --format=cjs --log-level=warning \
+	    --outfile=node_modules/.sl/parse.cjs
 
 test: deps
 	$(MAKE) all

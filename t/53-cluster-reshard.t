@@ -72,6 +72,10 @@ my @during = grep { $_->[0] >= $t0 && $_->[0] <= $t0 + $took } @$ev;
 diag(sprintf 'reshard: %d requests, %d during the %.2f s migration, %d not 200',
     scalar @$ev, scalar @during, $took, scalar @bad);
 ok(@during > 20 && !@bad, sprintf 'no request failed (%d during the migration)', scalar @during);
+# What the failed ones were answered (status and X-SL-Result).
+my %why;
+$why{"$_->[2] $_->[3]"}++ for @bad;
+diag(join ', ', map { "$_: $why{$_} times" } sort keys %why) if @bad;
 my $lost = 0;
 for my $i (@ips) {
     my $admitted = 1 + grep { $_->[1] eq $i && $_->[2] == 200 } @$ev;

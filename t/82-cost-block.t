@@ -16,6 +16,9 @@ use SL::Fault;
 
 my $fault = { port => fault_port(), password => $ENV{SL_TEST_FAULT_REDIS_PASSWORD} };
 plan tests => 7 + 6;
+# The count of store calls is INFO commandstats' failed_calls (script_calls).
+my $calls_skip = redis_at_least(6, 2, $fault) ? ''
+  : "commandstats' failed_calls need Redis 6.2; this one is " . redis_version($fault);
 
 for my $vhost (qw(sl_fault sl_shm)) {
     my $store = $vhost eq 'sl_shm' ? 'shm' : 'redis';
@@ -37,13 +40,16 @@ for my $vhost (qw(sl_fault sl_shm)) {
     ok t_cmp($r2->{headers}{'retry-after'}, 3, "$store: ... with the block's end as Retry-After");
     # The 300 ms window has passed: only the block refuses now.
     sleep 0.5;
-    my $calls = $store eq 'redis' ? script_calls($fault) : 0;
+    my $calls = $store eq 'redis' && !$calls_skip ? script_calls($fault) : 0;
     my @b = map { http_get({ vhost => $vhost }, '/f/block/a', 'X-Forwarded-For' => $ip) } 1 .. 3;
     my $in_block = time - $t2 < 2.5;
     ok($in_block && !grep({ $_->{status} != 429 } @b) && $b[0]{headers}{'retry-after'} =~ /^[123]$/,
         "$store: after the window freed, still refused (Retry-After $b[0]{headers}{'retry-after'})");
     if ($store eq 'redis') {
-        ok t_cmp(script_calls($fault) - $calls, 0, 'redis: blocked requests are answered without a store call');
+      SKIP: {
+            skip $calls_skip, 1 if $calls_skip;
+            ok t_cmp(script_calls($fault) - $calls, 0, 'redis: blocked requests are answered without a store call');
+        }
     }
     # The block ends 3 s after the refusal that started it.
     my $wait = $t2 + 3.1 - time;

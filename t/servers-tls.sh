@@ -90,9 +90,32 @@ sl_tls_redis_start() {
         --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" "$@" ||
         return 1
     SL_TLS_PIDFILES+=("$dir/redis.pid")
-    sl_wait_redis --tls --insecure --cert "$certs/client.pem" \
-        --key "$certs/client.key" -p "$port" >/dev/null || return 1
+    if [ "$cert" != expired ]; then
+        # --cacert with the suite's own CA: every redis-cli with TLS (6.0
+        # on) has it, where --insecure is new in 6.2.
+        sl_wait_redis --tls --cacert "$certs/ca.pem" --cert "$certs/client.pem" \
+            --key "$certs/client.key" -p "$port" >/dev/null || return 1
+    elif redis-cli --insecure --version >/dev/null 2>&1; then
+        sl_wait_redis --tls --insecure --cert "$certs/client.pem" \
+            --key "$certs/client.key" -p "$port" >/dev/null || return 1
+    else
+        # Before 6.2 no redis-cli talks to a server whose certificate has
+        # expired: the server's own word that it listens is all there is.
+        sl_wait_redis_log "$dir/redis.log" || return 1
+    fi
     printf -v "$var" '%s' "$port"
+}
+
+# Waits for a redis-server's log to say it accepts connections (every
+# version says "Ready to accept connections").
+sl_wait_redis_log() {
+    local i
+    for i in $(seq 1 100); do
+        grep -q 'Ready to accept connections' "$1" 2>/dev/null && return 0
+        sleep 0.1
+    done
+    echo "redis-server ($1) did not start" >&2
+    return 1
 }
 
 # A replica or master for the Sentinel set-up: DIR NAME PORT PASSWORD
@@ -120,8 +143,13 @@ CONF
 }
 
 sl_sentinel_start() {
-    local dir=$1 dpw=${2:-} spw=${3:-} mp r1 r2 sp i ports=
+    local dir=$1 dpw=${2:-} spw=${3:-} mp r1 r2 sp i ports= peerpw=${3:-}
     mkdir -p "$dir"
+    # "sentinel sentinel-pass" is new in Redis 6.2; before, a Sentinel
+    # gives the other Sentinels its own requirepass, the same here.
+    case $(redis-server --version) in
+    *" v="[0-5].* | *" v=6.0."*) peerpw= ;;
+    esac
     mp=$(free_port 10000 10000) && r1=$(free_port 10000 10000) &&
         r2=$(free_port 10000 10000) || return 1
     sl_sentinel_node "$dir" master "$mp" "$dpw" &&
@@ -144,7 +172,7 @@ sentinel failover-timeout slmaster 3000
 sentinel parallel-syncs slmaster 2
 ${dpw:+sentinel auth-pass slmaster $dpw}
 ${spw:+requirepass $spw}
-${spw:+sentinel sentinel-pass $spw}
+${peerpw:+sentinel sentinel-pass $peerpw}
 CONF
         redis-server "$dir/sentinel$i/sentinel.conf" --sentinel || return 1
         SL_TLS_PIDFILES+=("$dir/sentinel$i/sentinel.pid")
@@ -156,7 +184,7 @@ CONF
 }
 
 sl_acl_setuser() {
-    local pw=$1 prefix=$2 line words
+    local pw=$1 prefix=$2 line words ver
     shift 2
     line=$(sed -n 's/^    \(ACL SETUSER ratelimit .*\)$/\1/p' \
         "$SL_TLS_ROOT/README.md" | head -1)
@@ -164,6 +192,12 @@ sl_acl_setuser() {
     line=${line//>PASSWORD/>$pw}
     line=${line//\~sl:\*/\~$prefix:*}
     read -ra words <<<"$line"
+    # Channel permissions (resetchannels) are new in Redis 6.2: before, as
+    # the README says, the line is the same without that word.
+    ver=$(redis-cli "$@" info server | tr -d '\r' | sed -n 's/^redis_version://p')
+    case $ver in
+    [0-5].* | 6.0.*) read -ra words <<<"${line/ resetchannels/}" ;;
+    esac
     redis-cli "$@" "${words[@]}" | grep -q '^OK$'
 }
 
@@ -180,8 +214,8 @@ sl_tls_servers_up() {
     export SL_TEST_TLS_PORT SL_TEST_TLS_EXPIRED_PORT SL_TEST_TLS_WRONGHOST_PORT \
         SL_TEST_TLS_CLIENT_PORT
     export SL_TEST_TLS_ACL_PASSWORD=acl$RANDOM$RANDOM
-    sl_acl_setuser "$SL_TEST_TLS_ACL_PASSWORD" sltest --tls --insecure \
-        -p "$SL_TEST_TLS_PORT" || return 1
+    sl_acl_setuser "$SL_TEST_TLS_ACL_PASSWORD" sltest --tls \
+        --cacert "$certs/ca.pem" -p "$SL_TEST_TLS_PORT" || return 1
     export SL_TEST_SENTINEL_DATA_PASSWORD=data$RANDOM$RANDOM
     export SL_TEST_SENTINEL_PASSWORD=snt$RANDOM$RANDOM
     sl_sentinel_start "$dir" "$SL_TEST_SENTINEL_DATA_PASSWORD" \

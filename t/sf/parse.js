@@ -14,7 +14,33 @@
 // string, token, binary (value in base64), boolean, date, displaystring,
 // innerlist (value: an array of MEMBER). A value that does not parse exits 1
 // with the parser's message on stderr.
+//
+// It runs as make sf bundles it, with structured-headers, for Node.js 12
+// (node_modules/.sl/parse.cjs, made by esbuild): Debian 11's Node.js has no
+// optional chaining, which structured-headers uses.
 import * as sf from 'structured-headers';
+
+// structured-headers reads and writes byte sequences with atob and btoa,
+// globals from Node.js 16 on. Before, these do what they do there: the
+// WHATWG's forgiving base64 (a length of 4n+1, or "=" anywhere but in the
+// last two places, is refused), and only code points up to U+00FF encoded.
+if (typeof globalThis.atob !== 'function') {
+  globalThis.atob = (input) => {
+    let s = String(input).replace(/[\t\n\f\r ]/g, '');
+    if (s.length % 4 === 0) s = s.replace(/==?$/, '');
+    if (s.length % 4 === 1 || /[^A-Za-z0-9+/]/.test(s)) {
+      throw new Error('The string to be decoded is not correctly encoded.');
+    }
+    return Buffer.from(s, 'base64').toString('latin1');
+  };
+}
+if (typeof globalThis.btoa !== 'function') {
+  globalThis.btoa = (input) => {
+    const s = String(input);
+    if (/[^\u0000-\u00ff]/.test(s)) throw new Error('Invalid character');
+    return Buffer.from(s, 'latin1').toString('base64');
+  };
+}
 
 function bare(v) {
   if (typeof v === 'number') {

@@ -32,12 +32,12 @@ sub _sf_dir {
 sub sf_parse {
     my ($kind, @lines) = @_;
     my $dir = _sf_dir();
-    die "t/sf/node_modules is missing: run 'make sf'\n"
-      unless -d "$dir/node_modules/structured-headers";
+    die "t/sf/node_modules/.sl/parse.cjs is missing: run 'make sf'\n"
+      unless -f "$dir/node_modules/.sl/parse.cjs";
     my $pid = open(my $fh, '-|') // die "fork: $!";
     if (!$pid) {
         open(STDERR, '>&', \*STDOUT);
-        exec('node', "$dir/parse.js", $kind, @lines) or POSIX::_exit(127);
+        exec('node', "$dir/node_modules/.sl/parse.cjs", $kind, @lines) or POSIX::_exit(127);
     }
     local $/;
     my $out = <$fh>;
