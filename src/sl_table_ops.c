@@ -40,11 +40,11 @@ void sl_table_give_back(sl_table_t *tab, sl_shm_op_t *q, int n, apr_time_t at,
     }
 }
 
-void sl_table_renew(sl_table_t *tab, sl_shm_op_t *q, int n, apr_time_t at,
-                    apr_time_t now)
+int sl_table_renew(sl_table_t *tab, sl_shm_op_t *q, int n, apr_time_t at,
+                   apr_time_t now)
 {
     sl_txn_t t = {tab, now, 0};
-    int i;
+    int i, renewed = 0;
 
     for (i = 0; i < n && !t.corrupt; i++) {
         apr_uint32_t k = sl_entry_find(&t, &q[i]);
@@ -65,11 +65,14 @@ void sl_table_renew(sl_table_t *tab, sl_shm_op_t *q, int n, apr_time_t at,
             if (expires > e->expires) {
                 e->expires = expires;
             }
+            renewed++;
         }
     }
     if (t.corrupt) {
         sl_format(tab);
+        return 0;
     }
+    return renewed;
 }
 
 /* What sl_evaluate decides for q, without a write: no expired entry or

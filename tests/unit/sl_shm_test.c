@@ -489,6 +489,14 @@ static void test_cost_give_back(void)
     sl_table_give_back(t, ops, 1, T0 + 3 * SEC, T0 + 3 * SEC);
     EXPECT(sl_table_free(t) == free0 - 1,
            "log: every chunk back when all went (the entry stays)");
+    /* A second give-back (late, or of a request trimmed meanwhile) finds
+     * the log empty: a no-op, not a broken link that empties the table. */
+    b.cost = 3;
+    sl_table_prepare(pool, t, &b, 1, &ops);
+    sl_table_give_back(t, ops, 1, T0, T0 + 4 * SEC);
+    EXPECT(sl_table_entries(t) == 1 && sl_table_free(t) == free0 - 1,
+           "log: a give-back on an empty log changes nothing (%u budgets)",
+           sl_table_entries(t));
 
     for (alg = SL_ALG_COUNTER; alg <= SL_ALG_GCRA; alg++) {
         sl_budget_t c =
