@@ -24,7 +24,11 @@ void sl_table_give_back(sl_table_t *tab, sl_shm_op_t *q, int n, apr_time_t at,
         }
         switch (q[i].alg) {
         case SL_ALG_LOG:
-            sl_log_remove(&t, e, at, q[i].cost);
+            /* The last lease back: nothing in flight keeps the entry. */
+            if (sl_log_remove(&t, e, at, q[i].cost) && q[i].lease &&
+                e->st.log.count == 0) {
+                e->kept_until = 0;
+            }
             break;
         case SL_ALG_COUNTER:
             sl_counter_give_back(now, q[i].win, at, q[i].cost, &e->st.counter);
@@ -65,6 +69,7 @@ int sl_table_renew(sl_table_t *tab, sl_shm_op_t *q, int n, apr_time_t at,
             if (expires > e->expires) {
                 e->expires = expires;
             }
+            sl_entry_keep(e, e->expires);
             renewed++;
         }
     }

@@ -4,8 +4,10 @@
 # leases are gone, as they must be, and nothing else is: the renewals and
 # give-backs of the expired leases write into no other budget, so the
 # same client's rate limit (2 of 3 spent before) and another client's
-# three leases on another section are what they were. The same on Redis,
-# where an expired lease's renewal must not bring it back.
+# three leases on another section are what they were. The same on Redis;
+# there the expired leases' key is gone with its TTL, so lua/sl_renew.lua
+# is also called directly on a key that another lease keeps alive: an
+# expired lease's renewal must not bring it back.
 # Runs under each MPM: the renewer is a thread of each child, prefork too.
 use strict;
 use warnings;
@@ -17,7 +19,7 @@ use SL::Test;
 use SL::Httpd;
 use SL::Hold;
 
-plan tests => 2 * 8;
+plan tests => 2 * 8 + 4;
 
 my $conc = SL::Httpd::_tdir() . '/htdocs/conc/';
 my $extra = <<"EOT";
@@ -85,4 +87,26 @@ for my $store (qw(shm redis)) {
     ok(!($h->error_log =~ /inconsistent/), "$store: the store was never emptied")
       or diag($h->error_log);
     $h->stop;
+}
+
+# lua/sl_renew.lua on a key with an expired lease beside a live one (the
+# live one keeps the key): the expired one is not renewed, the live one is.
+{
+    my $f = SL::Httpd::_tdir() . '/../lua/sl_renew.lua';
+    open my $fh, '<', $f or die "$f: $!";
+    my $script = do { local $/; <$fh> };
+    close $fh;
+    my $key = sl_key(ip => fresh_ip(), policy => 'lr-direct', alg => 'n');
+    my $t = redis('TIME');
+    my $now = $t->[0] * 1e6 + $t->[1];
+    my $old = sprintf('%d', $now - 5e6);
+    redis('ZADD', $key, $old, '1*old', sprintf('%d', $now), '1*live');
+    redis('PEXPIRE', $key, 60000);
+    my $r = redis('EVAL', $script, 1, $key, 'old', 3000000);
+    ok t_cmp("@$r", '0', 'redis: a renewal 5 s into a 3 s lease renews nothing');
+    ok t_cmp(redis('ZSCORE', $key, '1*old'), $old, 'redis: the expired lease keeps its old score');
+    $r = redis('EVAL', $script, 1, $key, 'live', 3000000);
+    ok t_cmp("@$r", '1', 'redis: a live lease is renewed');
+    ok(redis('ZSCORE', $key, '1*live') > $now, 'redis: with a later score');
+    redis('DEL', $key);
 }
