@@ -45,6 +45,14 @@ static apr_status_t sl_release(void *data)
     apr_time_t at =
         res->held ? sl_lease_drop(res->proc->leases, res->held) : res->at;
 
+    /* Leases that expired before their renewal are not this request's
+     * any more: what their time named may be another request's now. */
+    if (!at) {
+        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, res->r,
+                      "mod_slidinglimit: the request's leases had expired "
+                      "before it ended; nothing given back");
+        return APR_SUCCESS;
+    }
     sl_store_give_back(res->store, res->r, res->leases, res->nleases,
                        res->member, at);
     return APR_SUCCESS;

@@ -58,7 +58,10 @@ static sl_lease_t *sl_lease_due(sl_leases_t *ls, apr_time_t now,
 
     *wait = SL_RENEW_IDLE;
     for (l = ls->head; l; l = l->next) {
-        if (l->busy) {
+        /* at 0: the store found the leases gone (they expired before a
+         * renewal came, this child being stopped or starved): they are
+         * not brought back, and their request runs on without them. */
+        if (l->busy || !l->at) {
             continue;
         }
         if (l->due <= now) {

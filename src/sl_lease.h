@@ -30,7 +30,8 @@ sl_lease_t *sl_lease_hold(sl_leases_t *ls, apr_pool_t *p, sl_store_t *st,
 
 /* The request's end: its leases leave the registry, after a renewal
  * under way (at most a store call's timeout); returns the time that names
- * them for the give-back (the admission's or the last renewal's). */
+ * them for the give-back (the admission's or the last renewal's), 0 when
+ * a renewal found them gone: nothing to give back. */
 apr_time_t sl_lease_drop(sl_leases_t *ls, sl_lease_t *l);
 
 #endif

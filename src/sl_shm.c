@@ -494,7 +494,8 @@ static void sl_stripe_log(const sl_stripe_t *st, const sl_table_news_t *news)
                      news->full ? "mod_slidinglimit: the shm store cannot hold "
                                   "the state of a request (a sliding log "
                                   "longer than its stripe, or a stripe full "
-                                  "of refusing budgets): such requests are "
+                                  "of refusing budgets and of leases in "
+                                  "flight): such requests are "
                                   "refused until it has room (see "
                                   "SlidingLimitShmSize)"
                                 : "mod_slidinglimit: the shm store has room "
@@ -511,39 +512,54 @@ static sl_stripe_t *sl_stripe_of(sl_shm_t *shm, const sl_budget_t *budgets)
 }
 
 /* A give-back or a renewal: op on the budgets' cells of an admission at
- * store time at, under their stripe's lock. */
-typedef void sl_table_undo_fn(sl_table_t *t, sl_shm_op_t *ops, int n,
-                              apr_time_t at, apr_time_t now);
+ * store time at, under their stripe's lock; *done is what op returns. */
+typedef int sl_table_undo_fn(sl_table_t *t, sl_shm_op_t *ops, int n,
+                             apr_time_t at, apr_time_t now);
 
-static void sl_shm_after(sl_shm_t *shm, apr_pool_t *p,
-                         const sl_budget_t *budgets, int n, apr_time_t at,
-                         apr_time_t now, sl_table_undo_fn *op)
+static apr_status_t sl_shm_after(sl_shm_t *shm, apr_pool_t *p,
+                                 const sl_budget_t *budgets, int n,
+                                 apr_time_t at, apr_time_t now,
+                                 sl_table_undo_fn *op, int *done)
 {
     sl_stripe_t *st;
     sl_shm_op_t *ops;
+    apr_status_t rv;
 
+    *done = 0;
     if (n < 1 || !budgets || !budgets[0].key) {
-        return;
+        return APR_EINVAL;
     }
     st = sl_stripe_of(shm, budgets);
-    if (sl_table_prepare(p, st->table, budgets, n, &ops) != APR_SUCCESS ||
-        apr_global_mutex_lock(st->mutex) != APR_SUCCESS) {
-        return;
+    if ((rv = sl_table_prepare(p, st->table, budgets, n, &ops)) !=
+            APR_SUCCESS ||
+        (rv = apr_global_mutex_lock(st->mutex)) != APR_SUCCESS) {
+        return rv;
     }
-    op(st->table, ops, n, at, now);
+    *done = op(st->table, ops, n, at, now);
     apr_global_mutex_unlock(st->mutex);
+    return APR_SUCCESS;
+}
+
+static int sl_give_back_op(sl_table_t *t, sl_shm_op_t *ops, int n,
+                           apr_time_t at, apr_time_t now)
+{
+    sl_table_give_back(t, ops, n, at, now);
+    return 0;
 }
 
 void sl_shm_give_back(sl_shm_t *shm, apr_pool_t *p, const sl_budget_t *budgets,
                       int n, apr_time_t at, apr_time_t now)
 {
-    sl_shm_after(shm, p, budgets, n, at, now, sl_table_give_back);
+    int done;
+
+    sl_shm_after(shm, p, budgets, n, at, now, sl_give_back_op, &done);
 }
 
-void sl_shm_renew(sl_shm_t *shm, apr_pool_t *p, const sl_budget_t *budgets,
-                  int n, apr_time_t at, apr_time_t now)
+apr_status_t sl_shm_renew(sl_shm_t *shm, apr_pool_t *p,
+                          const sl_budget_t *budgets, int n, apr_time_t at,
+                          apr_time_t now, int *renewed)
 {
-    sl_shm_after(shm, p, budgets, n, at, now, sl_table_renew);
+    return sl_shm_after(shm, p, budgets, n, at, now, sl_table_renew, renewed);
 }
 
 apr_status_t sl_shm_charge(sl_shm_t *shm, apr_pool_t *p,

@@ -35,20 +35,23 @@ apr_status_t sl_shm_decide(sl_shm_t *shm, apr_pool_t *p,
                            const sl_budget_t *budgets, int n, apr_time_t now,
                            sl_decision_t *d);
 
-/* The give-back of count=: the budgets' reservations admitted at the
- * store time at go back (see sl_table_give_back). */
 /* The charge of cost=after: (lua/sl_charge.lua): each budget's cost added
  * at now, past the limit if need be (see sl_table_charge). */
 apr_status_t sl_shm_charge(sl_shm_t *shm, apr_pool_t *p,
                            const sl_budget_t *budgets, int n, apr_time_t now);
 
+/* The give-back of count=: the budgets' reservations admitted at the
+ * store time at go back (see sl_table_give_back). */
 void sl_shm_give_back(sl_shm_t *shm, apr_pool_t *p, const sl_budget_t *budgets,
                       int n, apr_time_t at, apr_time_t now);
 
 /* SlidingLimitConcurrent: the leases on budgets of the request admitted
- * (or renewed last) at at are renewed at now (sl_table_renew). */
-void sl_shm_renew(sl_shm_t *shm, apr_pool_t *p, const sl_budget_t *budgets,
-                  int n, apr_time_t at, apr_time_t now);
+ * (or renewed last) at at are renewed at now (sl_table_renew); *renewed
+ * says how many were still there. APR_SUCCESS, or the stripe could not be
+ * locked (nothing done). */
+apr_status_t sl_shm_renew(sl_shm_t *shm, apr_pool_t *p,
+                          const sl_budget_t *budgets, int n, apr_time_t at,
+                          apr_time_t now, int *renewed);
 
 /* The operator's look at budgets and their reset (sl_table_peek,
  * sl_table_reset), under the stripe's lock. */

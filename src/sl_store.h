@@ -68,8 +68,9 @@ void sl_store_give_back(sl_store_t *st, request_rec *r,
 
 /* SlidingLimitConcurrent: the leases on budgets of the decision with
  * member, made (or renewed last) at *at, renewed from a child's renewer
- * (no request: s logs); *at becomes what the give-back names. A store
- * that is down lets them expire. */
+ * (no request: s logs); *at becomes what the give-back names, 0 when
+ * the leases were gone (expired before the renewal): nothing to renew or
+ * give back any more. A store that is down lets them expire. */
 apr_status_t sl_store_renew(sl_store_t *st, server_rec *s, apr_pool_t *p,
                             const sl_budget_t *budgets, int n,
                             const char *member, apr_time_t *at);

@@ -58,7 +58,8 @@ struct sl_store_ops {
                           const char **err);
     /* SlidingLimitConcurrent: the leases on budgets that the request with
      * member, admitted (or renewed last) at at, holds, renewed at now; *at
-     * becomes what gives them back (sl_store_give_back). */
+     * becomes what gives them back (sl_store_give_back), 0 when the
+     * leases are known to be gone (nothing of theirs to name). */
     apr_status_t (*renew)(sl_store_t *st, apr_pool_t *p,
                           const sl_budget_t *budgets, int n, const char *member,
                           apr_size_t member_len, apr_time_t now, apr_time_t *at,

@@ -78,16 +78,34 @@ static apr_status_t sl_shm_store_reset(sl_store_t *st, apr_pool_t *p,
     return rv;
 }
 
+/* A lease is named by its budget's key and the time its request wrote
+ * into that budget's log (the admission's, or the last renewal's): *at
+ * moves only to a time this renewal wrote. Leases that had all expired
+ * (their child stopped longer than the lease) are gone, and their time
+ * may now be another request's: *at becomes 0, so that neither a later
+ * renewal nor the give-back names anything. */
 static apr_status_t sl_shm_store_renew(sl_store_t *st, apr_pool_t *p,
                                        const sl_budget_t *budgets, int n,
                                        const char *member,
                                        apr_size_t member_len, apr_time_t now,
                                        apr_time_t *at, const char **err)
 {
+    apr_status_t rv;
+    int renewed;
+
     (void) member;
     (void) member_len;
-    (void) err;
-    sl_shm_renew(st->ctx, p, budgets, n, *at, now);
+    rv = sl_shm_renew(st->ctx, p, budgets, n, *at, now, &renewed);
+    if (rv != APR_SUCCESS) {
+        *err = "the shared memory store could not be locked";
+        return rv;
+    }
+    if (!renewed) {
+        *at = 0;
+        *err = "its lease had expired before the renewal; it is not "
+               "renewed or given back";
+        return APR_ENOENT;
+    }
     *at = now;
     return APR_SUCCESS;
 }

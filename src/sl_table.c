@@ -37,12 +37,15 @@
  * (its data is worthless: the script's TTL would have deleted it) is
  * reused first, looked for among the least recently used, then the least
  * recently used entry is evicted with its chunks, and that budget starts
- * afresh. Never evicted: entries of the request being decided, and entries
- * that are refusing (no room for one more request before refusing_until):
- * evicting those would hand a spent budget its quota back, so a flood of
- * new clients could free its own victim. When nothing can be evicted (one
- * client's logs longer than the whole table, or a table of refusing
- * budgets), the request is refused: never admitted for want of space.
+ * afresh. Never evicted: entries of the request being decided, entries
+ * that are refusing (no room for one more request before kept_until), and
+ * entries that hold leases of requests in flight (SlidingLimitConcurrent,
+ * kept until their last lease expires or is given back): evicting those
+ * would hand a spent budget its quota back, or let a key hold more than N
+ * in flight, so a flood of new clients could free its own victim. When
+ * nothing can be evicted (one client's logs longer than the whole table,
+ * or a table of refusing or leased budgets), the request is refused:
+ * never admitted for want of space.
  *
  * Corruption. Every link is checked before it is followed; one that leads
  * nowhere (a cell of the wrong kind, an index out of range, a loop) stops
@@ -350,14 +353,25 @@ static int sl_ops_hold(const sl_shm_op_t *q, int n, apr_uint32_t i)
     return 0;
 }
 
-static int sl_refusing(const sl_txn_t *t, const sl_entry_t *e)
+static int sl_kept(const sl_txn_t *t, const sl_entry_t *e)
 {
-    return (apr_int64_t) e->refusing_until * APR_USEC_PER_SEC > t->now;
+    return (apr_int64_t) e->kept_until * APR_USEC_PER_SEC > t->now;
+}
+
+void sl_entry_keep(sl_entry_t *e, apr_int64_t until)
+{
+    until = (until + APR_USEC_PER_SEC - 1) / APR_USEC_PER_SEC;
+    if (until > (apr_int64_t) e->kept_until) {
+        e->kept_until = until > (apr_int64_t) 0xffffffffU
+                            ? 0xffffffffU
+                            : (apr_uint32_t) until;
+    }
 }
 
 /* The entry to give up for room: an expired one near the LRU end, else the
  * least recently used one; never one this request uses, never one that is
- * refusing (evicted, it would start afresh with its whole quota). */
+ * kept (refusing: evicted, it would start afresh with its whole quota;
+ * holding leases: evicted, its requests in flight would stop counting). */
 static apr_uint32_t sl_victim(sl_txn_t *t, const sl_shm_op_t *q, int n)
 {
     apr_uint32_t i = t->tab->hdr->lru_tail, fallback = SL_NIL, seen = 0;
@@ -370,9 +384,9 @@ static apr_uint32_t sl_victim(sl_txn_t *t, const sl_shm_op_t *q, int n)
             if (e->expires <= t->now) {
                 return i;
             }
-            if (sl_refusing(t, e)) {
+            if (sl_kept(t, e)) {
                 /* Out of the way of the next search: a table full of
-                 * refusing budgets costs one walk, not one per request. */
+                 * kept budgets costs one walk, not one per request. */
                 sl_lru_touch(t, i, e);
             }
             else if (fallback == SL_NIL) {

@@ -88,9 +88,9 @@ void sl_table_give_back(sl_table_t *t, sl_shm_op_t *ops, int n, apr_time_t at,
 
 /* SlidingLimitConcurrent's leases (lua/sl_renew.lua): each prepared
  * budget's lease of the request admitted (or renewed last) at at moves to
- * now, unless it expired already. */
-void sl_table_renew(sl_table_t *t, sl_shm_op_t *ops, int n, apr_time_t at,
-                    apr_time_t now);
+ * now, unless it expired already. Returns how many were renewed. */
+int sl_table_renew(sl_table_t *t, sl_shm_op_t *ops, int n, apr_time_t at,
+                   apr_time_t now);
 
 /* The operator's look (lua/sl_check.lua's peek): the state of each
  * prepared budget at now as its next request would find it, into *d (the

@@ -224,25 +224,22 @@ static void sl_no_room(sl_txn_t *t, sl_shm_op_t *q)
 /* After the decision: a budget left without room for one more request
  * (refused, or admitted with nothing remaining) is not evicted until more
  * quota can come, the script's reset: the same exact time the deny cache
- * trusts. */
-static void sl_mark_refusing(sl_txn_t *t, const sl_shm_op_t *q, int admitted)
+ * trusts. Leases are kept while any is in flight, whatever room is left:
+ * a lease's wait is capped at a second, its life is not. */
+static void sl_mark_kept(sl_txn_t *t, const sl_shm_op_t *q, int admitted)
 {
     sl_entry_t *e;
-    apr_int64_t until;
 
     if (q->entry == SL_NIL || !(e = sl_entry(t, q->entry))) {
         return;
     }
+    if (q->lease && e->st.log.count > 0) {
+        sl_entry_keep(e, e->expires);
+    }
     if (admitted ? q->ev.remaining > 0 : q->ev.ok) {
         return;
     }
-    until = t->now + (admitted ? q->ev.reset : q->ev.reset0);
-    until = (until + APR_USEC_PER_SEC - 1) / APR_USEC_PER_SEC;
-    if (until > (apr_int64_t) e->refusing_until) {
-        e->refusing_until = until > (apr_int64_t) 0xffffffffU
-                                ? 0xffffffffU
-                                : (apr_uint32_t) until;
-    }
+    sl_entry_keep(e, t->now + (admitted ? q->ev.reset : q->ev.reset0));
 }
 
 /* The space an admission takes: an entry per new key, for a log a chunk
@@ -295,7 +292,7 @@ apr_status_t sl_table_charge(sl_table_t *tab, sl_shm_op_t *q, int n,
     for (i = 0; i < n && !t.corrupt && rv == APR_SUCCESS; i++) {
         if (q[i].last) {
             sl_charge(&t, &q[i]);
-            sl_mark_refusing(&t, &q[i], 0);
+            sl_mark_kept(&t, &q[i], 0);
         }
     }
     if (t.corrupt) {
@@ -349,7 +346,7 @@ apr_status_t sl_table_decide(sl_table_t *tab, sl_shm_op_t *q, int n,
         }
     }
     for (i = 0; i < n && !t.corrupt; i++) {
-        sl_mark_refusing(&t, &q[i], admitted);
+        sl_mark_kept(&t, &q[i], admitted);
     }
     if (t.corrupt) {
         sl_format(tab);

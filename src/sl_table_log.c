@@ -97,8 +97,15 @@ apr_int64_t sl_log_remove(sl_txn_t *t, sl_entry_t *e, apr_int64_t at,
     apr_uint32_t rc = e->st.log.head, wc = rc, keep, k, i;
     apr_uint32_t rp = e->st.log.off, wp = rp, count = e->st.log.count;
     int removed = 0;
-    sl_chunk_t *r = sl_chunk(t, rc), *w = r;
+    sl_chunk_t *r, *w;
 
+    /* An empty log has no chunk to look at (its head is SL_NIL, not a
+     * broken link): what a late give-back or renewal finds once the
+     * request's entry has been trimmed or given back. */
+    if (count == 0) {
+        return 0;
+    }
+    r = w = sl_chunk(t, rc);
     for (i = 0; i < count; i++) {
         apr_int64_t ts;
         apr_uint32_t wt;
@@ -256,9 +263,13 @@ apr_int64_t sl_log_dead(sl_txn_t *t, sl_entry_t *e, apr_int64_t horizon,
 {
     apr_uint32_t pos = e->st.log.off;
     apr_int64_t k;
-    sl_chunk_t *ch = sl_chunk(t, e->st.log.head);
+    sl_chunk_t *ch;
 
     *units = 0;
+    if (e->st.log.count == 0) {
+        return 0;
+    }
+    ch = sl_chunk(t, e->st.log.head);
     for (k = 0; ch && k < e->st.log.count && ch->ts[pos] <= horizon; k++) {
         *units += ch->w[pos];
         if (++pos == SL_CHUNK_TS && k + 1 < e->st.log.count) {

@@ -25,7 +25,11 @@ void sl_table_give_back(sl_table_t *tab, sl_shm_op_t *q, int n, apr_time_t at,
         }
         switch (q[i].alg) {
         case SL_ALG_LOG:
-            sl_log_remove(&t, e, at, q[i].cost);
+            /* The last lease back: nothing in flight keeps the entry. */
+            if (sl_log_remove(&t, e, at, q[i].cost) && q[i].lease &&
+                e->st.log.count == 0) {
+                e->kept_until = 0;
+            }
             break;
         case SL_ALG_COUNTER:
             sl_counter_give_back(now, q[i].win, at, q[i].cost, &e->st.counter);
@@ -41,11 +45,11 @@ void sl_table_give_back(sl_table_t *tab, sl_shm_op_t *q, int n, apr_time_t at,
     }
 }
 
-void sl_table_renew(sl_table_t *tab, sl_shm_op_t *q, int n, apr_time_t at,
-                    apr_time_t now)
+int sl_table_renew(sl_table_t *tab, sl_shm_op_t *q, int n, apr_time_t at,
+                   apr_time_t now)
 {
     sl_txn_t t = {tab, now, 0};
-    int i;
+    int i, renewed = 0;
 
     for (i = 0; i < n && !t.corrupt; i++) {
         apr_uint32_t k = sl_entry_find(&t, &q[i]);
@@ -66,11 +70,15 @@ void sl_table_renew(sl_table_t *tab, sl_shm_op_t *q, int n, apr_time_t at,
             if (expires > e->expires) {
                 e->expires = expires;
             }
+            sl_entry_keep(e, e->expires);
+            renewed++;
         }
     }
     if (t.corrupt) {
         sl_format(tab);
+        return 0;
     }
+    return renewed;
 }
 
 /* What sl_evaluate decides for q, without a write: no expired entry or

@@ -53,10 +53,12 @@ typedef struct sl_table_hdr {
 
 typedef struct sl_entry {
     unsigned char hash[SL_HASH_BYTES];
-    /* Until when (seconds, rounded up) the budget has no room for one more
-     * request: it is not evicted before, which would give it its quota
-     * back. */
-    apr_uint32_t refusing_until;
+    /* Until when (seconds, rounded up) the entry is not evicted: the
+     * budget has no room for one more request (evicted, it would have its
+     * quota back), or it holds leases of requests in flight (evicted, they
+     * would no longer count, and its key would have more than N in
+     * flight). */
+    apr_uint32_t kept_until;
     apr_int64_t expires; /* microseconds; the script's PEXPIRE */
     union {
         sl_counter_t counter;
@@ -149,6 +151,10 @@ void sl_entry_drop(sl_txn_t *t, apr_uint32_t i);
 apr_uint32_t sl_entry_find(sl_txn_t *t, const sl_shm_op_t *q);
 /* A new empty entry for q, most recently used; SL_NIL without a cell. */
 apr_uint32_t sl_entry_new(sl_txn_t *t, const sl_shm_op_t *q);
+
+/* Entry e is not evicted before until (microseconds): sl_entry_t's
+ * kept_until, which only grows here. */
+void sl_entry_keep(sl_entry_t *e, apr_int64_t until);
 
 /* Frees entries until need cells are free: 0 when nothing more can be
  * evicted, or a link led nowhere. *evicted counts the live ones. */

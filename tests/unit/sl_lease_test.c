@@ -203,6 +203,89 @@ static void test_table(void)
     free(region);
 }
 
+/* The renewals and give-backs of leases that are no longer there (a child
+ * stopped longer than its lease, issue 36): each is a no-op that says so,
+ * and never touches another budget, even when its budget's entry is still
+ * there with an empty log. */
+static void test_late_renewal(void)
+{
+    apr_size_t size = 64 * 1024;
+    void *region = calloc(1, size);
+    sl_table_t *t = NULL;
+    sl_budget_t lease, keep;
+    sl_shm_op_t *ops;
+    sl_decision_t d;
+    apr_time_t t1 = T0 + 100 * SEC, t2;
+    apr_int64_t blocked[1];
+    int kept = -1, i, ok = 1;
+
+    EXPECT(sl_table_attach(pool, region, size, 0, &kept, &t) == APR_SUCCESS,
+           "attach");
+    memset(&keep, 0, sizeof(keep));
+    keep.key = "{c}.keep";
+    keep.key_len = strlen(keep.key);
+    keep.algorithm = SL_ALG_COUNTER;
+    keep.requests = 3;
+    keep.window = 60 * SEC;
+    lease = keep;
+    lease.key = "{c}.lease";
+    lease.key_len = strlen(lease.key);
+    lease.algorithm = SL_ALG_CONCURRENT;
+    lease.window = 3 * SEC;
+    lease.cost = 1;
+    for (i = 0; i < 2; i++) {
+        ok = ok && decide(t, &keep, t1 + i, &d) == APR_SUCCESS && d.admitted;
+    }
+    EXPECT(ok, "two of the rate limit's 3 spent");
+
+    /* Three leases; the child that holds them stops for 4.5 s. */
+    for (i = 0; i < 3; i++) {
+        ok = ok && decide(t, &lease, t1 + 10 + i, &d) == APR_SUCCESS &&
+             d.admitted;
+    }
+    EXPECT(ok, "three leases taken");
+    t2 = t1 + 4500 * 1000;
+    sl_table_prepare(pool, t, &lease, 1, &ops);
+    EXPECT(sl_table_renew(t, ops, 1, t1 + 10, t2) == 0,
+           "a renewal after the lease expired renews nothing");
+    /* Another request of the client takes a lease and gives it back: the
+     * entry stays, its log empty. */
+    EXPECT(decide(t, &lease, t2 + 1, &d) == APR_SUCCESS && d.admitted &&
+               d.quota[0].remaining == 2,
+           "the expired leases hold no place");
+    sl_table_prepare(pool, t, &lease, 1, &ops);
+    sl_table_give_back(t, ops, 1, t2 + 1, t2 + 2);
+    EXPECT(sl_table_entries(t) == 2, "both budgets stored");
+    sl_table_prepare(pool, t, &lease, 1, &ops);
+    d.quota = apr_pcalloc(pool, sizeof(*d.quota));
+    EXPECT(sl_table_peek(t, ops, 1, t2 + 3, &d, blocked) == APR_SUCCESS &&
+               d.admitted && d.quota[0].remaining == 3,
+           "an empty log is read as empty, not as a broken link");
+    sl_table_prepare(pool, t, &lease, 1, &ops);
+    EXPECT(sl_table_renew(t, ops, 1, t2, t2 + SEC) == 0,
+           "a renewal naming a time no lease has renews nothing");
+    sl_table_prepare(pool, t, &lease, 1, &ops);
+    sl_table_give_back(t, ops, 1, t1 + 11, t2 + SEC);
+    EXPECT(sl_table_entries(t) == 2,
+           "and neither it nor a late give-back empties the table (%u "
+           "budgets left)",
+           sl_table_entries(t));
+    EXPECT(decide(t, &keep, t2 + 2 * SEC, &d) == APR_SUCCESS && d.admitted &&
+               d.quota[0].remaining == 0,
+           "the rate limit still has 1 of 3 left (remaining %ld after it)",
+           (long) d.quota[0].remaining);
+    EXPECT(decide(t, &keep, t2 + 2 * SEC + 1, &d) == APR_SUCCESS && !d.admitted,
+           "and then refuses");
+
+    /* A live lease is renewed, and says so. */
+    EXPECT(decide(t, &lease, t2 + 3 * SEC, &d) == APR_SUCCESS && d.admitted,
+           "a lease taken");
+    sl_table_prepare(pool, t, &lease, 1, &ops);
+    EXPECT(sl_table_renew(t, ops, 1, t2 + 3 * SEC, t2 + 4 * SEC) == 1,
+           "a live lease is renewed");
+    free(region);
+}
+
 static void test_wire(void)
 {
     const char *err;
@@ -220,6 +303,7 @@ int main(void)
     test_parse();
     test_math();
     test_table();
+    test_late_renewal();
     test_wire();
     printf("sl_lease: %d passed, %d failed\n", passed, failed);
     apr_terminate();

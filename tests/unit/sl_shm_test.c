@@ -258,6 +258,120 @@ static void test_refusing_kept(void)
     free(region);
 }
 
+/* An entry that holds live leases (SlidingLimitConcurrent) is never
+ * evicted, whatever room is left in it (issue 36): evicted, its requests
+ * in flight would no longer count, and a flood of new clients would let
+ * one client hold more than N at once. Once its leases are given back it
+ * is an idle budget like any other. */
+static void test_leases_kept(void)
+{
+    void *region;
+    sl_table_t *t = table_new(sl_table_min_size(), &region);
+    sl_budget_t held = budget("{held}.n", SL_ALG_CONCURRENT, 2, 60 * SEC);
+    sl_budget_t half = budget("{half}.n", SL_ALG_CONCURRENT, 2, 60 * SEC);
+    apr_time_t now = T0 + 2 * SEC;
+    sl_shm_op_t *ops;
+    sl_table_news_t news;
+    sl_decision_t d;
+    char key[32];
+    int i, refused = 0, evicted = 0;
+
+    decide(t, held, T0, &d, NULL);
+    decide(t, held, T0 + 1, &d, NULL);
+    EXPECT(decide(t, held, T0 + 2, &d, NULL) == APR_SUCCESS && !d.admitted,
+           "two of two in flight: a third is refused");
+    EXPECT(decide(t, half, T0 + 3, &d, NULL) == APR_SUCCESS && d.admitted &&
+               d.quota[0].remaining == 1,
+           "one of two in flight elsewhere");
+    /* Past the refusal's one-second wait, many new clients: both lease
+     * entries are the least recently used. */
+    for (i = 0; i < 3 * (int) sl_table_free(t) + 200; i++) {
+        apr_snprintf(key, sizeof(key), "{flood%d}.c", i);
+        if (decide(t, budget(key, SL_ALG_COUNTER, 5, HOUR), now + i, &d,
+                   &news) != APR_SUCCESS ||
+            !d.admitted) {
+            refused++;
+        }
+        evicted += news.evicted;
+    }
+    now += i;
+    EXPECT(refused == 0 && evicted > 0,
+           "idle budgets made room (%d refused, %d evicted)", refused, evicted);
+    EXPECT(decide(t, held, now, &d, NULL) == APR_SUCCESS && !d.admitted &&
+               d.quota[0].remaining == 0,
+           "the full lease entry was kept: still refused (remaining %ld)",
+           (long) d.quota[0].remaining);
+    EXPECT(decide(t, half, now + 1, &d, NULL) == APR_SUCCESS && d.admitted &&
+               d.quota[0].remaining == 0,
+           "the half-full one too: one more admitted, none after");
+    EXPECT(decide(t, half, now + 2, &d, NULL) == APR_SUCCESS && !d.admitted,
+           "and then refused");
+
+    /* Given back, the leases pin nothing: the flood may evict the entry. */
+    sl_table_prepare(pool, t, &held, 1, &ops);
+    sl_table_give_back(t, ops, 1, T0, now + 3);
+    sl_table_prepare(pool, t, &held, 1, &ops);
+    sl_table_give_back(t, ops, 1, T0 + 1, now + 3);
+    for (i = 0; i < 3 * (int) sl_table_entries(t); i++) {
+        apr_snprintf(key, sizeof(key), "{again%d}.c", i);
+        decide(t, budget(key, SL_ALG_COUNTER, 5, HOUR), now + 4 + i, &d, NULL);
+    }
+    sl_table_prepare(pool, t, &held, 1, &ops);
+    d.quota = apr_pcalloc(pool, sizeof(*d.quota));
+    {
+        apr_int64_t blocked;
+        EXPECT(sl_table_peek(t, ops, 1, now + 4 + i, &d, &blocked) ==
+                       APR_SUCCESS &&
+                   d.quota[0].remaining == 2,
+               "the leases given back: two places free");
+    }
+    free(region);
+}
+
+/* A table whose every entry holds leases: a new client finds no room and
+ * is refused (as in a table of refusing budgets), nobody is evicted, and
+ * it is admitted once leases end. */
+static void test_all_leased(void)
+{
+    void *region;
+    sl_table_t *t = table_new(sl_table_min_size(), &region);
+    apr_uint32_t n = sl_table_free(t), i;
+    apr_time_t now = T0 + n + 2 * SEC;
+    sl_table_news_t news;
+    sl_shm_op_t *ops;
+    sl_decision_t d;
+    sl_budget_t b;
+    char key[32];
+
+    for (i = 0; i < n; i++) {
+        apr_snprintf(key, sizeof(key), "{l%u}.n", i);
+        decide(t, budget(key, SL_ALG_CONCURRENT, 3, 60 * SEC), T0 + i, &d,
+               NULL);
+    }
+    EXPECT(sl_table_free(t) == 0, "every cell taken (%u entries)",
+           sl_table_entries(t));
+    EXPECT(decide(t, budget("{new}.c", SL_ALG_COUNTER, 5, HOUR), now, &d,
+                  &news) == APR_SUCCESS &&
+               !d.admitted && news.full && news.evicted == 0 &&
+               d.quota[0].remaining == 0,
+           "a new client finds no room: refused, nobody evicted");
+    EXPECT(sl_table_entries(t) == n / 2, "every lease kept (%u of %u)",
+           sl_table_entries(t), n / 2);
+    /* One request ends: its entry may go. */
+    b = budget("{l0}.n", SL_ALG_CONCURRENT, 3, 60 * SEC);
+    sl_table_prepare(pool, t, &b, 1, &ops);
+    sl_table_give_back(t, ops, 1, T0, now + 1);
+    EXPECT(decide(t, budget("{new}.c", SL_ALG_COUNTER, 5, HOUR), now + 2, &d,
+                  &news) == APR_SUCCESS &&
+               d.admitted,
+           "a lease given back: the new client is admitted in its place");
+    EXPECT(decide(t, budget("{new2}.c", SL_ALG_COUNTER, 5, HOUR),
+                  T0 + 61 * SEC + n, &d, &news) == APR_SUCCESS &&
+               d.admitted,
+           "and once the leases expire, room for anyone");
+    free(region);
+}
+
 /* A table full of spent budgets: a new client is refused rather than
  * given room at a spent client's expense, until the refusals end. */
 static void test_all_refusing(void)
@@ -490,6 +604,14 @@ static void test_cost_give_back(void)
     sl_table_give_back(t, ops, 1, T0 + 3 * SEC, T0 + 3 * SEC);
     EXPECT(sl_table_free(t) == free0 - 1,
            "log: every chunk back when all went (the entry stays)");
+    /* A second give-back (late, or of a request trimmed meanwhile) finds
+     * the log empty: a no-op, not a broken link that empties the table. */
+    b.cost = 3;
+    sl_table_prepare(pool, t, &b, 1, &ops);
+    sl_table_give_back(t, ops, 1, T0, T0 + 4 * SEC);
+    EXPECT(sl_table_entries(t) == 1 && sl_table_free(t) == free0 - 1,
+           "log: a give-back on an empty log changes nothing (%u budgets)",
+           sl_table_entries(t));
 
     for (alg = SL_ALG_COUNTER; alg <= SL_ALG_GCRA; alg++) {
         sl_budget_t c =
@@ -718,6 +840,8 @@ int main(void)
     test_full_refuses();
     test_refusing_kept();
     test_all_refusing();
+    test_leases_kept();
+    test_all_leased();
     test_stripe_keyed();
     test_out_of_order();
     test_corruption();
