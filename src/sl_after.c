@@ -233,9 +233,10 @@ static request_rec *sl_first(request_rec *r)
     return r;
 }
 
-/* The header names a request's chain owes a charge by. */
-static int sl_owes_header(request_rec *r)
+/* The header names a request's chain owes a charge by (NULL: none). */
+static apr_array_header_t *sl_owed_headers(request_rec *r)
 {
+    apr_array_header_t *names = NULL;
     request_rec *q;
 
     for (q = r; q; q = q->prev) {
@@ -245,14 +246,19 @@ static int sl_owes_header(request_rec *r)
         int i;
         for (owed = note ? note->owed : NULL; owed; owed = owed->next) {
             for (i = 0; i < owed->n; i++) {
-                if (APR_ARRAY_IDX(owed->limits, i, sl_limit_t *)
-                        ->after_header) {
-                    return 1;
+                const char *name =
+                    APR_ARRAY_IDX(owed->limits, i, sl_limit_t *)->after_header;
+                if (!name) {
+                    continue;
                 }
+                if (!names) {
+                    names = apr_array_make(r->pool, 2, sizeof(name));
+                }
+                APR_ARRAY_PUSH(names, const char *) = name;
             }
         }
     }
-    return 0;
+    return names;
 }
 
 /* Takes every owed cost=after:header: header out of f->r's response
@@ -298,9 +304,13 @@ static apr_status_t sl_cost_filter(ap_filter_t *f, apr_bucket_brigade *bb)
 
 void sl_decide_insert_filter(request_rec *r)
 {
-    if (!r->main && sl_owes_header(r)) {
-        ap_add_output_filter(SL_COST_FILTER, NULL, r, r->connection);
+    apr_array_header_t *names;
+
+    if (r->main || !(names = sl_owed_headers(r))) {
+        return;
     }
+    ap_add_output_filter(SL_COST_FILTER, NULL, r, r->connection);
+    sl_interim_watch(r, (const char **) names->elts, names->nelts);
 }
 
 void sl_decide_register_filter(void)
@@ -308,6 +318,7 @@ void sl_decide_register_filter(void)
     /* Before HTTP_HEADER (AP_FTYPE_PROTOCOL), which sends the headers. */
     ap_register_output_filter(SL_COST_FILTER, sl_cost_filter, NULL,
                               AP_FTYPE_PROTOCOL - 1);
+    sl_interim_register();
 }
 
 /* What limit l of a decision of r's chain costs beyond its admission's

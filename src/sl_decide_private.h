@@ -100,6 +100,13 @@ int sl_answer(const sl_case_t *c, const sl_outcome_t *o,
               const sl_decision_t *d);
 int sl_refuse_cost(const sl_case_t *c, const sl_mode_t *m, int why, int at);
 
+/* sl_interim.c: cost=after:header:: the interim (1xx) responses of r,
+ * which httpd writes to the connection past every request filter, go
+ * without the fields NAMES (N of them; 0: r owes by none). */
+#define SL_INTERIM_FILTER "SLIDINGLIMIT_INTERIM"
+void sl_interim_register(void);
+void sl_interim_watch(request_rec *r, const char **names, int n);
+
 /* sl_after.c: what c's admission (by store, at d's time) leaves to the
  * request's end: count= reservations, SlidingLimitConcurrent leases,
  * cost=after: bills. */
