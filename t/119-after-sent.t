@@ -6,7 +6,9 @@
 # 100 bytes (a server of its own with a small send buffer, a client with a
 # small receive buffer that closes without reading the rest: httpd's
 # writes fail with most of the 4 MiB file unwritten) far less than the
-# file: what was written before the connection failed.
+# file: what was written before the connection failed. Three GETs
+# pipelined on one connection are charged 1000 each: one response's bytes
+# are never counted to its neighbour.
 use strict;
 use warnings;
 
@@ -17,7 +19,7 @@ use SL::Test;
 use SL::Httpd;
 use SL::After;
 
-plan tests => 7;
+plan tests => 8;
 
 my $big = Apache::Test::vars('documentroot') . '/af/sent/big.bin';
 my $size = 4 * 1024 * 1024;
@@ -52,6 +54,21 @@ $r  = af_get($o, '/af/sent/big.bin', 'X-Forwarded-For' => $ip, Range => 'bytes=0
 my $len = length($r->{content});
 ok t_cmp("$r->{status} " . $used->($ip), "206 $len",
     "two ranges cost the multipart body the client got ($len bytes)");
+
+# Pipelined: the three requests in one write, the answers read after.
+{
+    $ip = fresh_ip();
+    my ($port) = server_url() =~ /:(\d+)$/;
+    socket(my $s, PF_INET, SOCK_STREAM, 0) or die "socket: $!";
+    connect($s, pack_sockaddr_in($port, inet_aton('127.0.0.1'))) or die "connect: $!";
+    my $req = "GET /af/sent/1000.txt HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Forwarded-For: $ip\r\n";
+    syswrite($s, "$req\r\n$req\r\n${req}Connection: close\r\n\r\n");
+    my $all = '';
+    while (sysread($s, $all, 65536, length $all)) { }
+    close $s;
+    my $n = () = $all =~ m{HTTP/1\.1 200 }g;
+    ok t_cmp("$n " . $used->($ip), '3 3000', 'three pipelined GETs of 1000 bytes cost 1000 each');
+}
 
 # The download given up.
 my $h = SL::Httpd->start(conf => ['after.conf'], name => 'after-sent', extra => "SendBufferSize 4096\n");
