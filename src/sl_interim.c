@@ -31,7 +31,6 @@ typedef struct sl_watch {
     const char **names;
     int n;
     apr_bucket_brigade *held;
-    apr_bucket_brigade *out;
     int done; /* a 101: what follows is another protocol's */
 } sl_watch_t;
 
@@ -39,6 +38,9 @@ typedef struct sl_watch {
  * interim responses it reads (NULL: none). */
 typedef struct sl_interim {
     sl_watch_t *watch;
+    /* What goes on: the connection's, since what it passes may end the
+     * request (its end of request bucket) and its pool with it. */
+    apr_bucket_brigade *out;
 } sl_interim_t;
 
 /* A request's pool outlives its turn on the connection (its end is written
@@ -64,8 +66,8 @@ static void sl_interim_emit(sl_watch_t *w, char *data, apr_size_t len,
 
     memmove(data + n, data + end, len - end);
     APR_BRIGADE_INSERT_TAIL(
-        w->out, apr_bucket_pool_create(data, n + len - end, w->r->pool,
-                                       w->r->connection->bucket_alloc));
+        w->in->out, apr_bucket_pool_create(data, n + len - end, w->r->pool,
+                                           w->r->connection->bucket_alloc));
     apr_brigade_cleanup(w->held);
     if (w->r->status == HTTP_SWITCHING_PROTOCOLS) {
         w->done = 1;
@@ -85,17 +87,17 @@ static void sl_interim_take(sl_watch_t *w, apr_bucket *b)
             ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, w->r,
                           "mod_slidinglimit: an interim response's header "
                           "block ended early; passed as it is");
-            APR_BRIGADE_CONCAT(w->out, w->held);
+            APR_BRIGADE_CONCAT(w->in->out, w->held);
             w->done = 1;
         }
-        APR_BRIGADE_INSERT_TAIL(w->out, b);
+        APR_BRIGADE_INSERT_TAIL(w->in->out, b);
         return;
     }
     /* A transient bucket's data is the caller's until it returns. */
     apr_bucket_setaside(b, w->r->pool);
     APR_BRIGADE_INSERT_TAIL(w->held, b);
     if (apr_brigade_pflatten(w->held, &data, &len, w->r->pool) != APR_SUCCESS) {
-        APR_BRIGADE_CONCAT(w->out, w->held);
+        APR_BRIGADE_CONCAT(w->in->out, w->held);
         w->done = 1;
         return;
     }
@@ -119,9 +121,9 @@ static apr_status_t sl_interim_filter(ap_filter_t *f, apr_bucket_brigade *bb)
         APR_BUCKET_REMOVE(b);
         sl_interim_take(w, b);
     }
-    APR_BRIGADE_CONCAT(w->out, bb);
-    rv = ap_pass_brigade(f->next, w->out);
-    apr_brigade_cleanup(w->out);
+    APR_BRIGADE_CONCAT(in->out, bb);
+    rv = ap_pass_brigade(f->next, in->out);
+    apr_brigade_cleanup(in->out);
     return rv;
 }
 
@@ -149,6 +151,7 @@ void sl_interim_watch(request_rec *r, const char **names, int n)
     }
     if (!in) {
         in = apr_pcalloc(c->pool, sizeof(*in));
+        in->out = apr_brigade_create(c->pool, c->bucket_alloc);
         ap_add_output_filter(SL_INTERIM_FILTER, in, r, c);
     }
     w = apr_pcalloc(r->pool, sizeof(*w));
@@ -157,7 +160,6 @@ void sl_interim_watch(request_rec *r, const char **names, int n)
     w->names = names;
     w->n = n;
     w->held = apr_brigade_create(r->pool, c->bucket_alloc);
-    w->out = apr_brigade_create(r->pool, c->bucket_alloc);
     in->watch = w;
     apr_pool_cleanup_register(r->pool, w, sl_unwatch, apr_pool_cleanup_null);
 }
