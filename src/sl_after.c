@@ -242,9 +242,11 @@ static request_rec *sl_first(request_rec *r)
     return r;
 }
 
-/* The header names a request's chain owes a charge by. */
-static int sl_owes_header(request_rec *r)
+/* The header names a request's chain owes a charge by (NULL: none), and
+ * whether it owes by the bytes of its body (*BYTES). */
+static apr_array_header_t *sl_owed_headers(request_rec *r, int *bytes)
 {
+    apr_array_header_t *names = NULL;
     request_rec *q;
 
     for (q = r; q; q = q->prev) {
@@ -254,14 +256,23 @@ static int sl_owes_header(request_rec *r)
         int i;
         for (owed = note ? note->owed : NULL; owed; owed = owed->next) {
             for (i = 0; i < owed->n; i++) {
-                if (APR_ARRAY_IDX(owed->limits, i, sl_limit_t *)
-                        ->after_header) {
-                    return 1;
+                const sl_limit_t *l =
+                    APR_ARRAY_IDX(owed->limits, i, sl_limit_t *);
+                const char *name = l->after_header;
+                if (l->after == SL_AFTER_BYTES) {
+                    *bytes = 1;
                 }
+                if (!name) {
+                    continue;
+                }
+                if (!names) {
+                    names = apr_array_make(r->pool, 2, sizeof(name));
+                }
+                APR_ARRAY_PUSH(names, const char *) = name;
             }
         }
     }
-    return 0;
+    return names;
 }
 
 /* Takes every owed cost=after:header: header out of f->r's response
@@ -307,9 +318,21 @@ static apr_status_t sl_cost_filter(ap_filter_t *f, apr_bucket_brigade *bb)
 
 void sl_decide_insert_filter(request_rec *r)
 {
-    if (!r->main && sl_owes_header(r)) {
-        ap_add_output_filter(SL_COST_FILTER, NULL, r, r->connection);
+    apr_array_header_t *names;
+    int bytes = 0;
+
+    if (r->main) {
+        return;
     }
+    names = sl_owed_headers(r, &bytes);
+    if (bytes) {
+        sl_sent_watch(r, sl_note(sl_first(r)));
+    }
+    if (!names) {
+        return;
+    }
+    ap_add_output_filter(SL_COST_FILTER, NULL, r, r->connection);
+    sl_interim_watch(r, (const char **) names->elts, names->nelts);
 }
 
 void sl_decide_register_filter(void)
@@ -317,6 +340,8 @@ void sl_decide_register_filter(void)
     /* Before HTTP_HEADER (AP_FTYPE_PROTOCOL), which sends the headers. */
     ap_register_output_filter(SL_COST_FILTER, sl_cost_filter, NULL,
                               AP_FTYPE_PROTOCOL - 1);
+    sl_interim_register();
+    sl_sent_register();
 }
 
 /* What limit l of a decision of r's chain costs beyond its admission's
@@ -334,7 +359,7 @@ static apr_int64_t sl_extra_of(request_rec *r, const sl_note_t *first,
         last = last->next;
     }
     if (l->after == SL_AFTER_BYTES) {
-        v = apr_off_t_toa(r->pool, last->bytes_sent > 0 ? last->bytes_sent : 0);
+        v = apr_off_t_toa(r->pool, sl_sent_body(r, first));
     }
     else if (first->after_values) {
         v = apr_table_get(first->after_values, l->after_header);

@@ -86,6 +86,8 @@ typedef struct sl_note {
     /* cost=after:header:NAME: the values the cost filter took out of the
      * response, by NAME. */
     apr_table_t *after_values;
+    /* cost=after:bytes: the bytes of the response's head (sl_sent.c). */
+    apr_off_t *head;
     /* The limits its quota headers describe, and their quota. */
     const apr_array_header_t *shown_limits;
     sl_decision_t shown;
@@ -100,6 +102,22 @@ sl_note_t *sl_note(request_rec *r);
 int sl_answer(const sl_case_t *c, const sl_outcome_t *o,
               const sl_decision_t *d);
 int sl_refuse_cost(const sl_case_t *c, const sl_mode_t *m, int why, int at);
+
+/* sl_interim.c: cost=after:header:: the interim (1xx) responses of r,
+ * which httpd writes to the connection past every request filter, go
+ * without the fields NAMES (N of them; 0: r owes by none). */
+#define SL_INTERIM_FILTER "SLIDINGLIMIT_INTERIM"
+void sl_interim_register(void);
+void sl_interim_watch(request_rec *r, const char **names, int n);
+
+/* sl_sent.c: cost=after:bytes: the bytes of the body of the response to
+ * r's chain (r the client's request, FIRST its note) that left the
+ * server, once it is over (log_transaction, after mod_logio's); the
+ * filter that counts the response's head is added to the chain once. */
+#define SL_HEAD_FILTER "SLIDINGLIMIT_HEAD"
+void sl_sent_register(void);
+void sl_sent_watch(request_rec *r, sl_note_t *first);
+apr_off_t sl_sent_body(request_rec *r, const sl_note_t *first);
 
 /* sl_after.c: what c's admission (by store, at d's time) leaves to the
  * request's end: count= reservations, SlidingLimitConcurrent leases,

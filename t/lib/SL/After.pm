@@ -17,14 +17,15 @@ our @EXPORT = qw(af_get af_used af_look);
 my %ua;
 
 # af_get({ vhost => ... } or {}, $path, %headers) -> HTTP::Tiny response;
-# { base => URL } for another httpd.
+# { base => URL } for another httpd, { method => 'HEAD' } for another
+# method.
 sub af_get {
     # Apache::Test's look-up of a virtual host writes $_.
     local $_;
     my ($o, $path, %h) = @_;
     my $base = $o->{base} // server_url($o->{vhost});
     $ua{$base} //= HTTP::Tiny->new(keep_alive => 1, timeout => 10, max_redirect => 0);
-    return $ua{$base}->request('GET', $base . $path, { headers => \%h });
+    return $ua{$base}->request($o->{method} // 'GET', $base . $path, { headers => \%h });
 }
 
 # The status handler's look at client $ip of $path (JSON text), at
