@@ -2,6 +2,7 @@
  * section and virtual host), the named policies that must agree wherever a
  * name is used, and SlidingLimitAlgorithm, which they must agree under. */
 #include "sl_config_private.h"
+#include "sl_quota.h"
 #include "sl_redis.h"
 #include "sl_stats.h"
 #include "sl_wire.h"
@@ -301,6 +302,10 @@ static const char *sl_limit_compile(cmd_parms *cmd, sl_limit_t *l)
                                             "'expr:%s': cannot parse "
                                             "the expression: %s",
                                             l->quota_expr, err));
+        }
+        /* An .htaccess file is read per request, after start-up's warning. */
+        if (!sl_in_htaccess(cmd)) {
+            sl_quota_note(cmd, l->quota_expr);
         }
     }
     /* burst= without algorithm=gcra on its line is sl_parse_limit's to
