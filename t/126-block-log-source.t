@@ -6,7 +6,10 @@
 # host. An .htaccess SlidingLimit may not take the name of a server
 # policy (500, and the error log says why). The vhost= port is the one the
 # connection came in on, never the port a client writes in its Host
-# header.
+# header. README's recipe (For logs and back ends), pasted as written,
+# counts only what another site cannot make a browser send: GETs and POSTs
+# with another site's Origin never start a block, POSTs without Origin or
+# with the site's own do.
 use strict;
 use warnings;
 
@@ -16,8 +19,10 @@ use File::Temp qw(tempfile);
 use SL::Test;
 use SL::Fault qw(error_log_lines);
 use SL::Keys;
+use SL::Httpd;
+use HTTP::Tiny;
 
-plan tests => 9;
+plan tests => 15;
 
 my $cfg  = Apache::Test::config();
 my $host = $cfg->{vars}{servername};
@@ -65,3 +70,37 @@ ok t_cmp(http_get('/htaccess/f2bname/', 'X-Forwarded-For' => fresh_ip())->{statu
     '.htaccess SlidingLimit name=bl-login (a server policy\'s name): 500');
 my @l = error_log_lines(qr/SlidingLimit: name 'bl-login' is a policy of the server configuration/);
 ok(@l >= 1, '... and the error log says why');
+
+# README's recipe, as written, behind Basic authentication that every
+# request here fails (401, which the recipe counts).
+my ($logs) = slurp(top_dir() . '/README.md') =~ /^## For logs and back ends\n(.*?)^## /ms;
+my ($recipe) = grep { /<Location \/login>/ && /block=/ }
+  map { join '', map { s/^ {4}//r } split /^/, $_ } ($logs // '') =~ /((?:^(?: {4}.*)?\n)+)/mg;
+ok(defined $recipe, 'the recipe is in the README') or diag($logs);
+my $t = SL::Httpd::_tdir();
+my $h = SL::Httpd->start(extra => <<"EOT" . ($recipe // ''));
+Alias /login "$t/htdocs/fault.html"
+<Location /login>
+    AuthType Basic
+    AuthName recipe
+    AuthUserFile "$t/conf/keys.htpasswd"
+    Require valid-user
+</Location>
+EOT
+my $ua = HTTP::Tiny->new(timeout => 10);
+my $send = sub {
+    my ($method, $who, %hdr) = @_;
+    return $ua->request($method, $h->url . '/login', { headers => { 'X-Forwarded-For' => $who, %hdr }, content => '' })->{status};
+};
+my %who = map { $_ => fresh_ip() } qw(get cross plain own);
+my @s = map { $send->('GET', $who{get}) } 1 .. 8;
+ok t_cmp("@s", join(' ', (401) x 8), 'GETs (an <img> elsewhere) never count: 8 x 401');
+@s = map { $send->('POST', $who{cross}, Origin => 'https://evil.example', 'Sec-Fetch-Site' => 'cross-site') } 1 .. 8;
+ok t_cmp("@s", join(' ', (401) x 8), 'POSTs with another site\'s Origin never count: 8 x 401');
+@s = map { $send->('POST', $who{plain}) } 1 .. 6;
+ok t_cmp("@s", '401 401 401 401 401 429', 'POSTs without Origin (curl, scripts): the sixth is refused');
+@s = map { $send->('POST', $who{own}, Origin => 'https://www.example.com') } 1 .. 6;
+ok t_cmp("@s", '401 401 401 401 401 429', 'POSTs with the site\'s own Origin: the sixth is refused');
+my @started = map { $h->error_log =~ /block started: client=\Q$who{$_}\E policy=login-failures seconds=900 source=server / ? $_ : () } qw(get cross plain own);
+ok t_cmp("@started", 'plain own', 'blocks (and so bans) only for those two');
+$h->stop;
