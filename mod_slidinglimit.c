@@ -31,6 +31,9 @@
  *   src/sl_lease.c         SlidingLimitConcurrent's leases held, renewed
  *   src/sl_delay.c       * delay=: whether a refusal may wait, how long
  *   src/sl_quota.c         SlidingLimit expr:'s quota for one request
+ *   src/sl_quota_check.c   start-up's warning: a quota a client chooses
+ *   src/sl_quota_inputs.c* what of a request an expression reads that a
+ *                          client chooses
  *   src/sl_inspect.c       the status handler's look at one client, a reset
  *   src/sl_forgery.c     * a reset a page of another site asked for
  *   src/sl_stats.c         counters and the status page's text
@@ -79,6 +82,7 @@
 #include "src/sl_decide.h"
 #include "src/sl_inspect.h"
 #include "src/sl_proc.h"
+#include "src/sl_quota.h"
 #include "src/sl_store.h"
 
 APLOG_USE_MODULE(slidinglimit);
@@ -112,6 +116,7 @@ static int sl_post_config(apr_pool_t *pconf, apr_pool_t *plog,
         sl_store_post_config(pconf, ptemp, s) != APR_SUCCESS) {
         return HTTP_INTERNAL_SERVER_ERROR;
     }
+    sl_quota_check(pconf, ptemp, s);
     return OK;
 }
 

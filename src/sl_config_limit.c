@@ -3,6 +3,7 @@
  * section and virtual host), the named policies that must agree wherever a
  * name is used, and SlidingLimitAlgorithm, which they must agree under. */
 #include "sl_config_private.h"
+#include "sl_quota.h"
 #include "sl_redis.h"
 #include "sl_stats.h"
 #include "sl_wire.h"
@@ -51,6 +52,8 @@ static const char *sl_args(apr_pool_t *p, int argc, char *const argv[])
  * different quotas, and whichever ran last would decide. The algorithm is
  * compared as it applies (sl_algorithms_agree). The state lives in the
  * configuration pool, so each read of the configuration starts empty. */
+#define SL_NAMED_STATE "slidinglimit-named-policies"
+
 typedef struct sl_named_state {
     apr_hash_t *first; /* name -> the first sl_limit_t with that name */
     apr_hash_t *uses;  /* name -> array of sl_named_use_t */
@@ -65,7 +68,7 @@ typedef struct sl_named_use {
 
 static sl_named_state_t *sl_named_state(apr_pool_t *p)
 {
-    static const char key[] = "slidinglimit-named-policies";
+    static const char key[] = SL_NAMED_STATE;
     sl_named_state_t *st = NULL;
 
     apr_pool_userdata_get((void **) &st, key, p);
@@ -77,6 +80,33 @@ static sl_named_state_t *sl_named_state(apr_pool_t *p)
         apr_pool_userdata_set(st, key, apr_pool_cleanup_null, p);
     }
     return st;
+}
+
+/* The names the server configuration uses, read by .htaccess files at
+ * request time: the state of the configuration pool as the last read of
+ * the configuration left it, never made here (pconf is not the request's
+ * to write). */
+static int sl_server_name(cmd_parms *cmd, const char *name)
+{
+    sl_named_state_t *st = NULL;
+    apr_hash_index_t *hi;
+
+    apr_pool_userdata_get((void **) &st, SL_NAMED_STATE,
+                          cmd->server->process->pconf);
+    if (!st) {
+        return 0;
+    }
+    /* Case-insensitive: a log reader that matches names without case
+     * must not take a tenant's "Login" for the server's "login". */
+    for (hi = apr_hash_first(cmd->temp_pool, st->first); hi;
+         hi = apr_hash_next(hi)) {
+        const void *key;
+        apr_hash_this(hi, &key, NULL, NULL);
+        if (!strcasecmp(key, name)) {
+            return 1;
+        }
+    }
+    return 0;
 }
 
 static const char *sl_place(apr_pool_t *p, const ap_directive_t *d)
@@ -274,6 +304,10 @@ static const char *sl_limit_compile(cmd_parms *cmd, sl_limit_t *l)
                                             "the expression: %s",
                                             l->quota_expr, err));
         }
+        /* An .htaccess file is read per request, after start-up's warning. */
+        if (!sl_in_htaccess(cmd)) {
+            sl_quota_note(cmd, l->quota_expr);
+        }
     }
     /* burst= without algorithm=gcra on its line is sl_parse_limit's to
      * refuse (sl_limit.c): the section's algorithm may come later. */
@@ -302,8 +336,19 @@ static const char *sl_limit_unique(cmd_parms *cmd, sl_dir_conf_t *dc,
     }
     /* A name in an .htaccess file is that directory's own: a file that
      * its owner may edit never reaches the budgets of the server's (or
-     * another directory's) policy of the same name. */
+     * another directory's) policy of the same name. Nor does it take a
+     * server policy's name: the headers, the metrics and the block's log
+     * line (which fail2ban reads) would show the tenant's limit as the
+     * server's. */
     if (l->named && sl_in_htaccess(cmd)) {
+        if (sl_server_name(cmd, l->name)) {
+            return sl_err(cmd, apr_psprintf(cmd->pool,
+                                            "name '%s' is a policy of the "
+                                            "server configuration; an "
+                                            ".htaccess file may not use "
+                                            "it: choose another name",
+                                            l->name));
+        }
         sl_limit_scope(cmd->pool, l, sl_section(cmd));
     }
     else if (l->named && ((err = sl_named_agree(cmd, l)) ||
@@ -317,6 +362,7 @@ static const char *sl_limit_unique(cmd_parms *cmd, sl_dir_conf_t *dc,
 static void sl_limit_keep(cmd_parms *cmd, sl_dir_conf_t *dc, sl_limit_t *l)
 {
     /* Made here, not per decision: it scans the section's text. */
+    l->htaccess = sl_in_htaccess(cmd);
     l->label = sl_stats_policy(cmd->pool, l);
     sl_wire_limit(cmd->pool, l);
     sl_redis_limit_args(cmd->pool, l);

@@ -248,9 +248,11 @@ static int sl_blocks_started(const sl_case_t *c, const sl_decision_t *d)
 /* One warning per block that starts, for fail2ban, CrowdSec and the like
  * at the default LogLevel (notice is filtered out by "LogLevel warn" in
  * httpd 2.4): a fixed order of key=value fields, README "For logs and back
- * ends". Only the starting refusal gets here: the blocked requests after it
- * are answered from the deny cache or with the time left, shorter than the
- * block. */
+ * ends". source= tells a tenant's limit (.htaccess) from the server's, so
+ * that a firewall ban follows only the administrator's; the port is the
+ * connection's (ap_get_server_port takes a client's Host header's). Only the
+ * starting refusal gets here: the blocked requests after it are answered from
+ * the deny cache or with the time left, shorter than the block. */
 static void sl_blocks_log(const sl_case_t *c, const sl_decision_t *d)
 {
     request_rec *r = c->r;
@@ -265,13 +267,14 @@ static void sl_blocks_log(const sl_case_t *c, const sl_decision_t *d)
         ap_log_rerror(
             APLOG_MARK, APLOG_WARNING, 0, r,
             "mod_slidinglimit: block started: client=%s policy=%s "
-            "seconds=%" APR_INT64_T_FMT " vhost=%s:%u uri=%s",
+            "seconds=%" APR_INT64_T_FMT " source=%s vhost=%s:%u uri=%s",
             r->useragent_ip, ap_escape_logitem(r->pool, l->name),
             sl_ceil_seconds(c->budgets[i].block),
+            l->htaccess ? "htaccess" : "server",
             ap_escape_logitem(r->pool, r->server->server_hostname
                                            ? r->server->server_hostname
                                            : "-"),
-            (unsigned) ap_get_server_port(r),
+            (unsigned) r->connection->local_addr->port,
             ap_escape_logitem(r->pool, r->uri));
     }
 }

@@ -47,6 +47,7 @@ typedef struct sl_limit {
     apr_int64_t burst;    /* gcra tolerance in requests; 0: requests */
     int algorithm;        /* SL_ALG_*; SL_ALG_UNSET: the section default */
     int named;            /* name= was given: shared across sections */
+    int htaccess;         /* read from an .htaccess file (a tenant's) */
     const char *section;  /* the enclosing sections (see sl_parse_limit) */
     /* the metrics' policy label (sl_stats_policy), made once when the line
      * is read; NULL: name */

@@ -4,6 +4,7 @@
 #define SL_QUOTA_H
 
 #include "httpd.h"
+#include "http_config.h"
 
 #include "sl_limit.h"
 
@@ -23,5 +24,14 @@ int sl_quota_eval(request_rec *r, request_rec *target, const sl_limit_t *l,
 int sl_quota_apply(request_rec *r, request_rec *target,
                    const apr_array_header_t **limits, sl_budget_t *budgets,
                    int n);
+
+/* At start-up (src/sl_quota_check.c): sl_quota_note, as a SlidingLimit
+ * line with expr:'s quota is read from the server configuration, keeps it
+ * in the configuration pool; sl_quota_check, in post_config, warns once
+ * for each such expression that reads what a client chooses (a request
+ * header no early RequestHeader of its server replaces, the request line),
+ * naming it and what to do. */
+void sl_quota_note(cmd_parms *cmd, const char *expr);
+void sl_quota_check(apr_pool_t *pconf, apr_pool_t *ptemp, server_rec *s);
 
 #endif

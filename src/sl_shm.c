@@ -29,7 +29,12 @@
 #include <apr_shm.h>
 #include <apr_strings.h>
 
+#include <apr_portable.h>
+
+#include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 APLOG_USE_MODULE(slidinglimit);
@@ -227,6 +232,35 @@ typedef struct sl_state_exit {
     server_rec *s;
 } sl_state_exit_t;
 
+/* The state file opened for reading only if it is a regular file: a link
+ * is not followed and a FIFO planted there would hold the start for ever
+ * (O_NONBLOCK); either is removed, with a warning. */
+static apr_status_t sl_state_open(apr_pool_t *p, server_rec *s,
+                                  const char *path, apr_file_t **f)
+{
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+
+    if (fd < 0 && errno == ENOENT) {
+        return APR_ENOENT;
+    }
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        apr_status_t rv = APR_FROM_OS_ERROR(errno);
+        if (fd >= 0) {
+            close(fd);
+            rv = APR_EGENERAL;
+        }
+        ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s,
+                     "mod_slidinglimit: %s is not a regular file (a "
+                     "symbolic link is not followed); removed, the shm "
+                     "store starts empty",
+                     path);
+        apr_file_remove(path, p);
+        return APR_EGENERAL;
+    }
+    return apr_os_file_put(f, &fd, APR_FOPEN_READ | APR_FOPEN_BINARY, p);
+}
+
 static const unsigned char *sl_state_read(apr_pool_t *p, server_rec *s, int n,
                                           apr_size_t stripe)
 {
@@ -239,8 +273,7 @@ static const unsigned char *sl_state_read(apr_pool_t *p, server_rec *s, int n,
     apr_file_t *f;
     unsigned char *body = NULL;
 
-    if (!path || apr_file_open(&f, path, APR_FOPEN_READ | APR_FOPEN_BINARY, 0,
-                               p) != APR_SUCCESS) {
+    if (!path || sl_state_open(p, s, path, &f) != APR_SUCCESS) {
         return NULL;
     }
     if (apr_file_read_full(f, &head, sizeof(head), &got) != APR_SUCCESS ||
@@ -280,13 +313,67 @@ static const unsigned char *sl_state_read(apr_pool_t *p, server_rec *s, int n,
     return body;
 }
 
+/* The temporary state file, made new and never through a link: the parent
+ * writes it with the server's privileges (root) into the runtime
+ * directory, where a link planted by whoever else may write there would
+ * otherwise have root truncate the file it points to. A regular file left
+ * by a stop that died while writing is removed first; anything else there
+ * is left alone, and *why says what it is. */
+static apr_status_t sl_state_create(apr_pool_t *p, const char *tmp,
+                                    apr_file_t **f, const char **why)
+{
+    struct stat st;
+    int fd;
+
+    if (lstat(tmp, &st) == 0) {
+        if (!S_ISREG(st.st_mode)) {
+            *why = S_ISLNK(st.st_mode) ? "is a symbolic link, not followed"
+                                       : "is not a regular file";
+            return APR_EEXIST;
+        }
+        if (unlink(tmp) != 0) {
+            *why = "cannot be removed";
+            return APR_FROM_OS_ERROR(errno);
+        }
+    }
+    /* O_EXCL alone refuses a link planted after the check; O_NOFOLLOW
+     * says so once more. */
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+              S_IRUSR | S_IWUSR);
+    if (fd < 0) {
+        *why = errno == EEXIST || errno == ELOOP
+                   ? "appeared while it was being made, not followed"
+                   : "cannot be created";
+        return APR_FROM_OS_ERROR(errno);
+    }
+    return apr_os_file_put(f, &fd, APR_FOPEN_WRITE | APR_FOPEN_BINARY, p);
+}
+
+static apr_status_t sl_state_fill(sl_state_exit_t *x, apr_file_t *f,
+                                  const sl_state_head_t *head)
+{
+    apr_status_t rv = apr_file_write_full(f, head, sizeof(*head), NULL);
+    int i;
+
+    if (rv == APR_SUCCESS) {
+        rv = apr_file_write_full(f, x->key, SL_TABLE_STRIPE_KEY, NULL);
+    }
+    for (i = 0; rv == APR_SUCCESS && i < x->n; i++) {
+        rv = apr_file_write_full(f, x->base[i], x->stripe, NULL);
+    }
+    if (apr_file_close(f) != APR_SUCCESS && rv == APR_SUCCESS) {
+        rv = APR_EGENERAL;
+    }
+    return rv;
+}
+
 static void sl_state_write(sl_state_exit_t *x, apr_pool_t *p)
 {
     apr_file_t *f;
     sl_state_head_t head;
     apr_sha1_ctx_t ctx;
     apr_uint32_t live = 0;
-    const char *tmp;
+    const char *tmp, *why = NULL;
     apr_status_t rv;
     int i, kept;
 
@@ -315,21 +402,9 @@ static void sl_state_write(sl_state_exit_t *x, apr_pool_t *p)
     /* Written aside and renamed: a stop that dies halfway leaves the old
      * file or none, never half of one. Owner-only: it holds the budgets. */
     tmp = apr_pstrcat(p, x->path, ".new", NULL);
-    rv = apr_file_open(&f, tmp,
-                       APR_FOPEN_WRITE | APR_FOPEN_CREATE | APR_FOPEN_TRUNCATE |
-                           APR_FOPEN_BINARY,
-                       APR_FPROT_UREAD | APR_FPROT_UWRITE, p);
+    rv = sl_state_create(p, tmp, &f, &why);
     if (rv == APR_SUCCESS) {
-        rv = apr_file_write_full(f, &head, sizeof(head), NULL);
-        if (rv == APR_SUCCESS) {
-            rv = apr_file_write_full(f, x->key, SL_TABLE_STRIPE_KEY, NULL);
-        }
-        for (i = 0; rv == APR_SUCCESS && i < x->n; i++) {
-            rv = apr_file_write_full(f, x->base[i], x->stripe, NULL);
-        }
-        if (apr_file_close(f) != APR_SUCCESS && rv == APR_SUCCESS) {
-            rv = APR_EGENERAL;
-        }
+        rv = sl_state_fill(x, f, &head);
         if (rv == APR_SUCCESS) {
             rv = apr_file_rename(tmp, x->path, p);
         }
@@ -338,6 +413,15 @@ static void sl_state_write(sl_state_exit_t *x, apr_pool_t *p)
         }
     }
     /* No server record outlives pconf: the main log (httpd's stderr). */
+    if (why) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, rv, NULL,
+                     "mod_slidinglimit: %s %s; the shm store state (%u "
+                     "budgets) is not written and they are lost with this "
+                     "stop (remove it, and check who may write to the "
+                     "runtime directory)",
+                     tmp, why, live);
+        return;
+    }
     ap_log_error(APLOG_MARK, rv == APR_SUCCESS ? APLOG_INFO : APLOG_WARNING, rv,
                  NULL,
                  rv == APR_SUCCESS

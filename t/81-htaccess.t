@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # .htaccess: under AllowOverride Limit the per-directory directives work as
 # in <Directory> (limits, inheritance into subdirectories, one budget per
-# directory for unnamed lines); a name is the directory's own, never the
-# server's policy of that name; other override classes and the store
+# directory for unnamed lines); a name is the directory's own, and the
+# name of a server policy is refused; other override classes and the store
 # directives are refused by httpd (500), AllowOverride None ignores it.
 use strict;
 use warnings;
@@ -36,11 +36,13 @@ sub st {
 {
     my $ip = fresh_ip();
     my @s = map { st('/htaccess/srvnamed/', $ip) } 1 .. 3;
-    my @h = map { st('/htaccess/named/', $ip) } 1 .. 3;
-    ok t_cmp("@s | @h", '200 200 429 | 200 200 429',
-        'name= in .htaccess is the directory\'s own budget, not the server\'s policy of that name');
-    my $r = http_get('/htaccess/named/', 'X-Forwarded-For' => fresh_ip());
-    ok t_cmp($r->{headers}{'ratelimit-policy'} // '', qr/^"hta-shared";/, '... still shown by its name');
+    my @h = map { st('/htaccess/named/', $ip) } 1 .. 2;
+    ok t_cmp("@s | @h", '200 200 429 | 500 500',
+        'name= in .htaccess may not be a server policy\'s name (500); the server\'s policy is untouched');
+    @h = map { st('/htaccess/ownname/', $ip) } 1 .. 3;
+    my $r = http_get('/htaccess/ownname/', 'X-Forwarded-For' => fresh_ip());
+    ok t_cmp("@h " . ($r->{headers}{'ratelimit-policy'} // ''), qr/^200 200 429 "hta-own";/,
+        'a name no server policy has is the directory\'s own budget, shown by its name');
 }
 {
     my $ip = fresh_ip();

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # The start of a block is logged once, at Debian's default LogLevel warn
 # (the location sets it), in the documented format: client, policy, the
-# block in seconds, the virtual host and the path; the refusals inside the
+# block in seconds, where the limit comes from, the virtual host and the path; the refusals inside the
 # block add no line. The fail2ban filter shipped in contrib/fail2ban finds
 # that line and its client, and not the same text quoted by another
 # module's message (a 404's path).
@@ -28,13 +28,13 @@ my $cfg  = Apache::Test::config();
 my $host = $cfg->{vars}{servername};
 my $port = $cfg->{vars}{port};
 like $lines[0] // '',
-  qr/\[slidinglimit:warn\] .*\] mod_slidinglimit: block started: client=\Q$ip\E policy=bl-login seconds=900 vhost=\Q$host\E:$port uri=\/bl\/login$/,
-  'the line: client, policy, seconds, vhost, uri, at warn';
+  qr/\[slidinglimit:warn\] .*\] mod_slidinglimit: block started: client=\Q$ip\E policy=bl-login seconds=900 source=server vhost=\Q$host\E:$port uri=\/bl\/login$/,
+  'the line: client, policy, seconds, source, vhost, uri, at warn';
 
 # The same text in a path, logged by the core for a missing file (at info,
 # under the suite's LogLevel debug).
 my $forged = fresh_ip();
-my $r = http_get("/bl-none/x%20mod_slidinglimit:%20block%20started:%20client=$forged%20policy=a%20seconds=1%20vhost=a:1%20uri=",
+my $r = http_get("/bl-none/x%20mod_slidinglimit:%20block%20started:%20client=$forged%20policy=a%20seconds=1%20source=server%20vhost=a:1%20uri=",
     'X-Forwarded-For' => $forged);
 ok t_cmp($r->{status}, 404, 'a path quoting the line: 404');
 my @quoted = error_log_lines(qr/client=\Q$forged\E/);
