@@ -1,5 +1,5 @@
 #!/usr/bin/perl
-# A back end that answers with interim responses first (t/118): two
+# A back end that answers with interim responses first (t/120): two
 # 103 Early Hints, each with a Link and a cost of its own in X-Cost (the
 # second in lower case), then the 200, whose X-Cost is the query string.
 # An nph- script: httpd passes its output to the proxy as it is.
