@@ -73,8 +73,14 @@ my @bad = (
       qr/certificate verify failed: certificate has expired/ ],
     [ 'a certificate for another name', $ENV{SL_TEST_TLS_WRONGHOST_PORT}, {},
       qr/hostname mismatch: the certificate is not for 127\.0\.0\.1/ ],
+    # TLS 1.3 ends the handshake before the server looks at the client's
+    # certificate: its refusal (alert "certificate required", then a close)
+    # reaches a client that has already written its first command. Where
+    # the alert is still to be read the log names it; where the server's
+    # reset came first (seen with Redis 8 on OpenSSL 3.5) only the reset is
+    # left to report (README, TLS).
     [ 'no client certificate', $ENV{SL_TEST_TLS_CLIENT_PORT}, {},
-      qr/certificate required/ ],
+      qr/certificate required|[Cc]onnection reset by peer|connection closed/ ],
 );
 for my $b (@bad) {
     my ($what, $port, $opt, $re) = @$b;

@@ -91,6 +91,9 @@ root_up() {
     # Name resolution inside the root, as on the host; no service started
     # by a package installed there.
     cp -L /etc/resolv.conf "$dir/merged/etc/resolv.conf" 2>/dev/null
+    # The host's certificate authorities too (npm reaches its registry
+    # through whatever the host trusts): root_run hands them to Node.js.
+    cp -L /etc/ssl/certs/ca-certificates.crt "$dir/merged/etc/ssl/host-ca.crt" 2>/dev/null
     printf '#!/bin/sh\nexit 101\n' >"$dir/merged/usr/sbin/policy-rc.d"
     chmod 755 "$dir/merged/usr/sbin/policy-rc.d"
     return 0
@@ -120,5 +123,6 @@ root_run() {
     local dir=$1
     shift
     chroot "$dir/merged" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-        HOME=/root LANG=C.UTF-8 TERM=dumb ${CI:+CI=$CI} SL_IN_ROOT=1 bash -c "$*"
+        HOME=/root LANG=C.UTF-8 TERM=dumb ${CI:+CI=$CI} SL_IN_ROOT=1 \
+        NODE_EXTRA_CA_CERTS=/etc/ssl/host-ca.crt npm_config_cafile=/etc/ssl/host-ca.crt bash -c "$*"
 }
