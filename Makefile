@@ -10,6 +10,7 @@
 #                   the host's own apache2 is never touched
 #   make test       install what is missing, build, check the imports
 #                   (abi-check), run the whole suite, then the sanitizer pass
+#                   and the tested stacks' CI rows (make compat-ci)
 #   make abi-check  the module imports no httpd, APR, APR-util or hiredis
 #                   function newer than RHEL 7's (tools/abi-baseline.txt)
 #   make sanitize   the unit tests and the suite (event MPM) with the module
@@ -115,6 +116,7 @@ test: deps
 	$(MAKE) sf
 	bash t/run
 	$(MAKE) sanitize
+	$(MAKE) compat-ci
 
 # The checker's own test first (it must fail on what it exists to catch),
 # then the module's imports against tools/abi-baseline.txt, which
