@@ -150,9 +150,18 @@ run_row() {
     fi
     local M=$RUNDIR/merged
     mkdir -p "$M/src"
-    tar -C "$ROOT" --exclude=.git --exclude=./t/logs --exclude=./.libs --exclude=./build \
-        --exclude=./t/sf/node_modules --exclude='*.lo' --exclude='*.slo' --exclude='*.la' \
-        --exclude='*.o' -cf - . | tar -C "$M/src" -xf -
+    # The tree as a clone has it: what the host built (test binaries linked
+    # against the host's hiredis, objects, node_modules) stays out, so the
+    # root builds everything against its own libraries.
+    if git -C "$ROOT" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+        (cd "$ROOT" && git ls-files -z -co --exclude-standard |
+            tar --null -T - --no-recursion --ignore-failed-read -cf - 2>/dev/null) | tar -C "$M/src" -xf -
+    else
+        tar -C "$ROOT" --exclude=.git --exclude=./t/logs --exclude=./.libs --exclude=./build \
+            --exclude=./t/sf/node_modules --exclude='*.lo' --exclude='*.slo' --exclude='*.la' \
+            --exclude='*.o' -cf - . | tar -C "$M/src" -xf -
+        root_run "$RUNDIR" "cd /src && make clean" >/dev/null 2>&1
+    fi
     ROWINFO[$name]=$(root_run "$RUNDIR" "dpkg-query -W -f='\${Package} \${Version}, ' \
         apache2 libapr1 libapr1t64 libhiredis-dev nodejs 2>/dev/null; $srv --version" 2>/dev/null)
 
