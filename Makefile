@@ -30,28 +30,60 @@
 #                   runs the rows that make test runs
 
 APXS      ?= $(shell command -v apxs 2>/dev/null || command -v apxs2 2>/dev/null || echo apxs)
-CC_WARN    = -Wc,-std=gnu99 -Wc,-Wall -Wc,-Wextra -Wc,-Wno-unused-parameter \
-             -Wc,-Werror=implicit-function-declaration
+# One object per source file, compiled as apxs -c compiles it (its libtool,
+# compiler and flags, asked of apxs once), so that an edit recompiles what
+# it touches and make -j compiles in parallel; they are linked as apxs -c
+# links them (libtool, apxs' LDFLAGS, -rpath LIBEXECDIR -module), into the
+# mod_slidinglimit.la that apxs -i installs.
+AP_VARS   := $(subst ;;, ,$(shell $(APXS) -q CC INCLUDEDIR APR_CONFIG APU_CONFIG \
+                LIBEXECDIR 2>/dev/null))
+AP_CC     := $(or $(word 1,$(AP_VARS)),cc)
+AP_INCDIR := $(word 2,$(AP_VARS))
+APR_CONFIG := $(or $(word 3,$(AP_VARS)),apr-1-config)
+APU_CONFIG := $(or $(word 4,$(AP_VARS)),apu-1-config)
+AP_LIBEXEC := $(or $(word 5,$(AP_VARS)),/usr/lib/apache2/modules)
+LIBTOOL   := $(shell $(APR_CONFIG) --apr-libtool 2>/dev/null) --silent
+AP_CFLAGS := $(subst ;;, ,$(shell $(APXS) -q SHLTCFLAGS CFLAGS CPPFLAGS \
+                NOTEST_CPPFLAGS EXTRA_CPPFLAGS EXTRA_CFLAGS 2>/dev/null)) \
+             -I$(AP_INCDIR) $(shell $(APR_CONFIG) --includes 2>/dev/null) \
+             $(shell $(APU_CONFIG) --includes 2>/dev/null)
+AP_LDFLAGS := $(subst ;;, ,$(shell $(APXS) -q LDFLAGS NOTEST_LDFLAGS SH_LDFLAGS \
+                2>/dev/null)) -rpath $(AP_LIBEXEC) -module -avoid-version \
+             $(shell $(APR_CONFIG) --ldflags 2>/dev/null)
+CC_WARN    = -std=gnu99 -Wall -Wextra -Wno-unused-parameter \
+             -Werror=implicit-function-declaration
+LD_MOD     = -Wl,--version-script=$(CURDIR)/src/exports.map -lhiredis -lssl -lcrypto -lm
 # make HIREDIS=PREFIX: hiredis from PREFIX/include and PREFIX/lib (found
 # there at run time too) instead of the system's.
 HIREDIS   ?=
-HIREDIS_FLAGS = $(if $(HIREDIS),-I$(HIREDIS)/include -L$(HIREDIS)/lib \
-                -Wl$(comma)-Wl$(comma)-rpath$(comma)$(HIREDIS)/lib)
 comma     := ,
+ifneq ($(HIREDIS),)
+CC_WARN   += -I$(HIREDIS)/include
+LD_MOD    := -L$(HIREDIS)/lib -Wl$(comma)-rpath$(comma)$(HIREDIS)/lib $(LD_MOD)
+endif
 # httpd before 2.4.7 declares APLOG_USE_MODULE's variable without
 # AP_MAYBE_UNUSED: a file that does not log would warn about it.
 CC_WARN   += $(if $(shell grep -s AP_MAYBE_UNUSED \
-                $$($(APXS) -q INCLUDEDIR 2>/dev/null)/http_config.h),,\
-                -Wc,-Wno-unused-const-variable)
+                $(AP_INCDIR)/http_config.h),,-Wno-unused-const-variable)
 ifeq ($(SANITIZE),1)
-CC_WARN   += -Wc,-fsanitize=address,undefined -Wc,-fno-omit-frame-pointer \
-             -Wc,-fno-sanitize-recover=all -Wl,-fsanitize=address,undefined
+CC_WARN   += -fsanitize=address,undefined -fno-omit-frame-pointer \
+             -fno-sanitize-recover=all
+LD_MOD    += -fsanitize=address,undefined
 endif
 # Every file under src/ is part of the module (the unit tests build the
 # pure ones on their own).
 SRCS       = mod_slidinglimit.c $(sort $(wildcard src/sl_*.c))
-HDRS       = $(wildcard src/*.h) src/sl_scripts.h
+OBJS       = $(SRCS:.c=.lo)
 MODULE     = .libs/mod_slidinglimit.so
+COMPILE    = $(LIBTOOL) --mode=compile --tag=disable-static $(AP_CC) $(AP_CFLAGS) $(CC_WARN)
+LINK       = $(LIBTOOL) --mode=link --tag=disable-static $(AP_CC) $(AP_LDFLAGS) $(LD_MOD)
+# What the objects and the module were built with: a different SANITIZE,
+# HIREDIS or compiler rebuilds them (a mix of both would link).
+sl_differ  = $(subst $(1),,$(2))$(subst $(2),,$(1))
+sl_flags   = $(if $(call sl_differ,$(strip $(shell cat $(1) 2>/dev/null)),$(strip $(2))),\
+             $(shell mkdir -p src && echo '$(strip $(2))' > $(1)))
+$(call sl_flags,src/.cflags,$(COMPILE))
+$(call sl_flags,src/.ldflags,$(LINK))
 
 # Packages the build, the suite and the demo need (Debian names).
 DEPS_BUILD = build-essential apache2 apache2-dev libhiredis-dev libssl-dev
@@ -73,9 +105,15 @@ src/sl_scripts.h: lua/sl_check.lua lua/sl_give_back.lua lua/sl_renew.lua lua/sl_
 	  sh tools/embed-lua.sh lua/sl_charge.lua sl_script_charge; } > $@.tmp && \
 	    mv $@.tmp $@
 
-$(MODULE): $(SRCS) $(HDRS) src/exports.map
-	$(APXS) -c -o mod_slidinglimit.la $(CC_WARN) \
-	    -Wl,-Wl,--version-script=$(CURDIR)/src/exports.map $(HIREDIS_FLAGS) -lhiredis -lssl -lcrypto -lm $(SRCS)
+# An object depends on the headers its last compile read (-MMD: the .d
+# next to it); before the first, every object waits for sl_scripts.h.
+%.lo: %.c src/.cflags | src/sl_scripts.h
+	$(COMPILE) -MMD -MP -MF $*.d -MT $@ -c -o $@ $<
+
+-include $(SRCS:.c=.d)
+
+$(MODULE): $(OBJS) src/exports.map src/.ldflags
+	$(LINK) -o mod_slidinglimit.la $(OBJS)
 
 deps:
 	@sh tools/deps.sh $(DEPS_BUILD) $(DEPS_TEST)
@@ -149,8 +187,8 @@ format:
 	clang-format -i mod_slidinglimit.c src/*.c src/*.h tests/unit/*.c tests/unit/*.h tests/transport/*.c bench/*.c
 
 clean:
-	rm -rf .libs src/.libs *.la *.lo *.slo *.o src/*.lo src/*.slo src/*.o \
-	    src/sl_scripts.h t/sf/node_modules
+	rm -rf .libs src/.libs *.la *.lo *.slo *.o *.d src/*.lo src/*.slo src/*.o \
+	    src/*.d src/.cflags src/.ldflags src/sl_scripts.h t/sf/node_modules
 	-$(MAKE) -C tests/unit clean
 	rm -f tests/transport/sl_transport_test
 
