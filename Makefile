@@ -1,7 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 # mod_slidinglimit -- build, install, test, demo, bench.
 #
-#   make            build .libs/mod_slidinglimit.so with apxs
+#   make            build .libs/mod_slidinglimit.so: one object per source
+#                   file, as apxs would (make -j2 compiles two at a time)
+#   make check      build, then the unit tests and the suite (event MPM)
+#                   without installing anything; says what is missing
 #   make install    install it with apxs, its a2enmod files and
 #                   slidinglimit-client; make uninstall removes them
 #   make deb        build the Debian package into build/
@@ -93,7 +96,7 @@ DEPS_DEB   = debhelper fakeroot lintian dpkg-dev
 DEPS_BENCH = wrk gnuplot-nox libapache2-mod-evasive libapache2-mod-qos libpcre3 \
              libapache2-mod-security2 linux-perf valgrind
 
-.PHONY: all install clean deps deps-bench test unit sf demo demo-stop bench soak format \
+.PHONY: all install clean deps deps-bench test check unit sf demo demo-stop bench soak format \
         accuracy memory sanitize uninstall deb test-package compat compat-ci abi-check
 
 all: $(MODULE)
@@ -122,10 +125,22 @@ deps-bench:
 	@sh tools/deps.sh $(DEPS_BUILD) $(DEPS_TEST) $(DEPS_BENCH)
 
 # The transport's test starts its own redis-servers (plain and TLS). It
-# runs even when a unit test failed, so that one run shows every failure.
+# runs even when a unit test failed, so that one run shows every failure;
+# so does the file map's (docs/DEVELOPMENT.md names every file of src/ and
+# lua/).
 unit: src/sl_scripts.h
 	@status=0; $(MAKE) -C tests/unit || status=1; \
-	bash tests/transport/run.sh || status=1; exit $$status
+	bash tests/transport/run.sh || status=1; \
+	sh tests/filemap.sh || status=1; exit $$status
+
+# The whole check without installing anything: what is missing (with its
+# Debian package; then it stops), the module, the unit tests and the suite
+# under the event MPM. SL_TEST_FILES="t/NN-x.t ..." runs those files only.
+check:
+	@sh tools/check-deps.sh $(APXS)
+	$(MAKE) all
+	$(MAKE) unit
+	SL_TEST_MPMS="$${SL_TEST_MPMS:-event}" bash t/run
 
 # The suite reads RateLimit-Policy/RateLimit with a real structured-field
 # parser (npm "structured-headers", pinned by t/sf/package-lock.json), never

@@ -10,63 +10,8 @@
  * back what count= did not count and charges what cost=after: cost, whose
  * header (cost=after:header:) an output filter, added by insert_filter and
  * insert_error_filter, takes out of the response; the handler is the
- * status page. Where the
- * rest lives (*: pure, APR only, no httpd.h, unit-tested in tests/unit):
- *
- * Configuration
- *   src/sl_config.c        the records, their merge, the command table
- *   src/sl_config_limit.c  SlidingLimit, named policies, the algorithm
- *   src/sl_config_dir.c    the per-directory directives
- *   src/sl_config_store.c  SlidingLimitStore and the server-wide directives
- *   src/sl_config_tls.c    a TLS store's directives and client context
- * A request
- *   src/sl_decide.c        its decision: the store, a wait, the fallback
- *   src/sl_answer.c        the answer: quota headers, variables, refusal
- *   src/sl_after.c         what an admission leaves to the request's end:
- *                          give-backs, leases, cost=after: charges
- *   src/sl_key.c           whose budget: SlidingLimitKey's sources
- *   src/sl_budget.c        the budgets of a section for one identity
- *   src/sl_outcome.c     * the fail-mode ladder
- *   src/sl_denycache.c     refusals answered without a store call
- *   src/sl_lease.c         SlidingLimitConcurrent's leases held, renewed
- *   src/sl_delay.c       * delay=: whether a refusal may wait, how long
- *   src/sl_quota.c         SlidingLimit expr:'s quota for one request
- *   src/sl_quota_check.c   start-up's warning: a quota a client chooses
- *   src/sl_quota_inputs.c* what of a request an expression reads that a
- *                          client chooses
- *   src/sl_inspect.c       the status handler's look at one client, a reset
- *   src/sl_forgery.c     * a reset a page of another site asked for
- *   src/sl_stats.c         counters and the status page's text
- * Stores (sl_store_kind.h: a table of operations per kind)
- *   src/sl_store.c         which store decides, every call with its breaker
- *   src/sl_store_redis.c   the Redis kind      src/sl_store_shm.c  the shm kind
- *   src/sl_breaker.c       a store's circuit breaker
- *   src/sl_proc.c          per-process state: shared segments, each child's
- * The Redis client (sl_redis_private.h)
- *   src/sl_redis.c         a decision's command and round trip
- *   src/sl_way.c         * a call's routing: redirections, retries
- *   src/sl_slots.c         a cluster's slot map loaded from its nodes
- *   src/sl_topology.c    * the nodes and the slot map
- *   src/sl_conn.c          connections and per-node pools
- *   src/sl_pipe.c          round trips shared by a child's threads
- *   src/sl_resp.c        * RESP out, replies in
- *   src/sl_transport.c     TCP, unix socket or TLS, every step bounded
- *   src/sl_sentinel.c      a Sentinel store's master
- *   src/sl_prereq.c        a store's prerequisites (INFO), asked once
- * The shm store
- *   src/sl_shm.c           segments, locks, restarts
- *   src/sl_table.c       * the table: cells, chains, eviction (and
- *                          sl_table_log.c, _decide.c, _ops.c)
- *   src/sl_claim.c       * the cell claim of every table in shared memory
- * The core
- *   src/sl_limit.c       * a SlidingLimit line, its parsers, the algorithms
- *   src/sl_algo.c        * the algorithms' math, as lua/sl_check.lua's
- *   src/sl_ident.c       * identities, store keys, hash tags, slots
- *   src/sl_memo.c        * the identities a child made, by what made them
- *   src/sl_url.c         * SlidingLimitStore's URL, redacted
- *   src/sl_reply.c       * the store's reply: a decision
- *   src/sl_wire.c        * quota headers, Retry-After, JSON bodies
- *   src/sl_siphash.c     * the keyed hash of the tables in shared memory */
+ * status page. Where the rest lives: docs/DEVELOPMENT.md's file map
+ * (tests/filemap.sh fails when a file of src/ or lua/ is missing from it). */
 
 #include "httpd.h"
 #include "http_config.h"
