@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The Redis store: a per-child pool of connections per node, the decision
- * script run with EVALSHA, the give-back script, and Redis Cluster
- * topology (src/sl_redis_private.h has the parts). */
+/* The Redis store: a per-child pool of connections per node, the scripts
+ * (lua/) run with EVALSHA: a decision, a give-back, a charge, a lease's
+ * renewal, the operator's look and reset; Redis Cluster topology and
+ * Sentinel discovery (sl_redis_private.h has the parts). Every call fails
+ * with SL_STORE_PART_DOWN (sl_reply.h) when the master of its slot in a
+ * Redis Cluster does not answer while other nodes do. */
 #ifndef SL_REDIS_H
 #define SL_REDIS_H
 
@@ -17,11 +20,8 @@ apr_status_t sl_redis_create(apr_pool_t *p, const sl_store_url_t *url,
                              apr_interval_time_t command_timeout,
                              int max_connections, sl_redis_t **out);
 
-/* What sl_redis_decide returns when the master of the request's slot in a
- * Redis Cluster does not answer while other nodes do: the request takes the
- * fail mode, but the store's breaker must not open (the other slots are
- * served). */
-#define SL_REDIS_SLOT_DOWN (APR_OS_START_USERERR + 1301)
+/* Makes l's script_args (sl_limit.h), in p. */
+void sl_redis_limit_args(apr_pool_t *p, sl_limit_t *l);
 
 /* One decision for every limit in budgets, in one round trip (two after a
  * SCRIPT FLUSH or a cluster redirection). APR_TIMEUP when the store did not
@@ -29,9 +29,6 @@ apr_status_t sl_redis_create(apr_pool_t *p, const sl_store_url_t *url,
  * threads of a child that call at the same time share round trips (one
  * write and one read for many EVALSHA); *trips is the number of round trips
  * this call made itself: 0 when another thread carried its command. */
-/* Makes l's script_args (sl_limit.h), in p. */
-void sl_redis_limit_args(apr_pool_t *p, sl_limit_t *l);
-
 apr_status_t sl_redis_decide(sl_redis_t *rs, apr_pool_t *p,
                              const sl_budget_t *budgets, int n,
                              const char *member, apr_size_t member_len,

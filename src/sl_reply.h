@@ -1,12 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What a store answers for one request: the decision and each limit's
  * quota, read from the check script's integer reply (lua/sl_check.lua) or
- * made by the shm store and the local fallback. Pure: APR only, no httpd.h
+ * made by the shm store. Pure: APR only, no httpd.h
  * (tests/unit/sl_reply_test.c). */
 #ifndef SL_REPLY_H
 #define SL_REPLY_H
 
+#include <apr_errno.h>
 #include <apr_pools.h>
+
+/* What a store's call returns when one part of the store is down while the
+ * rest answers (a Redis Cluster slot whose master is away): the request
+ * takes the fail mode, and the store's breaker stays as it is (the other
+ * parts are served). */
+#define SL_STORE_PART_DOWN (APR_OS_START_USERERR + 1301)
 
 typedef struct sl_quota {
     int ok;                /* this limit had room */

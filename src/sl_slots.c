@@ -190,7 +190,7 @@ apr_status_t sl_slots_down(void *ctx, apr_status_t rv, const char **err)
         *err = "no node of the cluster answers";
         return rv;
     }
-    return SL_REDIS_SLOT_DOWN;
+    return SL_STORE_PART_DOWN;
 }
 
 /* TRYAGAIN: the map is loaded again at the next route that is due, and

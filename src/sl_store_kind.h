@@ -9,11 +9,6 @@
 
 #include "sl_store.h"
 
-/* What a call returns when one part of the store is down while the rest
- * answers (a Redis Cluster slot whose master is away): the request takes
- * the fail mode, the store's breaker stays as it is. */
-#define SL_STORE_PART_DOWN (APR_OS_START_USERERR + 1301)
-
 typedef struct sl_store_ops sl_store_ops_t;
 
 struct sl_store {

@@ -129,13 +129,6 @@ static apr_status_t sl_redis_store_make(sl_store_t *st, apr_pool_t *pchild,
     return APR_SUCCESS;
 }
 
-/* The Redis client's own status for a cluster slot whose master is away, in the
- * word every kind uses for it. */
-static apr_status_t sl_redis_store_rv(apr_status_t rv)
-{
-    return rv == SL_REDIS_SLOT_DOWN ? SL_STORE_PART_DOWN : rv;
-}
-
 static apr_status_t sl_redis_store_decide(sl_store_t *st, apr_pool_t *p,
                                           const sl_budget_t *budgets, int n,
                                           const char *member,
@@ -143,12 +136,9 @@ static apr_status_t sl_redis_store_decide(sl_store_t *st, apr_pool_t *p,
                                           sl_decision_t *d, const char **err,
                                           int *trips)
 {
-    apr_status_t rv;
-
     (void) now;
-    rv = sl_redis_decide(st->ctx, p, budgets, n, member, member_len, d, err,
-                         trips);
-    return sl_redis_store_rv(rv);
+    return sl_redis_decide(st->ctx, p, budgets, n, member, member_len, d, err,
+                           trips);
 }
 
 static apr_status_t sl_redis_store_give_back(sl_store_t *st, apr_pool_t *p,
@@ -157,8 +147,8 @@ static apr_status_t sl_redis_store_give_back(sl_store_t *st, apr_pool_t *p,
                                              apr_size_t member_len,
                                              apr_time_t at, const char **err)
 {
-    return sl_redis_store_rv(sl_redis_give_back(st->ctx, p, budgets, n, member,
-                                                member_len, at, err));
+    return sl_redis_give_back(st->ctx, p, budgets, n, member, member_len, at,
+                              err);
 }
 
 static apr_status_t sl_redis_store_peek(sl_store_t *st, apr_pool_t *p,
@@ -167,8 +157,7 @@ static apr_status_t sl_redis_store_peek(sl_store_t *st, apr_pool_t *p,
                                         apr_int64_t **blocked, const char **err)
 {
     (void) now;
-    return sl_redis_store_rv(
-        sl_redis_peek(st->ctx, p, budgets, n, d, blocked, err));
+    return sl_redis_peek(st->ctx, p, budgets, n, d, blocked, err);
 }
 
 static apr_status_t sl_redis_store_reset(sl_store_t *st, apr_pool_t *p,
@@ -176,7 +165,7 @@ static apr_status_t sl_redis_store_reset(sl_store_t *st, apr_pool_t *p,
                                          apr_time_t now, const char **err)
 {
     (void) now;
-    return sl_redis_store_rv(sl_redis_reset(st->ctx, p, budgets, n, err));
+    return sl_redis_reset(st->ctx, p, budgets, n, err);
 }
 
 /* The member names the leases; their new time is the store's own. */
@@ -188,8 +177,7 @@ static apr_status_t sl_redis_store_renew(sl_store_t *st, apr_pool_t *p,
 {
     (void) now;
     (void) at;
-    return sl_redis_store_rv(
-        sl_redis_renew(st->ctx, p, budgets, n, member, member_len, err));
+    return sl_redis_renew(st->ctx, p, budgets, n, member, member_len, err);
 }
 
 static apr_status_t sl_redis_store_charge(sl_store_t *st, apr_pool_t *p,
@@ -198,8 +186,7 @@ static apr_status_t sl_redis_store_charge(sl_store_t *st, apr_pool_t *p,
                                           apr_size_t member_len,
                                           const char **err)
 {
-    return sl_redis_store_rv(
-        sl_redis_charge(st->ctx, p, budgets, n, member, member_len, err));
+    return sl_redis_charge(st->ctx, p, budgets, n, member, member_len, err);
 }
 
 const sl_store_ops_t sl_store_redis_ops = {

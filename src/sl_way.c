@@ -101,7 +101,7 @@ static int sl_way_next(sl_way_t *w, int cls, const redisReply *reply,
             return 1;
         }
         *err = apr_pstrdup(w->p, reply->str ? reply->str : "");
-        *rv = SL_REDIS_SLOT_DOWN;
+        *rv = SL_STORE_PART_DOWN;
         return 0;
     case SL_REPLY_FAILED:
         if (!w->cluster) {

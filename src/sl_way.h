@@ -38,7 +38,7 @@ typedef struct sl_way_ops {
     /* TRYAGAIN: the map is out of date, and the next trip waits this
      * long. */
     void (*migrating)(void *ctx, apr_interval_time_t wait);
-    /* A cluster's node failed with rv: SL_REDIS_SLOT_DOWN while another
+    /* A cluster's node failed with rv: SL_STORE_PART_DOWN while another
      * node answers, else rv (and *err). */
     apr_status_t (*down)(void *ctx, apr_status_t rv, const char **err);
 } sl_way_ops_t;

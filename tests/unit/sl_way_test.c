@@ -178,7 +178,7 @@ static apr_status_t fake_down(void *ctx, apr_status_t rv, const char **err)
         *err = "no node of the cluster answers";
         return rv;
     }
-    return SL_REDIS_SLOT_DOWN;
+    return SL_STORE_PART_DOWN;
 }
 
 static const sl_way_ops_t fake_ops = {
@@ -456,7 +456,7 @@ static void test_reroute(void)
 
     setup(CLUSTER);
     EXPECT(RUN(CLUSTER, &script, clusterdown, &err, &trips) ==
-                   SL_REDIS_SLOT_DOWN &&
+                   SL_STORE_PART_DOWN &&
                net.ntrips == 1 && starts(err, "CLUSTERDOWN"),
            "CLUSTERDOWN, the map unchanged: the slot is down");
     EXPECT(net.outdated_routes == 1 && !net.downs,
@@ -534,19 +534,19 @@ static void test_connection(void)
     EXPECT(balanced(), "refused: every node let go");
 
     setup(CLUSTER);
-    EXPECT(RUN(CLUSTER, &script, refused, &err, &trips) == SL_REDIS_SLOT_DOWN &&
+    EXPECT(RUN(CLUSTER, &script, refused, &err, &trips) == SL_STORE_PART_DOWN &&
                net.ntrips == 1 && net.downs == 1 &&
                net.down_rv == APR_ECONNREFUSED,
            "refused, the map unchanged: the slot is down");
 
     setup(CLUSTER);
     net.reroute_to = n2;
-    EXPECT(RUN(CLUSTER, &script, timeout, &err, &trips) == SL_REDIS_SLOT_DOWN &&
+    EXPECT(RUN(CLUSTER, &script, timeout, &err, &trips) == SL_STORE_PART_DOWN &&
                net.ntrips == 1 && net.down_rv == APR_TIMEUP,
            "a timeout: never sent again (the script may have run)");
     setup(CLUSTER);
     net.reroute_to = n2;
-    EXPECT(RUN(CLUSTER, &script, broken, &err, &trips) == SL_REDIS_SLOT_DOWN &&
+    EXPECT(RUN(CLUSTER, &script, broken, &err, &trips) == SL_STORE_PART_DOWN &&
                net.ntrips == 1 && net.down_rv == APR_EGENERAL,
            "a broken reply: never sent again");
     EXPECT(balanced(), "a broken reply: every node let go");
@@ -575,7 +575,7 @@ static void test_down(void)
 
     setup(CLUSTER);
     sl_breaker_failure(&n1->health, apr_time_now(), apr_time_now());
-    EXPECT(RUN(CLUSTER, &script, ok, &err, &trips) == SL_REDIS_SLOT_DOWN &&
+    EXPECT(RUN(CLUSTER, &script, ok, &err, &trips) == SL_STORE_PART_DOWN &&
                !net.ntrips && net.down_rv == APR_ECONNREFUSED,
            "a master known down, no other: the slot is down, no trip");
     EXPECT(balanced(), "known down: every node let go");
