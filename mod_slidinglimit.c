@@ -75,7 +75,7 @@ static void sl_child_init(apr_pool_t *pchild, server_rec *s)
 }
 
 /* The configuration of r's section when it has limits; NULL otherwise. */
-static sl_dir_conf_t *sl_section(request_rec *r, sl_server_conf_t **sc)
+static sl_dir_conf_t *sl_dir_with_limits(request_rec *r, sl_server_conf_t **sc)
 {
     sl_dir_conf_t *dc;
 
@@ -92,7 +92,7 @@ static sl_dir_conf_t *sl_section(request_rec *r, sl_server_conf_t **sc)
  * look-ups never count); NULL otherwise. */
 static sl_dir_conf_t *sl_limited(request_rec *r, sl_server_conf_t **sc)
 {
-    return r->main ? NULL : sl_section(r, sc);
+    return r->main ? NULL : sl_dir_with_limits(r, sc);
 }
 
 /* mod_dir's look-up of its main request's target (the index file, the
@@ -106,7 +106,7 @@ static int sl_access_lookup(request_rec *rr)
     sl_dir_conf_t *dc;
 
     if (rr->main->main || rr->finfo.filetype != APR_REG ||
-        !(dc = sl_section(rr, &sc)) || !sl_budget_counts(dc)) {
+        !(dc = sl_dir_with_limits(rr, &sc)) || !sl_budget_counts(dc)) {
         return DECLINED;
     }
     return sl_decide_lookup(rr, sc, dc);
@@ -131,8 +131,8 @@ static int sl_access(request_rec *r)
 
 static int sl_log_transaction(request_rec *r)
 {
-    sl_decide_give_back(r);
-    sl_decide_charge(r);
+    sl_after_give_back(r);
+    sl_after_charge(r);
     return DECLINED;
 }
 
@@ -149,7 +149,7 @@ static int sl_fixups_decide(request_rec *r)
      * the decision before it (an ErrorDocument after a refusal). */
     if (!(dc = sl_limited(r, &sc))) {
         if (r->prev) {
-            sl_decide_carry_env(r);
+            sl_answer_carry_env(r);
         }
         return DECLINED;
     }
@@ -254,10 +254,10 @@ static void sl_register_hooks(apr_pool_t *p)
                            APR_HOOK_REALLY_FIRST);
     ap_hook_access_checker(sl_access, NULL, NULL, APR_HOOK_FIRST);
     ap_hook_log_transaction(sl_log_transaction, logio, NULL, APR_HOOK_MIDDLE);
-    ap_hook_insert_filter(sl_decide_insert_filter, NULL, NULL, APR_HOOK_MIDDLE);
-    ap_hook_insert_error_filter(sl_decide_insert_filter, NULL, NULL,
+    ap_hook_insert_filter(sl_after_insert_filter, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_insert_error_filter(sl_after_insert_filter, NULL, NULL,
                                 APR_HOOK_MIDDLE);
-    sl_decide_register_filter();
+    sl_after_register_filter();
     ap_hook_handler(sl_status_handler, NULL, NULL, APR_HOOK_MIDDLE);
 }
 

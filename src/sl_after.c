@@ -2,7 +2,7 @@
 /* What an admission leaves to its request's end (sl_decide_private.h):
  * count= reservations given back when the status is not listed,
  * SlidingLimitConcurrent leases released with the request's pool, and
- * cost=after: bills charged once the response is known. */
+ * cost=after: charges made once the response is known. */
 #include "sl_decide_private.h"
 
 #include "sl_decide.h"
@@ -89,12 +89,12 @@ static int sl_leases_taken(const sl_case_t *c)
     return 0;
 }
 
-/* An admission of limits with cost=after:: the bill, charged after the
- * response (sl_decide_charge). */
-static void sl_owe(const sl_case_t *c, sl_store_t *store)
+/* An admission of limits with cost=after:: its charge, made after the
+ * response (sl_after_charge). */
+static void sl_charge_keep(const sl_case_t *c, sl_store_t *store)
 {
     sl_note_t *note;
-    sl_owed_t *owed;
+    sl_charge_t *ch;
     int i;
 
     for (i = 0; i < c->n; i++) {
@@ -106,15 +106,15 @@ static void sl_owe(const sl_case_t *c, sl_store_t *store)
         return;
     }
     note = sl_note(c->r);
-    owed = apr_palloc(c->r->pool, sizeof(*owed));
-    owed->store = store;
-    owed->proc = c->proc;
-    owed->limits = c->limits;
-    owed->budgets = c->budgets;
-    owed->n = c->n;
-    owed->member = c->member;
-    owed->next = note->owed;
-    note->owed = owed;
+    ch = apr_palloc(c->r->pool, sizeof(*ch));
+    ch->store = store;
+    ch->proc = c->proc;
+    ch->limits = c->limits;
+    ch->budgets = c->budgets;
+    ch->n = c->n;
+    ch->member = c->member;
+    ch->next = note->charges;
+    note->charges = ch;
 }
 
 void sl_after_keep(const sl_case_t *c, sl_store_t *store,
@@ -139,7 +139,7 @@ void sl_after_keep(const sl_case_t *c, sl_store_t *store,
             sl_leases_hold(res);
         }
     }
-    sl_owe(c, store);
+    sl_charge_keep(c, store);
 }
 
 /* One reservation, judged by the status the client got. */
@@ -208,7 +208,7 @@ static int sl_status_answered(const request_rec *r)
     return q->status;
 }
 
-void sl_decide_give_back(request_rec *r)
+void sl_after_give_back(request_rec *r)
 {
     request_rec *q;
     sl_reserved_t *res;
@@ -242,9 +242,9 @@ static request_rec *sl_first(request_rec *r)
     return r;
 }
 
-/* The header names a request's chain owes a charge by (NULL: none), and
- * whether it owes by the bytes of its body (*BYTES). */
-static apr_array_header_t *sl_owed_headers(request_rec *r, int *bytes)
+/* The header names a request's chain is charged by (NULL: none), and
+ * whether it is charged by the bytes of its body (*BYTES). */
+static apr_array_header_t *sl_charge_headers(request_rec *r, int *bytes)
 {
     apr_array_header_t *names = NULL;
     request_rec *q;
@@ -252,12 +252,12 @@ static apr_array_header_t *sl_owed_headers(request_rec *r, int *bytes)
     for (q = r; q; q = q->prev) {
         const sl_note_t *note =
             ap_get_module_config(q->request_config, &slidinglimit_module);
-        const sl_owed_t *owed;
+        const sl_charge_t *ch;
         int i;
-        for (owed = note ? note->owed : NULL; owed; owed = owed->next) {
-            for (i = 0; i < owed->n; i++) {
+        for (ch = note ? note->charges : NULL; ch; ch = ch->next) {
+            for (i = 0; i < ch->n; i++) {
                 const sl_limit_t *l =
-                    APR_ARRAY_IDX(owed->limits, i, sl_limit_t *);
+                    APR_ARRAY_IDX(ch->limits, i, sl_limit_t *);
                 const char *name = l->after_header;
                 if (l->after == SL_AFTER_BYTES) {
                     *bytes = 1;
@@ -275,7 +275,7 @@ static apr_array_header_t *sl_owed_headers(request_rec *r, int *bytes)
     return names;
 }
 
-/* Takes every owed cost=after:header: header out of f->r's response
+/* Takes every charged cost=after:header: header out of f->r's response
  * before the headers go (the client never sees what the back end told
  * us), once, on the first brigade: by then a handler, CGI or proxy has
  * set its headers. */
@@ -287,12 +287,12 @@ static apr_status_t sl_cost_filter(ap_filter_t *f, apr_bucket_brigade *bb)
     for (q = r; q; q = q->prev) {
         const sl_note_t *note =
             ap_get_module_config(q->request_config, &slidinglimit_module);
-        const sl_owed_t *owed;
+        const sl_charge_t *ch;
         int i;
-        for (owed = note ? note->owed : NULL; owed; owed = owed->next) {
-            for (i = 0; i < owed->n; i++) {
+        for (ch = note ? note->charges : NULL; ch; ch = ch->next) {
+            for (i = 0; i < ch->n; i++) {
                 const char *name =
-                    APR_ARRAY_IDX(owed->limits, i, sl_limit_t *)->after_header;
+                    APR_ARRAY_IDX(ch->limits, i, sl_limit_t *)->after_header;
                 const char *v;
                 if (!name) {
                     continue;
@@ -316,7 +316,7 @@ static apr_status_t sl_cost_filter(ap_filter_t *f, apr_bucket_brigade *bb)
     return ap_pass_brigade(f->next, bb);
 }
 
-void sl_decide_insert_filter(request_rec *r)
+void sl_after_insert_filter(request_rec *r)
 {
     apr_array_header_t *names;
     int bytes = 0;
@@ -324,7 +324,7 @@ void sl_decide_insert_filter(request_rec *r)
     if (r->main) {
         return;
     }
-    names = sl_owed_headers(r, &bytes);
+    names = sl_charge_headers(r, &bytes);
     if (bytes) {
         sl_sent_watch(r, sl_note(sl_first(r)));
     }
@@ -335,7 +335,7 @@ void sl_decide_insert_filter(request_rec *r)
     sl_interim_watch(r, (const char **) names->elts, names->nelts);
 }
 
-void sl_decide_register_filter(void)
+void sl_after_register_filter(void)
 {
     /* Before HTTP_HEADER (AP_FTYPE_PROTOCOL), which sends the headers. */
     ap_register_output_filter(SL_COST_FILTER, sl_cost_filter, NULL,
@@ -398,47 +398,47 @@ static apr_int64_t sl_extra_of(request_rec *r, const sl_note_t *first,
     return extra;
 }
 
-/* One bill: every cost=after: limit's extra units, each budget once. */
-static void sl_charge(request_rec *r, const sl_note_t *first,
-                      const sl_owed_t *owed)
+/* One charge: every cost=after: limit's extra units, each budget once. */
+static void sl_charge_send(request_rec *r, const sl_note_t *first,
+                      const sl_charge_t *ch)
 {
-    sl_budget_t *bill = apr_palloc(r->pool, sizeof(*bill) * owed->n);
+    sl_budget_t *charged = apr_palloc(r->pool, sizeof(*charged) * ch->n);
     apr_int64_t units = 0;
     const char *err = NULL;
     apr_status_t rv;
     int i, j, k = 0;
 
-    for (i = 0; i < owed->n; i++) {
-        const sl_limit_t *l = APR_ARRAY_IDX(owed->limits, i, sl_limit_t *);
-        const sl_budget_t *b = &owed->budgets[i];
+    for (i = 0; i < ch->n; i++) {
+        const sl_limit_t *l = APR_ARRAY_IDX(ch->limits, i, sl_limit_t *);
+        const sl_budget_t *b = &ch->budgets[i];
         apr_int64_t extra;
         if (!l->after || (extra = sl_extra_of(r, first, l, b)) < 1) {
             continue;
         }
         for (j = 0; j < k; j++) {
-            if (bill[j].key_len == b->key_len &&
-                !memcmp(bill[j].key, b->key, b->key_len)) {
+            if (charged[j].key_len == b->key_len &&
+                !memcmp(charged[j].key, b->key, b->key_len)) {
                 break;
             }
         }
         if (j < k) {
             continue;
         }
-        bill[k] = *b;
-        bill[k].cost = extra;
+        charged[k] = *b;
+        charged[k].cost = extra;
         units += extra;
         k++;
     }
     if (!k) {
         return;
     }
-    rv = sl_store_charge(owed->store, r, bill, k, owed->member, &err);
-    sl_stats_charge(owed->proc->stats, rv != APR_SUCCESS, units);
+    rv = sl_store_charge(ch->store, r, charged, k, ch->member, &err);
+    sl_stats_charge(ch->proc->stats, rv != APR_SUCCESS, units);
     if (rv != APR_SUCCESS) {
         ap_log_rerror(APLOG_MARK, APLOG_INFO, rv, r,
                       "mod_slidinglimit: %" APR_INT64_T_FMT
                       " units after the response not charged (store %s: %s)",
-                      units, sl_store_name(owed->store),
+                      units, sl_store_name(ch->store),
                       err ? err : "unknown error");
     }
     else {
@@ -449,11 +449,11 @@ static void sl_charge(request_rec *r, const sl_note_t *first,
     }
 }
 
-void sl_decide_charge(request_rec *r)
+void sl_after_charge(request_rec *r)
 {
     request_rec *q;
     const sl_note_t *first = sl_note(sl_first(r));
-    sl_owed_t *owed;
+    sl_charge_t *ch;
 
     for (q = r; q; q = q->next) {
         sl_note_t *note =
@@ -461,9 +461,9 @@ void sl_decide_charge(request_rec *r)
         if (!note) {
             continue;
         }
-        for (owed = note->owed; owed; owed = owed->next) {
-            sl_charge(r, first, owed);
+        for (ch = note->charges; ch; ch = ch->next) {
+            sl_charge_send(r, first, ch);
         }
-        note->owed = NULL;
+        note->charges = NULL;
     }
 }

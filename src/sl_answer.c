@@ -86,7 +86,7 @@ static void sl_case_env(const sl_case_t *c, int result, const char *policy,
     }
 }
 
-void sl_decide_carry_env(request_rec *r)
+void sl_answer_carry_env(request_rec *r)
 {
     static const char *const names[] = {
         "SLIDINGLIMIT_RESULT", "SLIDINGLIMIT_POLICY", "SLIDINGLIMIT_REMAINING",

@@ -19,7 +19,7 @@ APLOG_USE_MODULE(slidinglimit);
 /* The configuration sections that enclose this directive, outermost first:
  * "<VirtualHost *:80>\n<Location /api>\n<If ...>". Not the file or line, so
  * the identity survives edits elsewhere and agrees across servers. */
-static const char *sl_section(cmd_parms *cmd)
+static const char *sl_section_path(cmd_parms *cmd)
 {
     const ap_directive_t *d;
     const char *path = "";
@@ -349,7 +349,7 @@ static const char *sl_limit_unique(cmd_parms *cmd, sl_dir_conf_t *dc,
                                             "it: choose another name",
                                             l->name));
         }
-        sl_limit_scope(cmd->pool, l, sl_section(cmd));
+        sl_limit_scope(cmd->pool, l, sl_section_path(cmd));
     }
     else if (l->named && ((err = sl_named_agree(cmd, l)) ||
                           (err = sl_algorithms_agree(cmd)))) {
@@ -417,7 +417,8 @@ const char *sl_cmd_limit(cmd_parms *cmd, void *dconf, int argc,
                                         "'off')",
                                         sl_args(cmd->pool, argc, argv)));
     }
-    if ((err = sl_parse_limit(cmd->pool, argc, argv, sl_section(cmd), &l))) {
+    if ((err =
+             sl_parse_limit(cmd->pool, argc, argv, sl_section_path(cmd), &l))) {
         return sl_err(cmd, err);
     }
     if ((err = sl_limit_compile(cmd, l)) ||
@@ -450,8 +451,8 @@ const char *sl_cmd_concurrent(cmd_parms *cmd, void *dconf, int argc,
                                         "off' in the same section",
                                         sl_args(cmd->pool, argc, argv)));
     }
-    if ((err =
-             sl_parse_concurrent(cmd->pool, argc, argv, sl_section(cmd), &l))) {
+    if ((err = sl_parse_concurrent(cmd->pool, argc, argv, sl_section_path(cmd),
+                                   &l))) {
         return sl_err(cmd, apr_psprintf(cmd->pool, "'%s': %s",
                                         sl_args(cmd->pool, argc, argv), err));
     }

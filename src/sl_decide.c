@@ -420,7 +420,7 @@ static int sl_decide_for(request_rec *r, request_rec *target,
     sl_budgets_of(&c, sc);
     if (!sl_budgets_undecided(&c)) {
         if (r->prev) {
-            sl_decide_carry_env(r);
+            sl_answer_carry_env(r);
         }
         return DECLINED;
     }

@@ -34,22 +34,22 @@ int sl_decide_done(request_rec *r);
 
 /* After the response (log_transaction): the reservations of limits whose
  * count= does not list the status the client got go back to the store. */
-void sl_decide_give_back(request_rec *r);
+void sl_after_give_back(request_rec *r);
 
 /* An internal redirect after a decision (an ErrorDocument): the new request
  * carries the decision's variables under their own names, so that
  * %{SLIDINGLIMIT_RESULT}e logs it. */
-void sl_decide_carry_env(request_rec *r);
+void sl_answer_carry_env(request_rec *r);
 
-/* cost=after:: the charges owed by r's chain (r the client's request),
+/* cost=after:: the charges of r's chain (r the client's request), made
  * once its response is known (log_transaction). */
-void sl_decide_charge(request_rec *r);
+void sl_after_charge(request_rec *r);
 
 /* cost=after:header:: the filter that takes the header out of the
  * response, registered once and added to each request of a chain that
- * owes by a header (insert_filter, insert_error_filter). */
+ * is charged by a header (insert_filter, insert_error_filter). */
 #define SL_COST_FILTER "SLIDINGLIMIT_COST"
-void sl_decide_register_filter(void);
-void sl_decide_insert_filter(request_rec *r);
+void sl_after_register_filter(void);
+void sl_after_insert_filter(request_rec *r);
 
 #endif

@@ -48,17 +48,17 @@ typedef struct sl_reserved {
     sl_lease_t *held; /* renewed while it runs; NULL: not renewed */
 } sl_reserved_t;
 
-/* A cost=after: decision's bill: its limits are charged their real cost
+/* A cost=after: decision's charge: its limits are charged their real cost
  * once the response is known (log_transaction). */
-typedef struct sl_owed {
-    struct sl_owed *next;
+typedef struct sl_charge {
+    struct sl_charge *next;
     sl_store_t *store; /* the store that admitted */
     sl_proc_t *proc;
     const apr_array_header_t *limits;
     sl_budget_t *budgets;
     int n;
     const char *member;
-} sl_owed_t;
+} sl_charge_t;
 
 /* One decision's budgets (its sl_case_t's, which only their costs change
  * after). */
@@ -82,7 +82,7 @@ typedef struct sl_note {
      * target may decide for it. */
     int resolving;
     sl_reserved_t *reserved;
-    sl_owed_t *owed;
+    sl_charge_t *charges; /* cost=after: charges, made after the response */
     /* cost=after:header:NAME: the values the cost filter took out of the
      * response, by NAME. */
     apr_table_t *after_values;
@@ -105,7 +105,7 @@ int sl_refuse_cost(const sl_case_t *c, const sl_mode_t *m, int why, int at);
 
 /* sl_interim.c: cost=after:header:: the interim (1xx) responses of r,
  * which httpd writes to the connection past every request filter, go
- * without the fields NAMES (N of them; 0: r owes by none). */
+ * without the fields NAMES (N of them; 0: r is charged by none). */
 #define SL_INTERIM_FILTER "SLIDINGLIMIT_INTERIM"
 void sl_interim_register(void);
 void sl_interim_watch(request_rec *r, const char **names, int n);
@@ -121,7 +121,7 @@ apr_off_t sl_sent_body(request_rec *r, const sl_note_t *first);
 
 /* sl_after.c: what c's admission (by store, at d's time) leaves to the
  * request's end: count= reservations, SlidingLimitConcurrent leases,
- * cost=after: bills. */
+ * cost=after: charges. */
 void sl_after_keep(const sl_case_t *c, sl_store_t *store,
                    const sl_decision_t *d);
 

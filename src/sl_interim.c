@@ -4,7 +4,8 @@
  * connection's filters, from r->headers_out, with no hook and past every
  * request filter, so the cost filter never sees it. The only place NAME can
  * be taken out is a connection filter, in the serialized block: one is
- * added to a connection the first time a request on it owes by a header,
+ * added to a connection the first time a request on it is charged by a
+ * header,
  * and it reads the bytes that pass while that request's status is 1xx
  * (ap_send_interim_response requires it), that is, its interim responses,
  * each a whole block followed by a flush. Under HTTP/2 the request's
@@ -134,7 +135,7 @@ void sl_interim_watch(request_rec *r, const char **names, int n)
     sl_interim_t *in = NULL;
     sl_watch_t *w;
 
-    /* A request that owes by no header leaves the filter as it is: a watch
+    /* A request charged by no header leaves the filter as it is: a watch
      * it finds is of a request before it whose pool lives on, with its
      * final status, whose interim responses are over. */
     if (!n) {
