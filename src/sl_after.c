@@ -400,7 +400,7 @@ static apr_int64_t sl_extra_of(request_rec *r, const sl_note_t *first,
 
 /* One charge: every cost=after: limit's extra units, each budget once. */
 static void sl_charge_send(request_rec *r, const sl_note_t *first,
-                      const sl_charge_t *ch)
+                           const sl_charge_t *ch)
 {
     sl_budget_t *charged = apr_palloc(r->pool, sizeof(*charged) * ch->n);
     apr_int64_t units = 0;

@@ -326,10 +326,11 @@ const command_rec sl_cmds[] = {
                   "what .htaccess files may do: none, add (limits, never "
                   "loosen the server's; the default) or all"),
     AP_INIT_TAKE_ARGV("SlidingLimit", sl_cmd_limit, NULL, SL_DIR_CONF,
-                      "REQUESTS WINDOW [name=NAME] [algorithm=log|counter|"
-                      "gcra] [burst=N] [cost=N|expr:STRING] [cost-unit=N] "
-                      "[block=DURATION] [delay=DURATION] [count=STATUS,...], "
-                      "or off"),
+                      "REQUESTS|expr:STRING WINDOW [quota-default=N] "
+                      "[name=NAME] [algorithm=log|counter|gcra] [burst=N] "
+                      "[cost=N|expr:STRING|after:bytes|after:header:NAME] "
+                      "[cost-unit=N] [block=DURATION] [delay=DURATION] "
+                      "[count=STATUS,...], or off"),
     AP_INIT_TAKE_ARGV("SlidingLimitConcurrent", sl_cmd_concurrent, NULL,
                       SL_DIR_CONF,
                       "N [name=NAME] [lease=DURATION]: at most N requests "

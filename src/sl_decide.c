@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The decision of one request (see sl_decide.h): its budgets, the deny
- * cache, the store, a wait within delay=, the local fallback; the answer is
+ * cache, the store, a wait within delay=, the shm store standing in for a
+ * Redis store that failed; the answer is
  * sl_answer.c's, what the admission leaves to the request's end
  * sl_after.c's. */
 #include "sl_decide_private.h"
@@ -331,9 +332,9 @@ static int sl_decide_by_store(sl_case_t *c, sl_decision_t *d)
 }
 
 /* While the store is down, the same limits on this server's own traffic. */
-static int sl_decide_by_fallback(sl_case_t *c, sl_decision_t *d)
+static int sl_decide_by_shm_store(sl_case_t *c, sl_decision_t *d)
 {
-    if (sl_store_decide(sl_store_fallback(c->proc), c->r, c->budgets, c->n, d,
+    if (sl_store_decide(sl_store_shm_of(c->proc), c->r, c->budgets, c->n, d,
                         &c->member) != APR_SUCCESS) {
         return SL_STEP_FAILED;
     }
@@ -444,16 +445,15 @@ static int sl_decide_for(request_rec *r, request_rec *target,
         }
     }
     if (sl_outcome_wants_fallback(&m, store_step)) {
-        fallback = sl_decide_by_fallback(&c, &d);
+        fallback = sl_decide_by_shm_store(&c, &d);
     }
     sl_outcome_of(&m, store_step, fallback, &o);
     /* A dry run's admissions consume like any other, so they give back
      * too; its refusals consumed nothing. */
     if (store_step == SL_STEP_ADMITTED || fallback == SL_STEP_ADMITTED) {
         sl_after_keep(&c,
-                      store_step == SL_STEP_ADMITTED
-                          ? c.store
-                          : sl_store_fallback(c.proc),
+                      store_step == SL_STEP_ADMITTED ? c.store
+                                                     : sl_store_shm_of(c.proc),
                       &d);
     }
     return sl_answer(&c, &o, &d);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The decision of one request: the budgets of its limits, the deny cache,
- * the store, the fail mode and the local fallback (the ladder is
+ * the store, the fail mode and the shm store standing in (the ladder is
  * sl_outcome.c), and the answer: quota headers, environment, statistics and
  * the refusal. */
 #ifndef SL_DECIDE_H

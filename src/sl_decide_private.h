@@ -35,7 +35,7 @@ typedef struct sl_case {
  * status the client got is not listed. */
 typedef struct sl_reserved {
     struct sl_reserved *next;
-    sl_store_t *store; /* the store that admitted: its own, or the fallback */
+    sl_store_t *store; /* the store that admitted: its own, or the shm store */
     sl_proc_t *proc;
     const apr_array_header_t *limits;
     sl_budget_t *budgets;

@@ -373,23 +373,23 @@ static const char *sl_client_make(sl_client_t *c, const sl_query_t *q)
     return NULL;
 }
 
-/* Deletes the budgets on the store, in this server's shm table (the shm
- * store, or the local fallback's state of a Redis store) and in the deny
- * cache. The local parts are cleared whatever the store does: while it is
- * down they are what decides. */
+/* Deletes the budgets on the store, in this server's shm store (the store
+ * itself, or what it decided while a Redis store was down) and in the deny
+ * cache. The shm store and the deny cache are cleared whatever the store
+ * does: while it is down they are what decides. */
 static apr_status_t sl_client_reset(const sl_client_t *c, int *forgotten,
                                     const char **err)
 {
-    sl_store_t *local = sl_store_fallback(c->proc);
+    sl_store_t *shm = sl_store_shm_of(c->proc);
     apr_status_t rv = APR_SUCCESS;
     const char *lerr;
 
     *err = NULL;
-    if (c->store != local) {
+    if (c->store != shm) {
         rv = sl_store_reset(c->store, c->r, c->budgets, c->n, err);
     }
-    if (sl_store_reset(local, c->r, c->budgets, c->n, &lerr) != APR_SUCCESS &&
-        c->store == local) {
+    if (sl_store_reset(shm, c->r, c->budgets, c->n, &lerr) != APR_SUCCESS &&
+        c->store == shm) {
         *err = lerr;
         rv = APR_EGENERAL;
     }

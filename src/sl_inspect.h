@@ -8,10 +8,10 @@
  * none=); the keys are made by the request's own functions (sl_key.c,
  * sl_ident.c).
  * GET shows each limit's state, read without a write; POST deletes the
- * budgets on the store (and in the local fallback's table) and forgets
- * their refusals in the deny cache every child reads, then shows the state.
- * The answer is JSON. A reset needs a request that a page of another site
- * cannot make a browser send (the header X-SlidingLimit-Reset, no
+ * budgets on the store (and in the shm store, which stands in for it) and
+ * forgets their refusals in the deny cache every child reads, then shows the
+ * state. The answer is JSON. A reset needs a request that a page of another
+ * site cannot make a browser send (the header X-SlidingLimit-Reset, no
  * cross-site Origin or Sec-Fetch-Site): the operator's browser, which
  * passes Require, must not reset budgets for whoever it visits. */
 #ifndef SL_INSPECT_H

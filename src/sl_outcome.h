@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The fail-mode ladder: from what each step of a decision came to (the deny
- * cache or the store, then the local fallback), the result a request is
+ * cache or the store, then the shm store standing in), the result a request is
  * logged and counted with, and whether it is refused and how. APR only, no
  * httpd.h: tests/unit/sl_outcome_test.c walks every rung. */
 #ifndef SL_OUTCOME_H
@@ -35,11 +35,12 @@ typedef struct sl_outcome {
     int quota;       /* a decision backs it: quota headers, policy, remaining */
 } sl_outcome_t;
 
-/* 1 when the local fallback is to decide, given what the store came to. */
+/* 1 when the shm store is to decide in the store's place, given what the store
+ * came to. */
 int sl_outcome_wants_fallback(const sl_mode_t *m, int store_step);
 
 /* store_step: what the deny cache or the store came to; fallback: what the
- * local fallback came to (SL_STEP_FAILED when it did not run). */
+ * shm store standing in came to (SL_STEP_FAILED when it did not run). */
 void sl_outcome_of(const sl_mode_t *m, int store_step, int fallback,
                    sl_outcome_t *out);
 

@@ -21,9 +21,9 @@ typedef struct sl_proc {
     sl_prereqs_t *prereqs;   /* which store nodes were asked INFO */
     sl_denycache_shm_t *denycache_shm; /* shared by the generation's children */
     sl_denycache_t *denycache;
-    sl_memo_t *memo;          /* the identities this child made */
-    struct sl_store *local;   /* the shm store, the local fallback (child) */
-    struct sl_leases *leases; /* this child's leases (sl_lease.h) */
+    sl_memo_t *memo;            /* the identities this child made */
+    struct sl_store *shm_store; /* the shm store (child) */
+    struct sl_leases *leases;   /* this child's leases (sl_lease.h) */
     unsigned char seed[8];
     volatile apr_uint32_t counter;
     /* delay=: the requests this child holds now, and SlidingLimitDelayMax

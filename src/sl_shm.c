@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The embedded store as an httpd citizen: "SlidingLimitStore shm" and the
- * local fallback. The budgets live in up to 8 stripes (tables of
- * sl_table.c), each an anonymous shared memory segment under its own global
- * mutex; this file makes the segments, registers and reattaches the
- * mutexes, picks the stripe of a request, locks it around sl_table_decide
+/* The embedded store as an httpd citizen: "SlidingLimitStore shm", which
+ * also stands in for a Redis store that is down. The budgets live in up to 8
+ * stripes (tables of sl_table.c), each an anonymous shared memory segment under
+ * its own global mutex; this file makes the segments, registers and reattaches
+ * the mutexes, picks the stripe of a request, locks it around sl_table_decide
  * and logs each change of the store's state once.
  *
  * Also the one way the module keeps shared memory across restarts

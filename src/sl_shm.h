@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The embedded store: every algorithm, exact across all children of one
  * httpd, in stripes of shared memory (sl_table.h) each guarded by a global
- * mutex. It is the store of "SlidingLimitStore shm" and the local fallback
- * while Redis is away. Also the module's one way to keep shared memory
+ * mutex. It is the store of "SlidingLimitStore shm", and stands in for a
+ * Redis store while it is away. Also the module's one way to keep shared memory
  * across restarts. */
 #ifndef SL_SHM_H
 #define SL_SHM_H

@@ -93,10 +93,10 @@ static const sl_store_ops_t *sl_store_kind(const sl_store_url_t *u)
                                        : &sl_store_redis_ops;
 }
 
-/* This child's shm store: of every record that names it, and the local
- * fallback of the others. */
-static sl_store_t *sl_store_local(apr_pool_t *pchild, server_rec *s,
-                                  sl_proc_t *proc)
+/* This child's shm store: of every record that names it, standing in for
+ * the others' Redis store. */
+static sl_store_t *sl_store_shm_make(apr_pool_t *pchild, server_rec *s,
+                                     sl_proc_t *proc)
 {
     sl_store_t *st = apr_pcalloc(pchild, sizeof(*st));
 
@@ -121,7 +121,7 @@ static sl_store_t *sl_store_make(apr_pool_t *pchild, server_rec *main,
     rv = st->ops->make(st, pchild, vs, sc, threads);
     if (rv != APR_SUCCESS) {
         /* A store that does not answer, never the shm store in its place:
-         * local limits are not what the section asked for. */
+         * limits on this host alone are not what the section asked for. */
         ap_log_error(APLOG_MARK, APLOG_CRIT, rv, vs,
                      "mod_slidinglimit: cannot set up the client for %s; "
                      "the fail mode applies to every request it decides",
@@ -138,14 +138,14 @@ void sl_store_child_init(apr_pool_t *pchild, server_rec *s, sl_proc_t *proc,
 {
     server_rec *vs, *other;
 
-    proc->local = sl_store_local(pchild, s, proc);
+    proc->shm_store = sl_store_shm_make(pchild, s, proc);
     /* One store client per server record with its own store; virtual hosts that
      * inherit the main server's store share its pool. */
     for (vs = s; vs; vs = vs->next) {
         sl_server_conf_t *sc = sl_config_server(vs);
         sc->store = NULL;
         if (sl_store_kind(sc->store_url) == &sl_store_shm_ops) {
-            sc->store = proc->local;
+            sc->store = proc->shm_store;
             continue;
         }
         for (other = s; other != vs; other = other->next) {
@@ -166,9 +166,9 @@ sl_store_t *sl_store_of(server_rec *s)
     return sl_config_server(s)->store;
 }
 
-sl_store_t *sl_store_fallback(sl_proc_t *proc)
+sl_store_t *sl_store_shm_of(sl_proc_t *proc)
 {
-    return proc->local;
+    return proc->shm_store;
 }
 
 int sl_store_remote(const sl_store_t *st)

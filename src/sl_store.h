@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The store that decides for a server record in this child, whatever its
- * kind (a Redis store, the embedded shm store: sl_store_kind.h), and every
- * call to it: a decision, a give-back, the operator's look and reset, each
- * through the store's circuit breaker, counted on the status page and an
- * outage logged once. Made in child_init, one per SlidingLimitStore
- * (virtual hosts that share a store share it). */
+ * kind (a Redis store, the shm store: sl_store_kind.h), and every call to
+ * it: a decision, a give-back, a lease's renewal, a cost=after: charge, the
+ * operator's look and reset, each through the store's circuit breaker (a
+ * Redis store's), counted on the status page, an outage logged once. Made
+ * in child_init: one client per Redis store (records that name the same
+ * store share it) and one shm store per child, which decides for
+ * "SlidingLimitStore shm" and stands in for a Redis store that is down. */
 #ifndef SL_STORE_H
 #define SL_STORE_H
 
@@ -41,12 +43,12 @@ void sl_store_child_init(apr_pool_t *pchild, server_rec *s, sl_proc_t *proc,
 /* The store that decides for requests of s (NULL before child_init). */
 sl_store_t *sl_store_of(server_rec *s);
 
-/* The shm store, which stands in while a Redis store is down (the local
- * fallback) and decides for "SlidingLimitStore shm". */
-sl_store_t *sl_store_fallback(sl_proc_t *proc);
+/* This child's shm store: it decides for "SlidingLimitStore shm" and
+ * stands in while a Redis store is down (SlidingLimitLocalFallback). */
+sl_store_t *sl_store_shm_of(sl_proc_t *proc);
 
 /* Whether the store is away from this host (Redis): the deny cache spares
- * it calls, and the local fallback stands in while it is down. */
+ * it calls, and the shm store stands in while it is down. */
 int sl_store_remote(const sl_store_t *st);
 
 /* The store as logs and answers name it: its URL's display, or "shm". */

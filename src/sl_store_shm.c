@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The shm store as a kind of store (sl_store_kind.h): the embedded store
- * of "SlidingLimitStore shm", and the local fallback of a Redis store, in
+ * of "SlidingLimitStore shm", which also stands in for a Redis store, in
  * the shared memory every child of this httpd reads (sl_shm.h). */
 #include "sl_store_kind.h"
 

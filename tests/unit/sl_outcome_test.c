@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The fail-mode ladder, rung by rung: what the store (or the deny cache)
- * and the local fallback came to, under each fail mode, fallback setting
+ * and the shm store standing in came to, under each fail mode, fallback setting
  * and dry run. */
 #include "sl_outcome.h"
 
