@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The decision of one request (see sl_decide.h): its budgets, the deny
  * cache, the store, a wait within delay=, the shm store standing in for a
- * Redis store that failed; the answer is
- * sl_answer.c's, what the admission leaves to the request's end
- * sl_after.c's. */
+ * Redis store that failed; the answer is sl_answer.c's, what the admission
+ * leaves to the request's end sl_after.c's. */
 #include "sl_decide_private.h"
 
 #include "sl_decide.h"

@@ -5,8 +5,7 @@
  * request filter, so the cost filter never sees it. The only place NAME can
  * be taken out is a connection filter, in the serialized block: one is
  * added to a connection the first time a request on it is charged by a
- * header,
- * and it reads the bytes that pass while that request's status is 1xx
+ * header, and it reads the bytes that pass while that request's status is 1xx
  * (ap_send_interim_response requires it), that is, its interim responses,
  * each a whole block followed by a flush. Under HTTP/2 the request's
  * connection is the stream's, whose filters below turn the block into
