@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -31,19 +32,26 @@ struct sl_tls {
 };
 
 /* Allocated with malloc, like the pool's connections: they come and go for
- * the life of a child. */
+ * the life of a child. The bytes go through ops (the socket's, below, or
+ * a test's); the round trip's deadline and the replies are kept here. */
 struct sl_transport {
-    int fd;
-    SSL *ssl;
+    const sl_transport_ops_t *ops;
+    void *io;
     redisReader *reader;
     apr_interval_time_t command_timeout;
     apr_time_t deadline; /* of the current round trip */
+    char err[160];
+};
+
+/* The socket's state (sl_transport_socket's io). */
+typedef struct sl_sock {
+    int fd;
+    SSL *ssl;
     /* Plaintext: the socket's SO_RCVTIMEO (0: reads never block), and
      * whether the round trip's first read may block (sl_blocking_reads). */
     apr_interval_time_t rcvtimeo;
     int block_once;
-    char err[160];
-};
+} sl_sock_t;
 
 static apr_time_t sl_now(void)
 {
@@ -343,9 +351,20 @@ static int sl_ssl_write_op(SSL *ssl, void *buf, int len)
     return SSL_write(ssl, buf, len);
 }
 
-static apr_status_t sl_handshake(sl_transport_t *t, sl_tls_t *tls,
-                                 const char *host, apr_time_t deadline,
-                                 char *err, apr_size_t errlen)
+static apr_status_t sl_fail(char *err, apr_size_t errlen, apr_status_t rv,
+                            const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    apr_vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return rv;
+}
+
+static apr_status_t sl_handshake(sl_sock_t *s, sl_tls_t *tls, const char *host,
+                                 apr_time_t deadline, char *err,
+                                 apr_size_t errlen)
 {
     unsigned char ip[16];
     int is_ip = host && (inet_pton(AF_INET, host, ip) == 1 ||
@@ -355,32 +374,30 @@ static apr_status_t sl_handshake(sl_transport_t *t, sl_tls_t *tls,
     char reason[120];
 
     ERR_clear_error();
-    if (!(t->ssl = SSL_new(tls->ctx)) || !SSL_set_fd(t->ssl, t->fd)) {
-        apr_snprintf(err, errlen, "TLS: %s",
-                     sl_ssl_reason(reason, sizeof(reason)) ?: "no memory");
-        return APR_EGENERAL;
+    if (!(s->ssl = SSL_new(tls->ctx)) || !SSL_set_fd(s->ssl, s->fd)) {
+        return sl_fail(err, errlen, APR_EGENERAL, "TLS: %s",
+                       sl_ssl_reason(reason, sizeof(reason)) ?: "no memory");
     }
     if (host && !is_ip) {
-        SSL_set_tlsext_host_name(t->ssl, host);
+        SSL_set_tlsext_host_name(s->ssl, host);
     }
     if (tls->verify && host) {
-        X509_VERIFY_PARAM *vp = SSL_get0_param(t->ssl);
+        X509_VERIFY_PARAM *vp = SSL_get0_param(s->ssl);
         if (is_ip ? !X509_VERIFY_PARAM_set1_ip_asc(vp, host)
-                  : !SSL_set1_host(t->ssl, host)) {
-            apr_snprintf(err, errlen, "TLS: cannot verify the name %s", host);
-            return APR_EGENERAL;
+                  : !SSL_set1_host(s->ssl, host)) {
+            return sl_fail(err, errlen, APR_EGENERAL,
+                           "TLS: cannot verify the name %s", host);
         }
     }
-    rc = sl_ssl_io(t->ssl, t->fd, deadline, &ssl_err, sl_ssl_handshake_op, NULL,
+    rc = sl_ssl_io(s->ssl, s->fd, deadline, &ssl_err, sl_ssl_handshake_op, NULL,
                    0, &n);
     if (rc == 1) {
         return APR_SUCCESS;
     }
     if (rc == 0) {
-        apr_snprintf(err, errlen, "TLS handshake timed out");
-        return APR_TIMEUP;
+        return sl_fail(err, errlen, APR_TIMEUP, "TLS handshake timed out");
     }
-    vr = SSL_get_verify_result(t->ssl);
+    vr = SSL_get_verify_result(s->ssl);
     if (vr == X509_V_ERR_HOSTNAME_MISMATCH ||
         vr == X509_V_ERR_IP_ADDRESS_MISMATCH) {
         apr_snprintf(err, errlen,
@@ -414,9 +431,9 @@ static apr_status_t sl_handshake(sl_transport_t *t, sl_tls_t *tls,
 #define SL_RCV_MARGIN apr_time_from_msec(20)
 #define SL_RCV_SLACK  apr_time_from_msec(5)
 
-static void sl_blocking_reads(sl_transport_t *t)
+static void sl_blocking_reads(sl_sock_t *s, apr_interval_time_t timeout)
 {
-    apr_interval_time_t to = t->command_timeout - SL_RCV_MARGIN;
+    apr_interval_time_t to = timeout - SL_RCV_MARGIN;
     struct timeval tv;
     int fl;
 
@@ -425,120 +442,128 @@ static void sl_blocking_reads(sl_transport_t *t)
     }
     tv.tv_sec = (time_t) (to / APR_USEC_PER_SEC);
     tv.tv_usec = (suseconds_t) (to % APR_USEC_PER_SEC);
-    if (setsockopt(t->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) != 0 ||
-        (fl = fcntl(t->fd, F_GETFL)) < 0 ||
-        fcntl(t->fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+    if (setsockopt(s->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) != 0 ||
+        (fl = fcntl(s->fd, F_GETFL)) < 0 ||
+        fcntl(s->fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
         return;
     }
-    t->rcvtimeo = to;
+    s->rcvtimeo = to;
 }
 
-apr_status_t sl_transport_connect(const char *host, int port, const char *path,
-                                  sl_tls_t *tls,
-                                  apr_interval_time_t connect_timeout,
-                                  apr_interval_time_t command_timeout,
-                                  sl_transport_t **out, char *err,
-                                  apr_size_t errlen)
+static void sl_sock_close(void *io)
 {
-    apr_time_t deadline = sl_now() + connect_timeout;
-    sl_transport_t *t;
+    sl_sock_t *s = io;
+
+    if (!s) {
+        return;
+    }
+    if (s->ssl) {
+        /* No close_notify: it could block on a dead peer, and Redis does
+         * not need one. */
+        SSL_free(s->ssl);
+        s->ssl = NULL;
+    }
+    if (s->fd >= 0) {
+        close(s->fd);
+        s->fd = -1;
+    }
+    free(s);
+}
+
+static apr_status_t sl_sock_connect(void *ctx, const sl_transport_to_t *to,
+                                    apr_time_t deadline, void **io, char *err,
+                                    apr_size_t errlen)
+{
+    sl_sock_t *s;
     apr_status_t rv;
 
-    *out = NULL;
-    if (!(t = calloc(1, sizeof(*t))) || !(t->reader = redisReaderCreate())) {
-        free(t);
-        apr_snprintf(err, errlen, "no memory");
-        return APR_ENOMEM;
+    (void) ctx;
+    if (!(s = calloc(1, sizeof(*s)))) {
+        return sl_fail(err, errlen, APR_ENOMEM, "no memory");
     }
-    t->fd = -1;
-    t->command_timeout = command_timeout;
-    rv = path ? sl_connect_unix(path, deadline, &t->fd, err, errlen)
-              : sl_connect_tcp(host, port, deadline, &t->fd, err, errlen);
-    if (rv == APR_SUCCESS && tls) {
-        rv = sl_handshake(t, tls, path ? NULL : host, deadline, err, errlen);
+    s->fd = -1;
+    rv = to->path ? sl_connect_unix(to->path, deadline, &s->fd, err, errlen)
+                  : sl_connect_tcp(to->host, to->port, deadline, &s->fd, err,
+                                   errlen);
+    if (rv == APR_SUCCESS && to->tls) {
+        rv = sl_handshake(s, to->tls, to->path ? NULL : to->host, deadline, err,
+                          errlen);
     }
     if (rv != APR_SUCCESS) {
-        sl_transport_close(t);
+        sl_sock_close(s);
         return rv;
     }
-    if (!tls) {
-        sl_blocking_reads(t);
+    if (!to->tls) {
+        sl_blocking_reads(s, to->command_timeout);
     }
-    *out = t;
+    *io = s;
     return APR_SUCCESS;
-}
-
-static apr_status_t sl_fail(sl_transport_t *t, apr_status_t rv, const char *fmt,
-                            ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    apr_vsnprintf(t->err, sizeof(t->err), fmt, ap);
-    va_end(ap);
-    return rv;
 }
 
 /* After a failed SSL read or write. A server that refuses the client's
  * certificate under TLS 1.3 does so after the client's handshake is done,
  * with an alert and a close: a write then fails on the closed connection,
  * and the alert that says why is still to be read. */
-static apr_status_t sl_ssl_fail(sl_transport_t *t, int rc, int ssl_err,
-                                const char *what)
+static apr_status_t sl_ssl_fail(sl_sock_t *s, int rc, int ssl_err,
+                                const char *what, char *err, apr_size_t errlen)
 {
     char reason[120];
 
     if (rc == 0) {
-        return sl_fail(t, APR_TIMEUP, "%s timed out", what);
+        return sl_fail(err, errlen, APR_TIMEUP, "%s timed out", what);
     }
     if (ssl_err == SSL_ERROR_ZERO_RETURN ||
         (ssl_err == SSL_ERROR_SYSCALL && !ERR_peek_error())) {
         char buf[256];
         ERR_clear_error();
-        if (SSL_read(t->ssl, buf, sizeof(buf)) <= 0 &&
+        if (SSL_read(s->ssl, buf, sizeof(buf)) <= 0 &&
             sl_ssl_reason(reason, sizeof(reason))) {
-            return sl_fail(t, APR_EGENERAL, "%s: TLS: %s", what, reason);
+            return sl_fail(err, errlen, APR_EGENERAL, "%s: TLS: %s", what,
+                           reason);
         }
-        return sl_fail(t, APR_ECONNRESET, "%s: connection closed", what);
+        return sl_fail(err, errlen, APR_ECONNRESET, "%s: connection closed",
+                       what);
     }
-    return sl_fail(t, APR_EGENERAL, "%s: TLS: %s", what,
+    return sl_fail(err, errlen, APR_EGENERAL, "%s: TLS: %s", what,
                    sl_ssl_reason(reason, sizeof(reason)) ?: "error");
 }
 
-apr_status_t sl_transport_send(sl_transport_t *t, const char *buf,
-                               apr_size_t len)
+static apr_status_t sl_sock_write(void *io, const char *buf, apr_size_t len,
+                                  apr_time_t deadline, char *err,
+                                  apr_size_t errlen)
 {
-    t->deadline = sl_now() + t->command_timeout;
-    t->block_once = t->rcvtimeo > 0;
+    sl_sock_t *s = io;
+
+    s->block_once = s->rcvtimeo > 0;
     while (len > 0) {
         ssize_t n;
 
-        if (t->ssl) {
+        if (s->ssl) {
             int ssl_err = 0, written = 0,
                 chunk = len > (1 << 30) ? (1 << 30) : (int) len;
-            int rc = sl_ssl_io(t->ssl, t->fd, t->deadline, &ssl_err,
+            int rc = sl_ssl_io(s->ssl, s->fd, deadline, &ssl_err,
                                sl_ssl_write_op, (void *) buf, chunk, &written);
             if (rc != 1) {
-                return sl_ssl_fail(t, rc, ssl_err, "write");
+                return sl_ssl_fail(s, rc, ssl_err, "write", err, errlen);
             }
             n = written;
         }
         else {
-            n = send(t->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+            n = send(s->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
             if (n < 0) {
                 int w;
                 if (errno == EINTR) {
                     continue;
                 }
                 if (errno != EAGAIN && errno != EWOULDBLOCK) {
-                    return sl_fail(t, APR_ECONNRESET, "write: %s",
+                    return sl_fail(err, errlen, APR_ECONNRESET, "write: %s",
                                    strerror(errno));
                 }
-                w = sl_wait(t->fd, POLLOUT, t->deadline);
+                w = sl_wait(s->fd, POLLOUT, deadline);
                 if (w <= 0) {
-                    return sl_fail(t, w == 0 ? APR_TIMEUP : APR_ECONNRESET,
-                                   "write %s",
-                                   w == 0 ? "timed out" : strerror(errno));
+                    return sl_fail(
+                        err, errlen, w == 0 ? APR_TIMEUP : APR_ECONNRESET,
+                        "write %s", w == 0 ? "timed out" : strerror(errno));
                 }
                 continue;
             }
@@ -552,15 +577,107 @@ apr_status_t sl_transport_send(sl_transport_t *t, const char *buf,
 /* The round trip's first read blocks (sl_blocking_reads) while the
  * kernel's timeout ends before the deadline: the write took less than the
  * slack. */
-static int sl_recv_flags(sl_transport_t *t)
+static int sl_recv_flags(sl_sock_t *s, apr_time_t deadline)
 {
-    int first = t->block_once;
+    int first = s->block_once;
 
-    t->block_once = 0;
-    return first && t->deadline - sl_now() >=
-                        t->rcvtimeo + SL_RCV_MARGIN - SL_RCV_SLACK
+    s->block_once = 0;
+    return first && deadline - sl_now() >=
+                        s->rcvtimeo + SL_RCV_MARGIN - SL_RCV_SLACK
                ? 0
                : MSG_DONTWAIT;
+}
+
+static apr_status_t sl_sock_read(void *io, char *buf, apr_size_t cap,
+                                 apr_size_t *got, apr_time_t deadline,
+                                 char *err, apr_size_t errlen)
+{
+    sl_sock_t *s = io;
+    ssize_t n;
+
+    if (s->ssl) {
+        int ssl_err = 0, len = 0;
+        int rc = sl_ssl_io(s->ssl, s->fd, deadline, &ssl_err, sl_ssl_read_op,
+                           buf, cap > INT_MAX ? INT_MAX : (int) cap, &len);
+        if (rc != 1) {
+            return sl_ssl_fail(s, rc, ssl_err, "read", err, errlen);
+        }
+        *got = (apr_size_t) len;
+        return APR_SUCCESS;
+    }
+    for (;;) {
+        int w;
+        n = recv(s->fd, buf, cap, sl_recv_flags(s, deadline));
+        if (n > 0) {
+            *got = (apr_size_t) n;
+            return APR_SUCCESS;
+        }
+        if (n == 0) {
+            return sl_fail(err, errlen, APR_ECONNRESET,
+                           "read: connection closed");
+        }
+        if (errno == EINTR) {
+            continue;
+        }
+        if (errno != EAGAIN && errno != EWOULDBLOCK) {
+            return sl_fail(err, errlen, APR_ECONNRESET, "read: %s",
+                           strerror(errno));
+        }
+        w = sl_wait(s->fd, POLLIN, deadline);
+        if (w <= 0) {
+            return sl_fail(err, errlen, w == 0 ? APR_TIMEUP : APR_ECONNRESET,
+                           "read %s", w == 0 ? "timed out" : strerror(errno));
+        }
+    }
+}
+
+const sl_transport_ops_t sl_transport_socket = {
+    sl_sock_connect, sl_sock_write, sl_sock_read, sl_sock_close, NULL};
+
+apr_status_t sl_transport_open(const sl_transport_ops_t *ops,
+                               const sl_transport_to_t *to,
+                               apr_interval_time_t connect_timeout,
+                               sl_transport_t **out, char *err,
+                               apr_size_t errlen)
+{
+    apr_time_t deadline = sl_now() + connect_timeout;
+    sl_transport_t *t;
+    apr_status_t rv;
+
+    *out = NULL;
+    if (!(t = calloc(1, sizeof(*t))) || !(t->reader = redisReaderCreate())) {
+        free(t);
+        return sl_fail(err, errlen, APR_ENOMEM, "no memory");
+    }
+    t->ops = ops ? ops : &sl_transport_socket;
+    t->command_timeout = to->command_timeout;
+    rv = t->ops->connect(t->ops->ctx, to, deadline, &t->io, err, errlen);
+    if (rv != APR_SUCCESS) {
+        t->io = NULL;
+        sl_transport_close(t);
+        return rv;
+    }
+    *out = t;
+    return APR_SUCCESS;
+}
+
+apr_status_t sl_transport_connect(const char *host, int port, const char *path,
+                                  sl_tls_t *tls,
+                                  apr_interval_time_t connect_timeout,
+                                  apr_interval_time_t command_timeout,
+                                  sl_transport_t **out, char *err,
+                                  apr_size_t errlen)
+{
+    sl_transport_to_t to = {host, port, path, tls, command_timeout};
+
+    return sl_transport_open(NULL, &to, connect_timeout, out, err, errlen);
+}
+
+apr_status_t sl_transport_send(sl_transport_t *t, const char *buf,
+                               apr_size_t len)
+{
+    t->deadline = sl_now() + t->command_timeout;
+    return t->ops->write(t->io, buf, len, t->deadline, t->err, sizeof(t->err));
 }
 
 /* Reads what has arrived into the reply reader; take (if any) is offered
@@ -572,51 +689,25 @@ static apr_status_t sl_fill(sl_transport_t *t, sl_transport_take_fn *take,
     redisReader *rd = t->reader;
     char buf[16384];
     const char *from = buf;
-    ssize_t n;
+    apr_size_t n = 0;
+    apr_status_t rv;
 
-    if (t->ssl) {
-        int ssl_err = 0, got = 0;
-        int rc = sl_ssl_io(t->ssl, t->fd, t->deadline, &ssl_err, sl_ssl_read_op,
-                           buf, sizeof(buf), &got);
-        if (rc != 1) {
-            return sl_ssl_fail(t, rc, ssl_err, "read");
-        }
-        n = got;
-    }
-    else {
-        for (;;) {
-            int w, flags = sl_recv_flags(t);
-            n = recv(t->fd, buf, sizeof(buf), flags);
-            if (n > 0) {
-                break;
-            }
-            if (n == 0) {
-                return sl_fail(t, APR_ECONNRESET, "read: connection closed");
-            }
-            if (errno == EINTR) {
-                continue;
-            }
-            if (errno != EAGAIN && errno != EWOULDBLOCK) {
-                return sl_fail(t, APR_ECONNRESET, "read: %s", strerror(errno));
-            }
-            w = sl_wait(t->fd, POLLIN, t->deadline);
-            if (w <= 0) {
-                return sl_fail(t, w == 0 ? APR_TIMEUP : APR_ECONNRESET,
-                               "read %s",
-                               w == 0 ? "timed out" : strerror(errno));
-            }
-        }
+    rv = t->ops->read(t->io, buf, sizeof(buf), &n, t->deadline, t->err,
+                      sizeof(t->err));
+    if (rv != APR_SUCCESS) {
+        return rv;
     }
     if (take && rd->ridx == -1 && rd->pos == rd->len) {
-        apr_size_t used = take(ctx, buf, (apr_size_t) n);
+        apr_size_t used = take(ctx, buf, n);
         if (used) {
             *taken = 1;
             from += used;
-            n -= (ssize_t) used;
+            n -= used;
         }
     }
-    if (n && redisReaderFeed(rd, from, (size_t) n) != REDIS_OK) {
-        return sl_fail(t, APR_EGENERAL, "reply: %s", rd->errstr);
+    if (n && redisReaderFeed(rd, from, n) != REDIS_OK) {
+        return sl_fail(t->err, sizeof(t->err), APR_EGENERAL, "reply: %s",
+                       rd->errstr);
     }
     return APR_SUCCESS;
 }
@@ -635,7 +726,8 @@ apr_status_t sl_transport_take(sl_transport_t *t, sl_transport_take_fn *take,
          * pass the next bytes to take. */
         if (t->reader->ridx != -1 || t->reader->pos < t->reader->len) {
             if (redisReaderGetReply(t->reader, &r) != REDIS_OK) {
-                return sl_fail(t, APR_EGENERAL, "reply: %s", t->reader->errstr);
+                return sl_fail(t->err, sizeof(t->err), APR_EGENERAL,
+                               "reply: %s", t->reader->errstr);
             }
             if (r) {
                 *reply = r;
@@ -670,7 +762,8 @@ apr_status_t sl_transport_vcommand(sl_transport_t *t, redisReply **reply,
     *reply = NULL;
     len = redisvFormatCommand(&cmd, fmt, ap);
     if (len < 0) {
-        return sl_fail(t, APR_ENOMEM, "cannot format a command");
+        return sl_fail(t->err, sizeof(t->err), APR_ENOMEM,
+                       "cannot format a command");
     }
     rv = sl_transport_send(t, cmd, (apr_size_t) len);
     free(cmd);
@@ -699,15 +792,9 @@ void sl_transport_close(sl_transport_t *t)
     if (!t) {
         return;
     }
-    if (t->ssl) {
-        /* No close_notify: it could block on a dead peer, and Redis does
-         * not need one. */
-        SSL_free(t->ssl);
-        t->ssl = NULL;
-    }
-    if (t->fd >= 0) {
-        close(t->fd);
-        t->fd = -1;
+    if (t->io) {
+        t->ops->close(t->io);
+        t->io = NULL;
     }
     if (t->reader) {
         redisReaderFree(t->reader);
