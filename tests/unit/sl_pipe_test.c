@@ -250,6 +250,7 @@ typedef struct call {
     apr_status_t rv;
     int stale, trips;
     const char *err;
+    int done;
 } call_t;
 
 static void *call_run(void *data)
@@ -269,6 +270,7 @@ static void *call_run(void *data)
                          &c->stale, &c->err, &c->trips);
     c->err = c->err ? strdup(c->err) : NULL;
     apr_pool_destroy(p);
+    __atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
     return NULL;
 }
 
@@ -531,6 +533,7 @@ static void test_waiter_times_out(void)
            d = {.rs = rs, .node = node, .what = "INTS 4"};
     static const long long one[] = {1}, three[] = {3}, four[] = {4};
     pthread_t ta, tb, tc, td;
+    int i;
 
     srv_reset();
     srv.held = 1;
@@ -539,8 +542,13 @@ static void test_waiter_times_out(void)
 
     rs->queue_timeout = apr_time_from_msec(50);
     pthread_create(&tb, NULL, call_run, &b);
-    pthread_join(tb, NULL);
+    /* Bounded: a waiter that never leaves fails here rather than hangs
+     * (it is answered once the read is let go, below). */
+    for (i = 0; i < 3000 && !__atomic_load_n(&b.done, __ATOMIC_ACQUIRE); i++) {
+        apr_sleep(1000);
+    }
     rs->queue_timeout = apr_time_from_sec(10);
+    EXPECT(b.done, "the waiter past its deadline returned");
     EXPECT(b.rv == APR_TIMEUP && b.err &&
                !strcmp(b.err, "timed out waiting for a batch"),
            "the waiter past its deadline left: %d %s", b.rv,
@@ -557,6 +565,7 @@ static void test_waiter_times_out(void)
     pthread_cond_broadcast(&srv.cond);
     pthread_mutex_unlock(&srv.lock);
     pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
     pthread_join(tc, NULL);
     pthread_join(td, NULL);
 
