@@ -80,6 +80,13 @@ static void srv_answer(fconn_t *c, const redisReply *cmd)
             srv_reply(c, buf, strlen(buf));
         }
     }
+    else if (!strcmp(name, "NEST") && cmd->elements == 4) {
+        /* An array whose first element is itself an array. */
+        apr_snprintf(buf, sizeof(buf), "*2\r\n*2\r\n:%s\r\n:%s\r\n:%s\r\n",
+                     cmd->element[1]->str, cmd->element[2]->str,
+                     cmd->element[3]->str);
+        srv_reply(c, buf, strlen(buf));
+    }
     else if (!strcmp(name, "ECHO")) {
         apr_snprintf(buf, sizeof(buf), "$%d\r\n%s\r\n",
                      (int) cmd->element[1]->len, cmd->element[1]->str);
@@ -300,6 +307,72 @@ static void call_done(call_t *c)
     }
     free((char *) c->err);
     c->err = NULL;
+}
+
+/* What a call got, as text: the integers read into its target, or
+ * hiredis' reply. */
+static void describe(const redisReply *r, const sl_ints_t *ints, char *out,
+                     apr_size_t len)
+{
+    apr_size_t i, at;
+
+    if (!r) {
+        snprintf(out, len, "none");
+        return;
+    }
+    if (r == &sl_reply_ints) {
+        at = (apr_size_t) snprintf(out, len, "ints bad=%ld:", ints->bad);
+        for (i = 0; i < ints->n && at < len; i++) {
+            at += (apr_size_t) snprintf(out + at, len - at, " %lld",
+                                        (long) i == ints->bad ? -1LL
+                                                              : ints->v[i]);
+        }
+        return;
+    }
+    at = (apr_size_t) snprintf(out, len, "type %d int %lld [", r->type,
+                               r->integer);
+    for (i = 0; i < r->elements && at < len; i++) {
+        describe(r->element[i], NULL, out + at, len - at);
+        at += strlen(out + at);
+        at += (apr_size_t) snprintf(out + at, len - at, ",");
+    }
+    snprintf(out + at, len - at, "]");
+}
+
+/* A reply with an array inside, split at every byte: read as it is when
+ * it comes whole (the take function is never offered the middle of a
+ * reply that the reader holds the start of). */
+static void test_split_nested(void)
+{
+    sl_redis_t *rs = client();
+    sl_node_t *node = sl_node_create(rs, "127.0.0.1", 9, 6379);
+    const char *reply = "*2\r\n*2\r\n:5\r\n:6\r\n:7\r\n";
+    char whole[256], got[256];
+    apr_size_t off, len = strlen(reply);
+    int bad = 0;
+    call_t c = {.rs = rs, .node = node, .what = "NEST 5 6 7"};
+
+    srv_reset();
+    call_run(&c);
+    describe(c.reply, &c.ints, whole, sizeof(whole));
+    EXPECT(c.rv == APR_SUCCESS && !strcmp(whole, "ints bad=0: -1 7"),
+           "the nested reply whole: %s", whole);
+    call_done(&c);
+    for (off = 1; off < len; off++) {
+        srv_reset();
+        srv.chunk[0] = off;
+        srv.nchunk = 1;
+        call_run(&c);
+        describe(c.reply, &c.ints, got, sizeof(got));
+        if (c.rv != APR_SUCCESS || strcmp(got, whole)) {
+            bad++;
+            printf("nested split at %d: %d %s\n", (int) off, c.rv, got);
+        }
+        call_done(&c);
+    }
+    EXPECT(bad == 0, "%d of %d splits of a nested reply read wrong", bad,
+           (int) len - 1);
+    sl_node_destroy(node);
 }
 
 /* A reply that comes one byte per read, and a batch of replies in one
@@ -635,6 +708,7 @@ int main(void)
 
     test_partial_reads();
     test_split_everywhere();
+    test_split_nested();
     test_timeout_mid_reply();
     test_reset_between_batches();
     test_waiter_times_out();
