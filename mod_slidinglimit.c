@@ -47,10 +47,11 @@
  *   src/sl_way.c         * a call's routing: redirections, retries
  *   src/sl_slots.c         a cluster's slot map loaded from its nodes
  *   src/sl_topology.c    * the nodes and the slot map
- *   src/sl_conn.c          connections and per-node pools
- *   src/sl_pipe.c          round trips shared by a child's threads
+ *   src/sl_conn.c        * connections and per-node pools
+ *   src/sl_pipe.c        * round trips shared by a child's threads
  *   src/sl_resp.c        * RESP out, replies in
- *   src/sl_transport.c     TCP, unix socket or TLS, every step bounded
+ *   src/sl_transport.c   * round trips over a byte stream (a seam)
+ *   src/sl_socket.c        TCP, unix socket or TLS, every step bounded
  *   src/sl_sentinel.c      a Sentinel store's master
  *   src/sl_prereq.c        a store's prerequisites (INFO), asked once
  * The shm store

@@ -70,7 +70,11 @@ typedef struct sl_transport_ops {
     void *ctx;
 } sl_transport_ops_t;
 
+/* sl_socket.c's */
 extern const sl_transport_ops_t sl_transport_socket;
+
+/* The deadlines' clock (CLOCK_MONOTONIC), in microseconds. */
+apr_time_t sl_transport_now(void);
 
 /* Connects through ops (NULL: the socket's) within connect_timeout; the
  * deadlines are CLOCK_MONOTONIC's, in microseconds. On failure *out is
