@@ -3,9 +3,9 @@
  * AUTH, SELECT) so that the request path sends nothing but the script (and,
  * once per generation, INFO for the store's prerequisites), kept in a
  * per-node idle stack, and dropped by node epoch when the server closed
- * them. The transport (sl_transport.c: TCP, a unix socket or TLS)
- * is used here only; a Sentinel store's node is the master the Sentinels
- * name (sl_sentinel.c). */
+ * them. The transport (sl_transport.c, over sl_socket.c's TCP, unix
+ * socket or TLS, or the redis client's io) is used here only; a Sentinel
+ * store's node is the master the Sentinels name (sl_sentinel.c). */
 #include "sl_redis_private.h"
 #include "sl_resp.h"
 #include "sl_sentinel.h"

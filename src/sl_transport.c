@@ -13,8 +13,8 @@
 #include <time.h>
 
 /* Allocated with malloc, like the pool's connections: they come and go for
- * the life of a child. The bytes go through ops (the socket's, below, or
- * a test's); the round trip's deadline and the replies are kept here. */
+ * the life of a child. The bytes go through ops (the socket's or a
+ * test's); the round trip's deadline and the replies are kept here. */
 struct sl_transport {
     const sl_transport_ops_t *ops;
     void *io;

@@ -8,7 +8,12 @@
  * Every step is bounded: the connect timeout covers name resolution, the
  * TCP connect and the TLS handshake together; the command timeout covers a
  * whole round trip, from the start of a send to the last reply read. APR
- * only (and OpenSSL, hiredis), no httpd.h: tested on its own in tests/. */
+ * only (and OpenSSL, hiredis), no httpd.h: tested on its own in tests/.
+ *
+ * Two files: sl_transport.c reads replies over a byte stream given as
+ * operations (sl_transport_ops_t), sl_socket.c is the real stream, and
+ * tests/unit/sl_pipe_test.c scripts one to test the connections and the
+ * pipeline above it without a server. */
 #ifndef SL_TRANSPORT_H
 #define SL_TRANSPORT_H
 
