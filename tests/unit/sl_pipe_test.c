@@ -69,6 +69,9 @@ static void srv_answer(fconn_t *c, const redisReply *cmd)
         const char *a = srv.deny_auth ? "-WRONGPASS no\r\n" : "+OK\r\n";
         srv_reply(c, a, strlen(a));
     }
+    else if (!strcmp(name, "INFO")) {
+        srv_reply(c, "$21\r\nredis_version:7.2.4\r\n\r\n", 28);
+    }
     else if (!strcmp(name, "SELECT")) {
         srv_reply(c, "+OK\r\n", 5);
     }
@@ -701,6 +704,69 @@ static void test_setup(void)
     sl_node_destroy(node);
 }
 
+static struct {
+    int claims;
+    char node[64], text[64];
+} prereq;
+
+static int claim(void *ctx, const char *node)
+{
+    (void) ctx;
+    apr_cpystrn(prereq.node, node, sizeof(prereq.node));
+    return ++prereq.claims == 1;
+}
+
+static void info(void *ctx, const char *node, const char *text, apr_size_t len,
+                 const char *error)
+{
+    (void) ctx, (void) node, (void) error;
+    apr_cpystrn(prereq.text, text ? text : "(none)",
+                len + 1 < sizeof(prereq.text) ? len + 1 : sizeof(prereq.text));
+}
+
+/* The store's prerequisites: INFO goes out with a new connection's first
+ * command, in the same write, and its reply, split anywhere, is read
+ * ahead of that command's; only the connection the store names asks. */
+static void test_info_ahead(void)
+{
+    sl_redis_t *rs = client();
+    sl_node_t *node = sl_node_create(rs, "127.0.0.1", 9, 6379);
+    call_t c = {.rs = rs, .node = node, .what = "INTS 9"};
+    static const long long nine[] = {9};
+    int before;
+
+    rs->prereq_claim = claim;
+    rs->prereq_info = info;
+    srv_reset();
+    srv.chunk[0] = 13; /* within INFO's text */
+    srv.chunk[1] = 22; /* past its end, into the answer */
+    srv.nchunk = 2;
+    before = srv.connects;
+    call_run(&c);
+    EXPECT(answered(&c, nine, 1), "the command's own answer after INFO: %d %s",
+           c.rv, c.err ? c.err : "");
+    EXPECT(!strcmp(prereq.text, "redis_version:7.2.4\r\n") &&
+               !strcmp(prereq.node, "127.0.0.1:6379"),
+           "INFO's text to the prerequisites: '%s' of %s", prereq.text,
+           prereq.node);
+    EXPECT(!strcmp(srv.written, "INFO;INTS 9;") && srv.writes == 1,
+           "INFO in the first command's write: %s (%d writes)", srv.written,
+           srv.writes);
+    call_done(&c);
+
+    /* A second connection that the store does not name sends none. */
+    while (node->nidle > 0) {
+        sl_conn_destroy(node->idle[--node->nidle]);
+    }
+    srv_reset();
+    call_run(&c);
+    EXPECT(answered(&c, nine, 1) && !strcmp(srv.written, "INTS 9;") &&
+               srv.connects == before + 2,
+           "no INFO on the next connection: %s", srv.written);
+    call_done(&c);
+    sl_node_destroy(node);
+}
+
 int main(void)
 {
     apr_initialize();
@@ -713,6 +779,7 @@ int main(void)
     test_reset_between_batches();
     test_waiter_times_out();
     test_setup();
+    test_info_ahead();
 
     printf("sl_pipe: %d passed, %d failed\n", passed, failed);
     apr_pool_destroy(pool);
