@@ -3,9 +3,9 @@
  * AUTH, SELECT) so that the request path sends nothing but the script (and,
  * once per generation, INFO for the store's prerequisites), kept in a
  * per-node idle stack, and dropped by node epoch when the server closed
- * them. The transport (sl_transport.c: TCP, a unix socket or TLS)
- * is used here only; a Sentinel store's node is the master the Sentinels
- * name (sl_sentinel.c). */
+ * them. The transport (sl_transport.c, over sl_socket.c's TCP, unix
+ * socket or TLS, or the redis client's io) is used here only; a Sentinel
+ * store's node is the master the Sentinels name (sl_sentinel.c). */
 #include "sl_redis_private.h"
 #include "sl_resp.h"
 #include "sl_sentinel.h"
@@ -211,29 +211,28 @@ static apr_status_t sl_conn_setup(sl_redis_t *rs, sl_transport_t *t)
     return rv;
 }
 
-/* A connection is set up once (connect, TLS, AUTH, SELECT) so that the
- * request path sends nothing but the script. */
-static apr_status_t sl_conn_construct(sl_node_t *node, sl_conn_t **out)
+/* Connects to the node, or to the master the Sentinels name for it
+ * (host then points into master): the transport, or the failure with
+ * sl_conn_why set. */
+static apr_status_t sl_conn_connect(sl_node_t *node, char *master,
+                                    apr_size_t masterlen, const char **host,
+                                    int *port, sl_transport_t **t)
 {
     sl_redis_t *rs = node->rs;
-    sl_transport_t *t;
-    sl_conn_t *conn;
-    const char *host = node->host;
-    char master[sizeof(rs->master.host)], failed[sizeof(rs->master.host)];
-    char failed_why[sizeof(sl_conn_why)];
-    int port = node->port, failed_port = 0;
+    sl_transport_to_t to = {node->host, node->port, NULL, rs->tls,
+                            rs->command_timeout};
+    char failed[sizeof(rs->master.host)], failed_why[sizeof(sl_conn_why)];
+    int failed_port = 0;
     apr_status_t rv, failed_rv = APR_SUCCESS;
 
-    sl_conn_why[0] = '\0';
     for (;;) {
         int discovered = 0;
 
         if (rs->url->kind == SL_URL_SENTINEL) {
-            rv = sl_conn_master(node, master, sizeof(master), &port,
-                                &discovered);
+            rv = sl_conn_master(node, master, masterlen, &to.port, &discovered);
             if (failed_port &&
                 (rv != APR_SUCCESS ||
-                 (failed_port == port && !strcmp(failed, master)))) {
+                 (failed_port == to.port && !strcmp(failed, master)))) {
                 /* No other master named (another thread asks, or the
                  * Sentinels still name this one): the connect's error. */
                 apr_cpystrn(sl_conn_why, failed_why, sizeof(sl_conn_why));
@@ -242,14 +241,15 @@ static apr_status_t sl_conn_construct(sl_node_t *node, sl_conn_t **out)
             if (rv != APR_SUCCESS) {
                 return rv;
             }
-            host = master;
+            to.host = master;
         }
-        rv = sl_transport_connect(host, port, host ? NULL : rs->url->path,
-                                  rs->tls, rs->connect_timeout,
-                                  rs->command_timeout, &t, sl_conn_why,
-                                  sizeof(sl_conn_why));
+        to.path = to.host ? NULL : rs->url->path;
+        rv = sl_transport_open(rs->io, &to, rs->connect_timeout, t, sl_conn_why,
+                               sizeof(sl_conn_why));
         if (rv == APR_SUCCESS) {
-            break;
+            *host = to.host;
+            *port = to.port;
+            return APR_SUCCESS;
         }
         sl_conn_master_failed(rs);
         /* The master this child knew from before does not take
@@ -261,8 +261,27 @@ static apr_status_t sl_conn_construct(sl_node_t *node, sl_conn_t **out)
         }
         apr_cpystrn(failed, master, sizeof(failed));
         apr_cpystrn(failed_why, sl_conn_why, sizeof(failed_why));
-        failed_port = port;
+        failed_port = to.port;
         failed_rv = rv;
+    }
+}
+
+/* A connection is set up once (connect, TLS, AUTH, SELECT) so that the
+ * request path sends nothing but the script. */
+static apr_status_t sl_conn_construct(sl_node_t *node, sl_conn_t **out)
+{
+    sl_redis_t *rs = node->rs;
+    sl_transport_t *t;
+    sl_conn_t *conn;
+    const char *host = NULL;
+    char master[sizeof(rs->master.host)];
+    int port = 0;
+    apr_status_t rv;
+
+    sl_conn_why[0] = '\0';
+    rv = sl_conn_connect(node, master, sizeof(master), &host, &port, &t);
+    if (rv != APR_SUCCESS) {
+        return rv;
     }
     /* A server that accepts but does not answer (stopped, overloaded) times
      * out here under the command timeout, which must not read as a refused

@@ -270,6 +270,54 @@ static void sl_pipe_run(sl_node_t *node, sl_pcmd_t *own, int *trips)
     sl_pipe_pass(node, batch, n);
 }
 
+/* A command queued behind the batch in flight, entered with node->qlock
+ * held and left with it released: waits to be answered or handed the
+ * pipeline (and then leads). APR_TIMEUP when it left the queue unsent at
+ * its deadline. */
+static apr_status_t sl_pipe_wait(sl_redis_t *rs, sl_node_t *node,
+                                 sl_pcmd_t *cmd, sl_waiter_t *w, int *trips)
+{
+    /* The wall clock, as sem_timedwait wants it (and as libfaketime
+     * shifts both). */
+    apr_time_t deadline = apr_time_now() + rs->queue_timeout;
+    struct timespec ts;
+
+    cmd->waiter = w;
+    if (node->qtail) {
+        node->qtail->next = cmd;
+    }
+    else {
+        node->qhead = cmd;
+    }
+    node->qtail = cmd;
+    apr_thread_mutex_unlock(node->qlock);
+
+    ts.tv_sec = (time_t) apr_time_sec(deadline);
+    ts.tv_nsec = (long) apr_time_usec(deadline) * 1000;
+    while (sem_timedwait(&w->sem, &ts) != 0) {
+        if (errno == EINTR) {
+            continue;
+        }
+        /* Deadline: leave the queue unsent, unless a leader has taken
+         * the command already (then wait for its word, unbounded: the
+         * leader is bounded by the command timeout). */
+        if (sl_pipe_leave(node, cmd)) {
+            return APR_TIMEUP;
+        }
+        while (sem_wait(&w->sem) != 0) {
+            /* EINTR; anything else cannot happen to a valid semaphore,
+             * and leaving before the leader's word would free the
+             * command under it. */
+        }
+        break;
+    }
+    if (apr_atomic_read32(&cmd->state) == SL_PCMD_LEAD) {
+        apr_thread_mutex_lock(node->qlock);
+        sl_pipe_run(node, cmd, trips);
+    }
+    return APR_SUCCESS;
+}
+
 /* One request's command through the node's pipeline: the thread that finds
  * no batch in flight sends it at once (with whatever queues meanwhile);
  * the others queue and wait to be answered or handed the pipeline. A
@@ -285,8 +333,6 @@ apr_status_t sl_pipe_exec(sl_redis_t *rs, sl_node_t *node, apr_pool_t *p,
 {
     sl_pcmd_t cmd;
     sl_waiter_t *w;
-    apr_uint32_t state;
-    struct timespec ts;
 
     cmd.next = NULL;
     cmd.buf = buf;
@@ -309,45 +355,9 @@ apr_status_t sl_pipe_exec(sl_redis_t *rs, sl_node_t *node, apr_pool_t *p,
         apr_thread_mutex_unlock(node->qlock);
         return APR_ENOTIMPL;
     }
-    else {
-        /* The wall clock, as sem_timedwait wants it (and as libfaketime
-         * shifts both). */
-        apr_time_t deadline = apr_time_now() + rs->queue_timeout;
-        cmd.waiter = w;
-        if (node->qtail) {
-            node->qtail->next = &cmd;
-        }
-        else {
-            node->qhead = &cmd;
-        }
-        node->qtail = &cmd;
-        apr_thread_mutex_unlock(node->qlock);
-
-        ts.tv_sec = (time_t) apr_time_sec(deadline);
-        ts.tv_nsec = (long) apr_time_usec(deadline) * 1000;
-        while (sem_timedwait(&w->sem, &ts) != 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            /* Deadline: leave the queue unsent, unless a leader has taken
-             * the command already (then wait for its word, unbounded: the
-             * leader is bounded by the command timeout). */
-            if (sl_pipe_leave(node, &cmd)) {
-                *err = "timed out waiting for a batch";
-                return APR_TIMEUP;
-            }
-            while (sem_wait(&w->sem) != 0) {
-                /* EINTR; anything else cannot happen to a valid
-                 * semaphore, and leaving before the leader's word would
-                 * free the command under it. */
-            }
-            break;
-        }
-        state = apr_atomic_read32(&cmd.state);
-        if (state == SL_PCMD_LEAD) {
-            apr_thread_mutex_lock(node->qlock);
-            sl_pipe_run(node, &cmd, trips);
-        }
+    else if (sl_pipe_wait(rs, node, &cmd, w, trips) != APR_SUCCESS) {
+        *err = "timed out waiting for a batch";
+        return APR_TIMEUP;
     }
     if (cmd.reply) {
         *reply = cmd.reply;

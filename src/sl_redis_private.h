@@ -160,7 +160,10 @@ struct sl_redis {
     const sl_store_url_t *url;
     apr_interval_time_t connect_timeout;
     apr_interval_time_t command_timeout;
-    sl_tls_t *tls;      /* TLS stores */
+    sl_tls_t *tls; /* TLS stores */
+    /* The byte stream under every connection (sl_conn.c): NULL for the
+     * socket's, a scripted one in the unit tests. */
+    const sl_transport_ops_t *io;
     sl_master_t master; /* Sentinel stores */
     int max_connections;
     /* Threads of a child share round trips to a node (see sl_pipe_exec);

@@ -8,7 +8,12 @@
  * Every step is bounded: the connect timeout covers name resolution, the
  * TCP connect and the TLS handshake together; the command timeout covers a
  * whole round trip, from the start of a send to the last reply read. APR
- * only (and OpenSSL, hiredis), no httpd.h: tested on its own in tests/. */
+ * only (and OpenSSL, hiredis), no httpd.h: tested on its own in tests/.
+ *
+ * Two files: sl_transport.c reads replies over a byte stream given as
+ * operations (sl_transport_ops_t), sl_socket.c is the real stream, and
+ * tests/unit/sl_pipe_test.c scripts one to test the connections and the
+ * pipeline above it without a server. */
 #ifndef SL_TRANSPORT_H
 #define SL_TRANSPORT_H
 
@@ -39,9 +44,55 @@ const char *sl_tls_check_cert(apr_pool_t *p, const char *cert, const char *key);
 const char *sl_tls_create(apr_pool_t *p, const char *ca, const char *cert,
                           const char *key, int verify, sl_tls_t **out);
 
-/* Connects to host:port (path NULL), or to the unix socket path; tls NULL
- * for plaintext. On failure *out is NULL and err says why (for the log:
- * "connect timed out", "certificate verify failed: ...", "hostname
+/* Where a connection goes: host:port (path NULL), or the unix socket
+ * path; tls NULL for plaintext. */
+typedef struct sl_transport_to {
+    const char *host;
+    int port;
+    const char *path;
+    sl_tls_t *tls;
+    apr_interval_time_t command_timeout;
+} sl_transport_to_t;
+
+/* The byte stream under a transport, as operations: the socket's
+ * (sl_transport_socket: TCP, a unix socket or TLS) or a test's scripted
+ * one, so that the reply reading above it, the connection and the
+ * pipeline are tested without a server. Each is bounded by deadline and
+ * says why it failed in err: APR_TIMEUP, APR_ECONNRESET (closed by the
+ * server), APR_EGENERAL (TLS or protocol), APR_ECONNREFUSED (connect). */
+typedef struct sl_transport_ops {
+    /* A connection to where, in *io; ctx is the table's. */
+    apr_status_t (*connect)(void *ctx, const sl_transport_to_t *to,
+                            apr_time_t deadline, void **io, char *err,
+                            apr_size_t errlen);
+    /* All of buf, written: a round trip starts. */
+    apr_status_t (*write)(void *io, const char *buf, apr_size_t len,
+                          apr_time_t deadline, char *err, apr_size_t errlen);
+    /* What has arrived, at least one byte and at most cap, in *n. */
+    apr_status_t (*read)(void *io, char *buf, apr_size_t cap, apr_size_t *n,
+                         apr_time_t deadline, char *err, apr_size_t errlen);
+    void (*close)(void *io);
+    void *ctx;
+} sl_transport_ops_t;
+
+/* sl_socket.c's */
+extern const sl_transport_ops_t sl_transport_socket;
+
+/* The deadlines' clock (CLOCK_MONOTONIC), in microseconds. */
+apr_time_t sl_transport_now(void);
+
+/* Connects through ops (NULL: the socket's) within connect_timeout; the
+ * deadlines are CLOCK_MONOTONIC's, in microseconds. On failure *out is
+ * NULL and err says why. */
+apr_status_t sl_transport_open(const sl_transport_ops_t *ops,
+                               const sl_transport_to_t *to,
+                               apr_interval_time_t connect_timeout,
+                               sl_transport_t **out, char *err,
+                               apr_size_t errlen);
+
+/* The socket's: connects to host:port (path NULL), or to the unix socket
+ * path; tls NULL for plaintext. On failure *out is NULL and err says why (for
+ * the log: "connect timed out", "certificate verify failed: ...", "hostname
  * mismatch: ..."). APR_TIMEUP: a timeout; APR_ECONNREFUSED: no server
  * there (or no address for the name); APR_EGENERAL: TLS refused. */
 apr_status_t sl_transport_connect(const char *host, int port, const char *path,

@@ -19,7 +19,7 @@ APR_LIBS="$(apr-1-config --link-ld --libs)"
 # shellcheck disable=SC2086
 cc -std=gnu99 -g -O2 -Wall -Wextra -I"$ROOT/src" $APR_INC \
     -o "$HERE/sl_transport_test" "$HERE/sl_transport_test.c" \
-    "$ROOT/src/sl_transport.c" "$ROOT/src/sl_sentinel.c" \
+    "$ROOT/src/sl_transport.c" "$ROOT/src/sl_socket.c" "$ROOT/src/sl_sentinel.c" \
     "$ROOT/src/sl_url.c" "$ROOT/src/sl_ident.c" "$ROOT/src/sl_limit.c" $APR_LIBS $(apu-1-config --link-ld --libs) -lhiredis -lssl -lcrypto -lm -pthread ||
     exit 1
 
