@@ -42,6 +42,9 @@ typedef struct sl_query {
      * its key (with:NAME=). */
     const char *from;
     apr_table_t *with;
+    /* method=: the look-up's method, for an <If> on %{REQUEST_METHOD}
+     * (a form login's limit holds POSTs only); NULL: GET. */
+    const char *method;
 } sl_query_t;
 
 /* One client's budgets at one URL. */
@@ -76,6 +79,15 @@ static const char *sl_query_param(apr_pool_t *p, sl_query_t *q, const char *k,
     }
     else if (!strcmp(k, "from")) {
         field = &q->from;
+    }
+    else if (!strcmp(k, "method")) {
+        if (!sl_is_token(v)) {
+            return apr_psprintf(p,
+                                "method='%s': a method is an RFC 9110 "
+                                "token, as method=POST",
+                                v);
+        }
+        field = &q->method;
     }
     else if (!strncmp(k, "with:", 5)) {
         if (!sl_is_token(k + 5)) {
@@ -298,7 +310,10 @@ static const char *sl_lookup(request_rec *r, const sl_query_t *q,
     if (err) {
         return err;
     }
-    *rr = ap_sub_req_lookup_uri(q->path, as, NULL);
+    /* path= may carry the URL's query (an <If> on %{QUERY_STRING}):
+     * ap_sub_req_method_uri parses it into the look-up's args. */
+    *rr =
+        ap_sub_req_method_uri(q->method ? q->method : "GET", q->path, as, NULL);
     /* Not ended by us but not failed either: the look-up met the status
      * request's own sections, whose authentication httpd does not run
      * again (their limits are off, as the status page's should be). */
@@ -328,7 +343,13 @@ static const char *sl_client_make(sl_client_t *c, const sl_query_t *q)
     dc = ap_get_module_config(rr->per_dir_config, &slidinglimit_module);
     all = dc->limits ? dc->limits->nelts : 0;
     if (!all) {
-        return apr_psprintf(r->pool, "no SlidingLimit applies to %s", q->path);
+        /* The commonest reason: the limit is in an <If> on the method. */
+        return apr_psprintf(
+            r->pool, "no SlidingLimit applies to %s for a %s%s", q->path,
+            q->method ? q->method : "GET",
+            q->method ? ""
+                      : " (a limit inside <If> on %{REQUEST_METHOD} is "
+                        "found with method=, as method=POST)");
     }
     identity =
         sl_key_identity_of(r->pool, sc, dc, sl_budget_counts(dc), q->source,
