@@ -30,6 +30,7 @@
  *   src/sl_denycache.c     refusals answered without a store call
  *   src/sl_lease.c         SlidingLimitConcurrent's leases held, renewed
  *   src/sl_delay.c       * delay=: whether a refusal may wait, how long
+ *   src/sl_delay_check.c   start-up's warning: delay= where none may wait
  *   src/sl_quota.c         SlidingLimit expr:'s quota for one request
  *   src/sl_quota_check.c   start-up's warning: a quota a client chooses
  *   src/sl_quota_inputs.c* what of a request an expression reads that a
@@ -80,6 +81,7 @@
 #include "src/sl_budget.h"
 #include "src/sl_config.h"
 #include "src/sl_decide.h"
+#include "src/sl_delay.h"
 #include "src/sl_inspect.h"
 #include "src/sl_proc.h"
 #include "src/sl_quota.h"
@@ -117,7 +119,14 @@ static int sl_post_config(apr_pool_t *pconf, apr_pool_t *plog,
         return HTTP_INTERNAL_SERVER_ERROR;
     }
     sl_quota_check(pconf, ptemp, s);
+    sl_delay_check(pconf, ptemp, s);
     return OK;
+}
+
+/* httpd -t runs no post_config: its warnings, here. */
+static void sl_test_config(apr_pool_t *pconf, server_rec *s)
+{
+    sl_delay_check(pconf, pconf, s);
 }
 
 static void sl_child_init(apr_pool_t *pchild, server_rec *s)
@@ -302,6 +311,7 @@ static void sl_register_hooks(apr_pool_t *p)
     (void) p;
     ap_hook_pre_config(sl_pre_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_post_config(sl_post_config, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_test_config(sl_test_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_child_init(sl_child_init, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_fixups(sl_fixups, NULL, NULL, APR_HOOK_FIRST);
     ap_hook_fixups(sl_fixups_target, NULL, NULL, APR_HOOK_REALLY_LAST);
