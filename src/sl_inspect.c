@@ -327,6 +327,30 @@ static const char *sl_lookup(request_rec *r, const sl_query_t *q,
     return NULL;
 }
 
+/* What the answer says of an expr: quota: its value, where it came from
+ * and the expression. A look-up that got no quota from the expression
+ * (why SL_QUOTA_BAD) shows quota-default=, but the client's own requests
+ * may carry what it lacks (a header the query did not give, from which a
+ * RewriteRule of the server configuration sets a variable; SetEnvIf,
+ * which httpd does not run for a look-up): "request", not a claim that
+ * the client gets quota-default=. */
+static const char *sl_quota_json(apr_pool_t *p, const sl_limit_t *l, int why,
+                                 apr_int64_t qv)
+{
+    return apr_pstrcat(
+        p, ",\"quota\":", sl_i64toa(p, qv),
+        ",\"quota_from\":", why == SL_QUOTA_BAD ? "\"request\"" : "\"expr\"",
+        ",\"quota_expr\":", sl_json_string(p, l->quota_expr),
+        why == SL_QUOTA_BAD
+            ? ",\"quota_note\":\"the expression gave no quota for this "
+              "look-up: the client's requests decide (a header, or a "
+              "variable a rule such as RewriteRule sets from one: give the "
+              "headers with with:NAME=VALUE; SetEnvIf is never run for a "
+              "look-up). Shown: quota-default=\""
+            : "",
+        NULL);
+}
+
 /* The limits at q->path (the section a request for it gets: the same walk
  * and merge, as a subrequest) and the client's budgets under them. */
 static const char *sl_client_make(sl_client_t *c, const sl_query_t *q)
@@ -380,10 +404,7 @@ static const char *sl_client_make(sl_client_t *c, const sl_query_t *q)
             if (why == SL_QUOTA_OK) {
                 b->requests = qv;
             }
-            c->quota[c->n] = apr_pstrcat(
-                r->pool, ",\"quota\":", sl_i64toa(r->pool, qv),
-                ",\"quota_from\":",
-                why == SL_QUOTA_BAD ? "\"quota-default\"" : "\"expr\"", NULL);
+            c->quota[c->n] = sl_quota_json(r->pool, l, why, qv);
         }
         c->limits[c->n++] = l;
     }
