@@ -19,6 +19,7 @@
  *   src/sl_config_dir.c    the per-directory directives
  *   src/sl_config_store.c  SlidingLimitStore and the server-wide directives
  *   src/sl_config_tls.c    a TLS store's directives and client context
+ *   src/sl_inherit_check.c start-up's warning: nested limits that replace
  * A request
  *   src/sl_decide.c        its decision: the store, a wait, the fallback
  *   src/sl_answer.c        the answer: quota headers, variables, refusal
@@ -120,6 +121,7 @@ static int sl_post_config(apr_pool_t *pconf, apr_pool_t *plog,
     }
     sl_quota_check(pconf, ptemp, s);
     sl_delay_check(pconf, ptemp, s);
+    sl_inherit_check(ptemp, s);
     return OK;
 }
 
@@ -127,6 +129,7 @@ static int sl_post_config(apr_pool_t *pconf, apr_pool_t *plog,
 static void sl_test_config(apr_pool_t *pconf, server_rec *s)
 {
     sl_delay_check(pconf, pconf, s);
+    sl_inherit_check(pconf, s);
 }
 
 static void sl_child_init(apr_pool_t *pchild, server_rec *s)
