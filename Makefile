@@ -87,7 +87,8 @@ deps-bench:
 # runs even when a unit test failed, so that one run shows every failure.
 unit: src/sl_scripts.h
 	@status=0; $(MAKE) -C tests/unit || status=1; \
-	bash tests/transport/run.sh || status=1; exit $$status
+	bash tests/transport/run.sh || status=1; \
+	bash tests/docs-check.sh || status=1; exit $$status
 
 # The suite reads RateLimit-Policy/RateLimit with a real structured-field
 # parser (npm "structured-headers", pinned by t/sf/package-lock.json), never

@@ -1,4 +1,4 @@
-# README "Limits from an expression": its examples, pasted as written into
+# docs/REFERENCE.md "Limits from an expression": its examples, pasted as written into
 # a server's configuration, never let a client choose its quota. A client
 # sends X-Customer-Quota: 99999 to the /api example and X-Plan: gold to the
 # /v2 example, and each still gets its quota-default=; the examples start
@@ -16,7 +16,7 @@ use SL::Keys;
 
 plan tests => 9;
 
-my $readme = slurp(top_dir() . '/README.md');
+my $readme = slurp(top_dir() . '/docs/REFERENCE.md');
 my ($section) = $readme =~ /^#### Limits from an expression\n(.*?)^#{2,4} /ms;
 # The section's code blocks (indented by four spaces) that configure a
 # <Location>, as an operator would paste them.
