@@ -14,6 +14,8 @@
 #    addresses to X-Forwarded-For or sending it without being the proxy
 #    changes nothing; a private client address is believed; an IPv6 /64
 #    is one budget.
+#  - Slow endpoints: four requests of a client in flight, the fifth
+#    refused until one ends (conc/hold.cgi, SL::Hold).
 #  - Floods: past the rate, a block, also for requests the rate would
 #    admit again.
 use strict;
@@ -29,8 +31,9 @@ use SL::Docs;
 use SL::Keys;
 use SL::Test;
 use SL::Httpd;
+use SL::Hold;
 
-plan tests => 21;
+plan tests => 24;
 
 my %recipe = map { $_->{title} => $_ } grep { $_->{file} eq 'README.md' } SL::Docs::blocks(top_dir());
 my $docroot = SL::Httpd::_tdir() . '/htdocs';
@@ -115,6 +118,27 @@ EOT
     my @d = map { $direct->get($h->url . '/catalogue', { headers => { 'X-Forwarded-For' => fresh_ip() } })->{headers}{'x-ratelimit-remaining'} } 1 .. 2;
     ok t_cmp("@d", '119 118', 'proxy: a client that is not the proxy, sending X-Forwarded-For: keyed by its own address');
     ok t_cmp(join(' ', $rem->('2001:db8:77::1'), $rem->('2001:db8:77::2')), '119 118', 'proxy: two addresses of one IPv6 /64: one budget');
+}
+
+# Slow endpoints: /reports is conc/hold.cgi, which answers when the test
+# opens its gate.
+{
+    my $h = start('Slow endpoints', <<"EOT");
+Alias /reports "$docroot/conc/hold.cgi"
+<Location /reports>
+    SetHandler cgi-script
+    Options +ExecCGI
+</Location>
+EOT
+    my $ip = fresh_ip();
+    my @held = map { hold($h->url . '/reports', $ip) } 1 .. 4;
+    ok t_cmp(hold_status(hold($h->url . '/reports', $ip, quick => 1)), 429, 'slow: four in flight, the fifth refused');
+    ok t_cmp(hold_status(hold($h->url . '/reports', fresh_ip(), quick => 1)), 200, 'slow: another client is served');
+    open_gate($held[0]);
+    hold_status($held[0]);
+    ok t_cmp(hold_status(hold($h->url . '/reports', $ip, quick => 1)), 200, 'slow: one ended, the next admitted');
+    open_gate($_) for @held[1 .. 3];
+    hold_status($_) for @held[1 .. 3];
 }
 
 # Floods.
