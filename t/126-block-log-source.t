@@ -73,10 +73,10 @@ ok(@l >= 1, '... and the error log says why');
 
 # docs/REFERENCE.md's recipe, as written, behind Basic authentication that every
 # request here fails (401, which the recipe counts).
-my ($logs) = slurp(top_dir() . '/docs/REFERENCE.md') =~ /^## For logs and back ends\n(.*?)^## /ms;
+require SL::Docs;
 my ($recipe) = grep { /<Location \/login>/ && /block=/ }
-  map { join '', map { s/^ {4}//r } split /^/, $_ } ($logs // '') =~ /((?:^(?: {4}.*)?\n)+)/mg;
-ok(defined $recipe, 'the recipe is in docs/REFERENCE.md') or diag($logs);
+  map { $_->{text} } grep { $_->{title} eq 'For logs and back ends' } SL::Docs::blocks(top_dir());
+ok(defined $recipe, 'the recipe is in docs/REFERENCE.md');
 my $t = SL::Httpd::_tdir();
 my $h = SL::Httpd->start(extra => <<"EOT" . ($recipe // ''));
 Alias /login "$t/htdocs/fault.html"

@@ -26,15 +26,16 @@ sub blocks {
     my @files = ('README.md', map {"docs/$_"} sort grep {/\.md$/} readdir $dh);
     for my $f (@files) {
         open my $fh, '<', "$top/$f" or die "$top/$f: $!";
-        my ($title, $in, $text, $start) = ('', 0, '', 0);
+        my ($title, $in, $text, $start, $ind) = ('', 0, '', 0, '');
         while (my $l = <$fh>) {
             if (!$in && $l =~ /^#{2,4} (.*?)\s*$/) {
                 $title = $1;
             }
-            elsif (!$in && $l =~ /^```apache\s*$/) {
-                ($in, $text, $start) = (1, '', $.);
+            # A block in a list item is indented as the item's text.
+            elsif (!$in && $l =~ /^( *)```apache\s*$/) {
+                ($in, $text, $start, $ind) = (1, '', $., $1);
             }
-            elsif ($in && $l =~ /^```\s*$/) {
+            elsif ($in && $l =~ /^ *```\s*$/) {
                 my ($frag) = $text =~ /\A# fragment: (.*)$/m;
                 my ($tmpl) = $text =~ /\A# template: (.*)$/m;
                 push @out, { file => $f, line => $start, title => $title,
@@ -42,7 +43,7 @@ sub blocks {
                 $in = 0;
             }
             elsif ($in) {
-                $text .= $l;
+                $text .= $l =~ s/^\Q$ind\E//r;
             }
         }
     }
