@@ -328,8 +328,8 @@ const command_rec sl_cmds[] = {
     AP_INIT_TAKE_ARGV("SlidingLimit", sl_cmd_limit, NULL, SL_DIR_CONF,
                       "REQUESTS WINDOW [name=NAME] [algorithm=log|counter|"
                       "gcra] [burst=N] [cost=N|expr:STRING] [cost-unit=N] "
-                      "[block=DURATION] [delay=DURATION] [count=STATUS,...], "
-                      "or off"),
+                      "[block=DURATION] [delay=DURATION] [count=STATUS,...]; "
+                      "expr:STRING WINDOW quota-default=N [...]; or off"),
     AP_INIT_TAKE_ARGV("SlidingLimitConcurrent", sl_cmd_concurrent, NULL,
                       SL_DIR_CONF,
                       "N [name=NAME] [lease=DURATION]: at most N requests "

@@ -7,7 +7,8 @@
 # the manual page and a line in the configuration, each of the reference's
 # directive sections is one the module registers, and every option
 # (NAME=) of SlidingLimit and SlidingLimitConcurrent that the reference's
-# synopses name is in the manual page and the other way round. Prints each
+# synopses name is in the manual page and in the help strings, and the
+# other way round; a default a help string states is the reference's. Prints each
 # disagreement; exit status 1 when there is one. Run by make unit.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
@@ -46,5 +47,25 @@ done
 for o in $man_opts; do
     grep -qx "$o" <<<"$ref_opts" || bad "option $o: in $MAN, not in $REF's synopses"
 done
+# The help strings (what httpd prints for a misused directive): the
+# options they name are the reference's, and a default they state is the
+# one the reference's synopsis states (its first word).
+help=$(perl -0ne 'while (/AP_INIT_\w+\(\s*"(\w+)"\s*,[^;]*?,\s*((?:"(?:[^"\\]|\\.)*"\s*)+)\)/g) {
+    my ($n, $h) = ($1, $2); $h =~ s/"\s*"//g; $h =~ s/^"|"\s*$//g; print "$n\t$h\n" }' src/*.c)
+[ "$(wc -l <<<"$help")" -eq "$(wc -w <<<"$registered")" ] || bad "not every directive's help string was read from src/*.c"
+help_opts=$(grep -E '^SlidingLimit(Concurrent)?'$'\t' <<<"$help" | cut -f2 | grep -oE '[a-z][a-z-]*=' | sort -u)
+for o in $ref_opts; do
+    grep -qx "$o" <<<"$help_opts" || bad "option $o: in $REF's synopsis, not in the help strings (src/sl_config.c)"
+done
+for o in $help_opts; do
+    grep -qx "$o" <<<"$ref_opts" || bad "option $o: in a help string, not in $REF's synopses"
+done
+while IFS=$'\t' read -r d h; do
+    hd=$(grep -oE 'default:? [^ ,;)]+' <<<"$h" | head -1 | sed -E 's/default:? //')
+    rd=$(grep -E "^    $d " "$REF" | grep -oE 'default:? [^ ,;)]+' | head -1 | sed -E 's/default:? //')
+    [ -z "$hd" ] || [ -z "$rd" ] || [ "$hd" = "$rd" ] ||
+        bad "$d: its help string says default $hd, $REF says default $rd"
+done <<<"$help"
+
 [ $fail -eq 0 ] && echo "docs-check: $(wc -w <<<"$registered") directives, $(wc -w <<<"$ref_opts") options agree in $REF, $MAN and $CONF"
 exit $fail
