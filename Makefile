@@ -131,7 +131,8 @@ deps-bench:
 unit: src/sl_scripts.h
 	@status=0; $(MAKE) -C tests/unit || status=1; \
 	bash tests/transport/run.sh || status=1; \
-	sh tests/filemap.sh || status=1; exit $$status
+	sh tests/filemap.sh || status=1; \
+	bash tests/docs-check.sh || status=1; exit $$status
 
 # The whole check without installing anything: what is missing (with its
 # Debian package; then it stops), the module, the unit tests and the suite

@@ -25,6 +25,7 @@
 #include "src/sl_budget.h"
 #include "src/sl_config.h"
 #include "src/sl_decide.h"
+#include "src/sl_delay.h"
 #include "src/sl_inspect.h"
 #include "src/sl_proc.h"
 #include "src/sl_quota.h"
@@ -62,7 +63,16 @@ static int sl_post_config(apr_pool_t *pconf, apr_pool_t *plog,
         return HTTP_INTERNAL_SERVER_ERROR;
     }
     sl_quota_check(pconf, ptemp, s);
+    sl_delay_check(pconf, ptemp, s);
+    sl_inherit_check(ptemp, s);
     return OK;
+}
+
+/* httpd -t runs no post_config: its warnings, here. */
+static void sl_test_config(apr_pool_t *pconf, server_rec *s)
+{
+    sl_delay_check(pconf, pconf, s);
+    sl_inherit_check(pconf, s);
 }
 
 static void sl_child_init(apr_pool_t *pchild, server_rec *s)
@@ -247,6 +257,7 @@ static void sl_register_hooks(apr_pool_t *p)
     (void) p;
     ap_hook_pre_config(sl_pre_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_post_config(sl_post_config, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_test_config(sl_test_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_child_init(sl_child_init, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_fixups(sl_fixups, NULL, NULL, APR_HOOK_FIRST);
     ap_hook_fixups(sl_fixups_target, NULL, NULL, APR_HOOK_REALLY_LAST);

@@ -129,6 +129,11 @@ void *sl_merge_dir_conf(apr_pool_t *p, void *basev, void *addv);
 const char *sl_config_store_check(apr_pool_t *p, server_rec *s,
                                   const sl_server_conf_t *sc);
 
+/* Start-up and httpd -t (src/sl_inherit_check.c): one warning for each
+ * section whose SlidingLimit lines replace limits that an enclosing
+ * section sets and it does not repeat by name. */
+void sl_inherit_check(apr_pool_t *ptemp, server_rec *s);
+
 /* A TLS store's client context (sc->tls), made in post_config: before
  * fork, as root, like mod_ssl's, so that a key file readable by root only
  * works; no connection is opened before fork. */

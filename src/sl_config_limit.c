@@ -3,6 +3,7 @@
  * section and virtual host), the named policies that must agree wherever a
  * name is used, and SlidingLimitAlgorithm, which they must agree under. */
 #include "sl_config_private.h"
+#include "sl_delay.h"
 #include "sl_quota.h"
 #include "sl_redis.h"
 #include "sl_stats.h"
@@ -308,6 +309,9 @@ static const char *sl_limit_compile(cmd_parms *cmd, sl_limit_t *l)
         if (!sl_in_htaccess(cmd)) {
             sl_quota_note(cmd, l->quota_expr);
         }
+    }
+    if (l->delay && !sl_in_htaccess(cmd)) {
+        sl_delay_note(cmd);
     }
     /* burst= without algorithm=gcra on its line is sl_parse_limit's to
      * refuse (sl_limit.c): the section's algorithm may come later. */

@@ -247,9 +247,9 @@ static int sl_blocks_started(const sl_case_t *c, const sl_decision_t *d)
 
 /* One warning per block that starts, for fail2ban, CrowdSec and the like
  * at the default LogLevel (notice is filtered out by "LogLevel warn" in
- * httpd 2.4): a fixed order of key=value fields, README "For logs and back
- * ends". source= tells a tenant's limit (.htaccess) from the server's, so
- * that a firewall ban follows only the administrator's; the port is the
+ * httpd 2.4): a fixed order of key=value fields, docs/REFERENCE.md "For logs
+ * and back ends". source= tells a tenant's limit (.htaccess) from the server's,
+ * so that a firewall ban follows only the administrator's; the port is the
  * connection's (ap_get_server_port takes a client's Host header's). Only the
  * starting refusal gets here: the blocked requests after it are answered from
  * the deny cache or with the time left, shorter than the block. */

@@ -39,4 +39,13 @@ apr_int64_t sl_delay_wait(const apr_array_header_t *limits,
  * holds a whole child. */
 int sl_delay_max_default(int threaded, int threads);
 
+/* At start-up and under httpd -t (src/sl_delay_check.c, httpd.h):
+ * sl_delay_note, as a SlidingLimit line with delay= is read, keeps the
+ * line; sl_delay_check warns once for each kept line whose section holds
+ * no request (SlidingLimitDelayMax 0, set or the MPM's default). */
+#ifdef AP_DECLARE
+void sl_delay_note(cmd_parms *cmd);
+void sl_delay_check(apr_pool_t *pconf, apr_pool_t *ptemp, server_rec *s);
+#endif
+
 #endif

@@ -42,6 +42,9 @@ typedef struct sl_query {
      * its key (with:NAME=). */
     const char *from;
     apr_table_t *with;
+    /* method=: the look-up's method, for an <If> on %{REQUEST_METHOD}
+     * (a form login's limit holds POSTs only); NULL: GET. */
+    const char *method;
 } sl_query_t;
 
 /* One client's budgets at one URL. */
@@ -76,6 +79,15 @@ static const char *sl_query_param(apr_pool_t *p, sl_query_t *q, const char *k,
     }
     else if (!strcmp(k, "from")) {
         field = &q->from;
+    }
+    else if (!strcmp(k, "method")) {
+        if (!sl_is_token(v)) {
+            return apr_psprintf(p,
+                                "method='%s': a method is an RFC 9110 "
+                                "token, as method=POST",
+                                v);
+        }
+        field = &q->method;
     }
     else if (!strncmp(k, "with:", 5)) {
         if (!sl_is_token(k + 5)) {
@@ -298,7 +310,10 @@ static const char *sl_lookup(request_rec *r, const sl_query_t *q,
     if (err) {
         return err;
     }
-    *rr = ap_sub_req_lookup_uri(q->path, as, NULL);
+    /* path= may carry the URL's query (an <If> on %{QUERY_STRING}):
+     * ap_sub_req_method_uri parses it into the look-up's args. */
+    *rr =
+        ap_sub_req_method_uri(q->method ? q->method : "GET", q->path, as, NULL);
     /* Not ended by us but not failed either: the look-up met the status
      * request's own sections, whose authentication httpd does not run
      * again (their limits are off, as the status page's should be). */
@@ -310,6 +325,30 @@ static const char *sl_lookup(request_rec *r, const sl_query_t *q,
                             q->path, (*rr)->status);
     }
     return NULL;
+}
+
+/* What the answer says of an expr: quota: its value, where it came from
+ * and the expression. A look-up that got no quota from the expression
+ * (why SL_QUOTA_BAD) shows quota-default=, but the client's own requests
+ * may carry what it lacks (a header the query did not give, from which a
+ * RewriteRule of the server configuration sets a variable; SetEnvIf,
+ * which httpd does not run for a look-up): "request", not a claim that
+ * the client gets quota-default=. */
+static const char *sl_quota_json(apr_pool_t *p, const sl_limit_t *l, int why,
+                                 apr_int64_t qv)
+{
+    return apr_pstrcat(
+        p, ",\"quota\":", sl_i64toa(p, qv),
+        ",\"quota_from\":", why == SL_QUOTA_BAD ? "\"request\"" : "\"expr\"",
+        ",\"quota_expr\":", sl_json_string(p, l->quota_expr),
+        why == SL_QUOTA_BAD
+            ? ",\"quota_note\":\"the expression gave no quota for this "
+              "look-up: the client's requests decide (a header, or a "
+              "variable a rule such as RewriteRule sets from one: give the "
+              "headers with with:NAME=VALUE; SetEnvIf is never run for a "
+              "look-up). Shown: quota-default=\""
+            : "",
+        NULL);
 }
 
 /* The limits at q->path (the section a request for it gets: the same walk
@@ -328,7 +367,13 @@ static const char *sl_client_make(sl_client_t *c, const sl_query_t *q)
     dc = ap_get_module_config(rr->per_dir_config, &slidinglimit_module);
     all = dc->limits ? dc->limits->nelts : 0;
     if (!all) {
-        return apr_psprintf(r->pool, "no SlidingLimit applies to %s", q->path);
+        /* The commonest reason: the limit is in an <If> on the method. */
+        return apr_psprintf(
+            r->pool, "no SlidingLimit applies to %s for a %s%s", q->path,
+            q->method ? q->method : "GET",
+            q->method ? ""
+                      : " (a limit inside <If> on %{REQUEST_METHOD} is "
+                        "found with method=, as method=POST)");
     }
     identity =
         sl_key_identity_of(r->pool, sc, dc, sl_budget_counts(dc), q->source,
@@ -359,10 +404,7 @@ static const char *sl_client_make(sl_client_t *c, const sl_query_t *q)
             if (why == SL_QUOTA_OK) {
                 b->requests = qv;
             }
-            c->quota[c->n] = apr_pstrcat(
-                r->pool, ",\"quota\":", sl_i64toa(r->pool, qv),
-                ",\"quota_from\":",
-                why == SL_QUOTA_BAD ? "\"quota-default\"" : "\"expr\"", NULL);
+            c->quota[c->n] = sl_quota_json(r->pool, l, why, qv);
         }
         c->limits[c->n++] = l;
     }

@@ -170,7 +170,8 @@ void sl_quota_check(apr_pool_t *pconf, apr_pool_t *ptemp, server_rec *s)
             "which a client sends as it likes: a client can choose its own "
             "quota. %stake the quota from a variable that a rule of the "
             "server configuration sets from what it trusts, such as "
-            "SetEnvIfExpr on the proxy's CONN_REMOTE_ADDR (README \"Limits "
+            "SetEnvIfExpr on the proxy's CONN_REMOTE_ADDR (docs/REFERENCE.md "
+            "\"Limits "
             "from an expression\")",
             u->expr, u->line ? u->line->filename : "?",
             u->line ? u->line->line_num : 0, what,

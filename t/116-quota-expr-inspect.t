@@ -50,7 +50,7 @@ for my $vhost (qw(sl_fault sl_shm)) {
     ok t_cmp("$l->{requests} $l->{remaining}", '9 6', "$store: with:X-Quota=9: the same count under 9");
 
     ($l) = ask($vhost, 'GET', "path=/f/qx/log&ip=$ip");
-    ok t_cmp("$l->{requests} $l->{quota_from}", '2 quota-default', "$store: no header: quota-default=2, said so");
+    ok t_cmp("$l->{requests} $l->{quota_from}", '2 request', "$store: no header: quota-default=2, the request decides");
     ok t_cmp($l->{remaining}, 0, "$store: ... nothing left under it");
 
     ($l) = ask($vhost, 'GET', "path=/f/qx/log&ip=$ip&with:X-Quota=0");
@@ -59,7 +59,7 @@ for my $vhost (qw(sl_fault sl_shm)) {
     my $g = fresh_ip();
     get($vhost, '/f/qx/env', $g, 'X-Plan' => 'gold') for 1 .. 2;
     ($l) = ask($vhost, 'GET', "path=/f/qx/env&ip=$g&with:X-Plan=gold");
-    ok t_cmp("$l->{requests} $l->{used} $l->{quota_from}", '2 2 quota-default',
+    ok t_cmp("$l->{requests} $l->{used} $l->{quota_from}", '2 2 request',
         "$store: with:X-Plan=gold through SetEnvIf: not run on a look-up, quota-default= (2 used)");
 
     # A fixed limit says nothing of a quota's source.

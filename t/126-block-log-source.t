@@ -6,7 +6,7 @@
 # host. An .htaccess SlidingLimit may not take the name of a server
 # policy (500, and the error log says why). The vhost= port is the one the
 # connection came in on, never the port a client writes in its Host
-# header. README's recipe (For logs and back ends), pasted as written,
+# header. docs/REFERENCE.md's recipe (For logs and back ends), pasted as written,
 # counts only what another site cannot make a browser send: GETs and POSTs
 # with another site's Origin never start a block, POSTs without Origin or
 # with the site's own do.
@@ -71,12 +71,12 @@ ok t_cmp(http_get('/htaccess/f2bname/', 'X-Forwarded-For' => fresh_ip())->{statu
 my @l = error_log_lines(qr/SlidingLimit: name 'bl-login' is a policy of the server configuration/);
 ok(@l >= 1, '... and the error log says why');
 
-# README's recipe, as written, behind Basic authentication that every
+# docs/REFERENCE.md's recipe, as written, behind Basic authentication that every
 # request here fails (401, which the recipe counts).
-my ($logs) = slurp(top_dir() . '/README.md') =~ /^## For logs and back ends\n(.*?)^## /ms;
+require SL::Docs;
 my ($recipe) = grep { /<Location \/login>/ && /block=/ }
-  map { join '', map { s/^ {4}//r } split /^/, $_ } ($logs // '') =~ /((?:^(?: {4}.*)?\n)+)/mg;
-ok(defined $recipe, 'the recipe is in the README') or diag($logs);
+  map { $_->{text} } grep { $_->{title} eq 'For logs and back ends' } SL::Docs::blocks(top_dir());
+ok(defined $recipe, 'the recipe is in docs/REFERENCE.md');
 my $t = SL::Httpd::_tdir();
 my $h = SL::Httpd->start(extra => <<"EOT" . ($recipe // ''));
 Alias /login "$t/htdocs/fault.html"

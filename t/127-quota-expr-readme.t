@@ -1,4 +1,4 @@
-# README "Limits from an expression": its examples, pasted as written into
+# docs/REFERENCE.md "Limits from an expression": its examples, pasted as written into
 # a server's configuration, never let a client choose its quota. A client
 # sends X-Customer-Quota: 99999 to the /api example and X-Plan: gold to the
 # /v2 example, and each still gets its quota-default=; the examples start
@@ -16,13 +16,11 @@ use SL::Keys;
 
 plan tests => 9;
 
-my $readme = slurp(top_dir() . '/README.md');
-my ($section) = $readme =~ /^#### Limits from an expression\n(.*?)^#{2,4} /ms;
-# The section's code blocks (indented by four spaces) that configure a
-# <Location>, as an operator would paste them.
-my @blocks = grep { /<Location / }
-  map { join '', map { s/^ {4}//r } split /^/, $_ }
-  ($section // '') =~ /((?:^(?: {4}.*)?\n)+)/mg;
+# The section's ```apache blocks that configure a <Location>, as an
+# operator would paste them.
+require SL::Docs;
+my @blocks = grep { /<Location / } map { $_->{text} }
+  grep { $_->{title} eq 'Limits from an expression' } SL::Docs::blocks(top_dir());
 ok(@blocks >= 1, scalar(@blocks) . ' example blocks in the section');
 my $examples = join "\n", @blocks;
 like($examples, qr{<Location /api>.*<Location /v2>}s, '... the /api and the /v2 examples');

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-# Every directive the module registers has a "### Name" section in the
-# README, a line in conf/slidinglimit.conf and an entry in the manual page
+# Every directive the module registers has a "### Name" section in
+# docs/REFERENCE.md, a line in conf/slidinglimit.conf and an entry in the manual page
 # man/mod_slidinglimit.5; the reference configuration
 # is valid with every commented setting enabled.
 use strict;
@@ -13,7 +13,7 @@ my $top = top_dir();
 
 my $src = slurp("$top/src/sl_config.c");
 my @directives = $src =~ /AP_INIT_\w+\(\s*"(\w+)"/g;
-my $readme = slurp("$top/README.md");
+my $readme = slurp("$top/docs/REFERENCE.md");
 my $conf = slurp("$top/conf/slidinglimit.conf");
 my $man = slurp("$top/man/mod_slidinglimit.5");
 
@@ -27,7 +27,7 @@ plan tests => 3 * @directives + 8;
 
 ok(@directives >= 13, scalar(@directives) . ' directives registered in src/sl_config.c');
 for my $d (@directives) {
-    like($readme, qr/^### \Q$d\E\s*$/m, "README.md has a section for $d");
+    like($readme, qr/^### \Q$d\E\s*$/m, "docs/REFERENCE.md has a section for $d");
     like($conf, qr/^\s*#?(?: {4})*\Q$d\E\s/m, "conf/slidinglimit.conf shows $d");
     like($man, qr/^\.TP\n\.B[RI]? \Q$d\E(?:\s|$)/m, "man/mod_slidinglimit.5 has an entry for $d");
 }
