@@ -536,6 +536,11 @@ static int sl_dc_full(const sl_decision_t *d, int i, const sl_budget_t *c)
     if (c->reserve) {
         return 0;
     }
+    /* distinct=: a value among the window's passes while a new one is
+     * refused, so only a block refuses every request of the key. */
+    if (c->algorithm == SL_ALG_DISTINCT && (d->admitted || !c->block)) {
+        return 0;
+    }
     if (d->admitted) {
         return !c->block && r->remaining < sl_dc_cost(c) && r->reset > 0;
     }
