@@ -537,8 +537,10 @@ static int sl_dc_full(const sl_decision_t *d, int i, const sl_budget_t *c)
         return 0;
     }
     /* distinct=: a value among the window's passes while a new one is
-     * refused, so only a block refuses every request of the key. */
-    if (c->algorithm == SL_ALG_DISTINCT && (d->admitted || !c->block)) {
+     * refused, and a block refuses the known ones only until it ends,
+     * while a new value's wait may be longer: a refusal says nothing of
+     * the key's next request. */
+    if (c->algorithm == SL_ALG_DISTINCT) {
         return 0;
     }
     if (d->admitted) {
