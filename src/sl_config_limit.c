@@ -181,8 +181,10 @@ static const char *sl_named_agree(cmd_parms *cmd, const sl_limit_t *l)
              o->burst != l->burst ||
              strcmp(o->quota_expr ? o->quota_expr : "",
                     l->quota_expr ? l->quota_expr : "") ||
-             strcasecmp(o->distinct ? o->distinct : "",
-                        l->distinct ? l->distinct : "")) {
+             /* As written: env: names differ by case, so a use that
+              * differs only so is refused rather than merged. */
+             strcmp(o->distinct ? o->distinct : "",
+                    l->distinct ? l->distinct : "")) {
         diff = apr_pstrcat(cmd->pool, "this use is ",
                            sl_limit_text(cmd->pool, l), NULL);
     }
