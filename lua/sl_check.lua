@@ -4,8 +4,9 @@
 -- KEYS[i]   store key of limit i; every key of one call carries the same
 --           cluster hash tag, so the whole call runs on one node.
 -- ARGV[1]   a member unique to this request (its sliding-log entry)
--- ARGV[1+6(i-1)+1 .. +6]  algorithm ("l", "c", "g", or "n" for in
---           flight: a log whose window is the lease), requests,
+-- ARGV[1+6(i-1)+1 .. +6]  algorithm ("l", "c", "g", "n" for in
+--           flight: a log whose window is the lease, or "d" and the
+--           request's value for distinct=, see sl_distinct), requests,
 --           window in microseconds, burst (gcra), cost (units this request
 --           consumes, 1 to requests, and to burst for gcra), block
 --           (microseconds an identity stays refused once this limit
@@ -199,6 +200,70 @@ if solo and (alg1 == 'c' or alg1 == 'l') and ARGV[6] == '1'
             return { sec, usec, 1, 1, limit - units - 1, rs }
         end
     end
+end
+
+-- distinct=SOURCE, algorithm 'd' followed by the request's value (the
+-- hash of its source's value, 16 characters; 'd' alone: a peek's, no
+-- value): at most limit distinct values per key in any window. A sorted
+-- set of the values seen, each scored by the time it was last seen;
+-- values at or before now - win are out of the window (a peek counts them
+-- rather than removing them). A value in the window passes and is seen
+-- again; a new one passes while fewer than limit are in the window; a
+-- refused one is not recorded, so the set never holds more than limit
+-- values (DISTINCT_MAX at most). Returns ok, r, rs, r0, rs0, foreign and
+-- the write: { value } (the value '' writes nothing).
+local DISTINCT_MAX = 1000
+local function sl_distinct(key, dv, limit, win)
+    local z = redis.pcall('ZRANGE', key, '0', '1', 'WITHSCORES')
+    if z.err then
+        return true, limit - 1, win, limit, 0, true, { dv }
+    end
+    local horizon = format('%d', now - win)
+    local dead, n = 0, 0
+    if z[2] and not (z[2] + 0 > now - win) then
+        if peek then
+            dead = redis.call('ZCOUNT', key, '-inf', horizon)
+        else
+            redis.call('ZREMRANGEBYSCORE', key, '-inf', horizon)
+        end
+    end
+    if dead > 0 or #z == 4 then
+        n = redis.call('ZCARD', key) - dead
+    else
+        n = #z / 2 - (z[2] and not (z[2] + 0 > now - win) and 1 or 0)
+    end
+    -- The oldest and the next live values, by rank.
+    local o = dead == 0 and z[2] and z[2] + 0 > now - win and z
+        or n > 0 and redis.call('ZRANGE', key, dead, dead + 1, 'WITHSCORES')
+        or {}
+    local r0 = limit - n
+    local rs0 = n > 0 and ceil(o[2] + win - now) or 0
+    if r0 < 0 then
+        r0 = 0
+    end
+    local known = false
+    if dv ~= '' and n > 0 then
+        local sc = redis.call('ZSCORE', key, dv)
+        known = sc and sc + 0 > now - win
+    end
+    if known then
+        -- Seen again: the oldest, when it is this value, is now the next.
+        local rs = rs0
+        if o[1] == dv then
+            rs = o[4] and ceil(o[4] + win - now) or win
+        end
+        return true, r0, rs, r0, rs0, false, { dv }
+    end
+    if n < limit then
+        return true, limit - n - 1, n > 0 and rs0 or win, r0, rs0, false,
+            { dv }
+    end
+    -- A new value fits once all but limit - 1 of the window's have left:
+    -- the value at rank n - limit, oldest first, is the last to go.
+    local e = redis.call('ZRANGE', key, dead + n - limit, dead + n - limit,
+        'WITHSCORES')
+    local rs = e[2] and ceil(e[2] + win - now) or win
+    return false, 0, rs, 0, rs, false, false
 end
 
 -- The reply, sized for one limit (a constructor sizes the array part, so
@@ -559,6 +624,14 @@ for i = 1, n do
             r, r0, rs = 0, 0, ceil(tat - tau + cost * T - now)
         end
 
+    elseif sub(alg, 1, 1) == 'd' and #alg <= 33 then
+        if limit > DISTINCT_MAX or cost ~= 1 then
+            return redis.error_reply('ERR slidinglimit: bad limit ' .. i)
+        end
+        ok, r, rs, r0, rs0, foreign, value = sl_distinct(key, sub(alg, 2),
+            limit, win)
+        ttl = ceil(win / 1000) + 1
+
     else
         return redis.error_reply('ERR slidinglimit: bad algorithm ' .. i)
     end
@@ -638,7 +711,16 @@ for i = 1, n do
             redis.log(redis.LOG_WARNING,
                 'slidinglimit: replacing ' .. key .. ', which held foreign data')
         end
-        if value then
+        if type(value) == 'table' then
+            -- distinct=: the value, seen now (sl_distinct above).
+            if foreign then
+                redis.call('DEL', key)
+            end
+            if value[1] ~= '' then
+                redis.call('ZADD', key, format('%d', now), value[1])
+                redis.call('PEXPIRE', key, format('%d', ttl))
+            end
+        elseif value then
             redis.call('SET', key, value, 'PX', ttl)
         else
             if foreign then

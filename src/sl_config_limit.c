@@ -147,7 +147,7 @@ static const char *sl_count_text(apr_pool_t *p, const sl_limit_t *l)
 static const char *sl_limit_text(apr_pool_t *p, const sl_limit_t *l)
 {
     return apr_psprintf(
-        p, "%s%" APR_INT64_T_FMT "%s per %s%s%s%s%s%s%s",
+        p, "%s%" APR_INT64_T_FMT "%s per %s%s%s%s%s%s%s%s",
         l->quota_expr
             ? apr_pstrcat(p, "expr:", l->quota_expr, " (quota-default=", NULL)
             : "",
@@ -155,7 +155,8 @@ static const char *sl_limit_text(apr_pool_t *p, const sl_limit_t *l)
         l->burst ? ", burst=" : "", l->burst ? sl_i64toa(p, l->burst) : "",
         l->block ? ", block=" : "",
         l->block ? sl_format_duration(p, l->block) : "", l->count ? ", " : "",
-        l->count ? sl_count_text(p, l) : "");
+        l->count ? sl_count_text(p, l) : "",
+        l->distinct ? apr_pstrcat(p, ", distinct=", l->distinct, NULL) : "");
 }
 
 /* Every use of a name must agree on what the store does with its budget:
@@ -180,7 +181,11 @@ static const char *sl_named_agree(cmd_parms *cmd, const sl_limit_t *l)
     else if (o->requests != l->requests || o->window != l->window ||
              o->burst != l->burst ||
              strcmp(o->quota_expr ? o->quota_expr : "",
-                    l->quota_expr ? l->quota_expr : "")) {
+                    l->quota_expr ? l->quota_expr : "") ||
+             /* As written: env: names differ by case, so a use that
+              * differs only so is refused rather than merged. */
+             strcmp(o->distinct ? o->distinct : "",
+                    l->distinct ? l->distinct : "")) {
         diff = apr_pstrcat(cmd->pool, "this use is ",
                            sl_limit_text(cmd->pool, l), NULL);
     }
@@ -274,10 +279,40 @@ static const char *sl_algorithms_agree(cmd_parms *cmd)
     return NULL;
 }
 
+/* distinct=SOURCE parsed as SlidingLimitKey parses a source, by the
+ * same function: whatever source it takes, distinct= takes. Not in an
+ * .htaccess file, whose sources are the tenant's to choose and whose
+ * SlidingLimitKey the server's override may refuse. */
+static const char *sl_limit_distinct(cmd_parms *cmd, sl_limit_t *l)
+{
+    sl_dir_conf_t one;
+    char *argv[1];
+    const char *err;
+
+    if (sl_in_htaccess(cmd)) {
+        return sl_err(cmd, apr_psprintf(cmd->pool,
+                                        "'distinct=%s' belongs in the "
+                                        "server configuration, not in "
+                                        ".htaccess",
+                                        l->distinct));
+    }
+    memset(&one, 0, sizeof(one));
+    argv[0] = apr_pstrdup(cmd->pool, l->distinct);
+    if ((err = sl_cmd_key(cmd, &one, 1, argv))) {
+        return apr_pstrcat(cmd->pool, err, " (in distinct=)", NULL);
+    }
+    l->distinct_keys = one.keys;
+    return NULL;
+}
+
 /* A limit's expression compiled, and what its line alone must hold. */
 static const char *sl_limit_compile(cmd_parms *cmd, sl_limit_t *l)
 {
     const char *err = NULL;
+
+    if (l->distinct && (err = sl_limit_distinct(cmd, l))) {
+        return err;
+    }
 
     if (l->cost_expr) {
         /* The response does not vary with what it costs: never a

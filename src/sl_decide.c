@@ -4,6 +4,7 @@
  * Redis store that failed; the answer is sl_answer.c's, what the admission
  * leaves to the request's end sl_after.c's. */
 #include "sl_decide_private.h"
+#include "sl_distinct.h"
 
 #include "sl_decide.h"
 
@@ -57,6 +58,8 @@ static void sl_budgets_of(sl_case_t *c, const sl_server_conf_t *sc)
     c->budgets =
         sl_budgets_build(c->r->pool, sc, c->dc, c->limits, identity,
                          sc->proc ? sc->proc->memo : NULL, &c->reserve);
+    sl_distinct_values(c->target, c->dc, c->limits, c->budgets,
+                       sl_budget_counts(c->dc));
 }
 
 /* cost=expr:: each such limit's cost for this request. Returns

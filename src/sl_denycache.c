@@ -536,6 +536,13 @@ static int sl_dc_full(const sl_decision_t *d, int i, const sl_budget_t *c)
     if (c->reserve) {
         return 0;
     }
+    /* distinct=: a value among the window's passes while a new one is
+     * refused, and a block refuses the known ones only until it ends,
+     * while a new value's wait may be longer: a refusal says nothing of
+     * the key's next request. */
+    if (c->algorithm == SL_ALG_DISTINCT) {
+        return 0;
+    }
     if (d->admitted) {
         return !c->block && r->remaining < sl_dc_cost(c) && r->reset > 0;
     }

@@ -111,6 +111,7 @@ static const struct sl_algorithm {
     [SL_ALG_COUNTER] = {"counter", 'c'},
     [SL_ALG_GCRA] = {"gcra", 'g'},
     [SL_ALG_CONCURRENT] = {"concurrent", 'n'},
+    [SL_ALG_DISTINCT] = {"distinct", 'd'},
 };
 #define SL_ALGORITHMS ((int) (sizeof(sl_algorithms) / sizeof(sl_algorithms[0])))
 
@@ -262,6 +263,11 @@ static const char *sl_limit_id(apr_pool_t *p, const sl_limit_t *l,
                              /* N in flight is not N per lease. */
                              l->algorithm == SL_ALG_CONCURRENT ? "\ni" : "");
     }
+    /* Two distinct= lines of one section over other sources are two
+     * sets of values. */
+    if (l->distinct && !l->named) {
+        basis = apr_pstrcat(p, basis, "\nd\n", l->distinct, NULL);
+    }
     return sl_hash(p, basis, strlen(basis), SL_POLICY_ID_BYTES);
 }
 
@@ -294,8 +300,31 @@ static const char *sl_opt_name(apr_pool_t *p, const char *arg, const char *val,
 static const char *sl_opt_algorithm(apr_pool_t *p, const char *arg,
                                     const char *val, sl_limit_t *l)
 {
-    (void) arg;
+    if (l->distinct) {
+        return apr_psprintf(p,
+                            "'%s': a distinct= limit has no algorithm=", arg);
+    }
     return sl_parse_algorithm(p, val, &l->algorithm);
+}
+
+/* distinct=SOURCE: any source SlidingLimitKey takes, parsed by
+ * sl_config_limit.c (expressions need httpd); here only its text. */
+static const char *sl_opt_distinct(apr_pool_t *p, const char *arg,
+                                   const char *val, sl_limit_t *l)
+{
+    if (!*val) {
+        return apr_psprintf(p, "'%s': needs a key source", arg);
+    }
+    if (l->distinct) {
+        return apr_psprintf(p, "'%s': distinct= is given twice", arg);
+    }
+    if (l->algorithm != SL_ALG_UNSET) {
+        return apr_psprintf(p,
+                            "'%s': a distinct= limit has no algorithm=", arg);
+    }
+    l->distinct = val;
+    l->algorithm = SL_ALG_DISTINCT;
+    return NULL;
 }
 
 static const char *sl_opt_burst(apr_pool_t *p, const char *arg, const char *val,
@@ -421,6 +450,7 @@ static const struct {
     {"delay", sl_opt_delay},
     {"count", sl_opt_count},
     {"quota-default", sl_opt_quota_default},
+    {"distinct", sl_opt_distinct},
 };
 
 /* One NAME=VALUE option of a SlidingLimit line, into l. */
@@ -439,14 +469,41 @@ static const char *sl_parse_option(apr_pool_t *p, const char *arg,
     return apr_psprintf(p,
                         "unknown option '%s' (expected name=, "
                         "algorithm=, burst=, cost=, cost-unit=, "
-                        "block=, delay=, count= or quota-default=)",
+                        "block=, delay=, count=, quota-default= or "
+                        "distinct=)",
                         arg);
+}
+
+/* distinct=: a request brings one value, counted once whatever it costs,
+ * and a value is either among the window's or not: no cost, give-back,
+ * wait or per-request quota applies to that. */
+static const char *sl_limit_check_distinct(apr_pool_t *p, const sl_limit_t *l)
+{
+    if (l->quota_expr || l->cost_expr || l->after || l->cost != 1) {
+        return "distinct= counts values, not units: no cost= and no "
+               "REQUESTS as expr: on its line";
+    }
+    if (l->count || l->delay) {
+        return "distinct= cannot be with count= or delay= on one line "
+               "(use two lines)";
+    }
+    if (l->requests > SL_DISTINCT_MAX) {
+        return apr_psprintf(p,
+                            "distinct=%s: at most %d distinct values per "
+                            "window (REQUESTS is %" APR_INT64_T_FMT ")",
+                            l->distinct, SL_DISTINCT_MAX, l->requests);
+    }
+    return NULL;
 }
 
 /* What the options of one line must agree on, once all are read. */
 static const char *sl_limit_check(apr_pool_t *p, sl_limit_t *l)
 {
     double tau;
+
+    if (l->distinct) {
+        return sl_limit_check_distinct(p, l);
+    }
 
     if (l->quota_expr && !l->requests) {
         return apr_psprintf(p,

@@ -16,6 +16,14 @@
  * of window microseconds (a log entry the request's end removes, which
  * expires by itself when nothing does). Not an algorithm= value. */
 #define SL_ALG_CONCURRENT 3
+/* SlidingLimit N W distinct=SOURCE: at most N distinct values of SOURCE
+ * per key in any window W (sl_distinct.c). Set by distinct=, not an
+ * algorithm= value. */
+#define SL_ALG_DISTINCT 4
+/* distinct=: the most values a limit may count, so that a key's set (a
+ * Redis sorted set, an shm cell's values) stays small and a refusal's
+ * scan short. */
+#define SL_DISTINCT_MAX 1000
 
 /* SlidingLimitConcurrent's lease= bounds and default, and the longest wait
  * its refusal announces: nothing tells when a request in flight ends. */
@@ -95,6 +103,11 @@ typedef struct sl_limit {
      * call was a twentieth of a decision's instructions. NULL: made for
      * each request. */
     const sl_script_args_t *script_args;
+    /* distinct=SOURCE: the source's text as written (NULL: none) and its
+     * parsed form (an apr_array_header_t * of one sl_key_source_t, made by
+     * sl_config_limit.c: the core has no httpd.h). */
+    const char *distinct;
+    const void *distinct_keys;
 } sl_limit_t;
 
 /* One limit as it is sent to a store. */
@@ -117,6 +130,9 @@ typedef struct sl_budget {
     int reserve;
     /* its limit's script_args for its algorithm; NULL: none */
     const sl_script_args_t *script_args;
+    /* distinct=: the hashed value this request brings (16 characters);
+     * NULL: a look at the budget, which brings none (sl_distinct.c). */
+    const char *distinct;
 } sl_budget_t;
 
 #define SL_AFTER_BYTES  1

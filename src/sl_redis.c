@@ -5,6 +5,7 @@
  * call's routing sl_way.c's, the slot map sl_topology.c's and
  * sl_slots.c's. */
 #include "sl_redis_private.h"
+#include "sl_distinct.h"
 #include "sl_ident.h"
 #include "sl_scripts.h"
 #include "sl_way.h"
@@ -345,7 +346,8 @@ static const char *sl_decide_command(sl_redis_t *rs, apr_pool_t *p,
                                      const char *member, apr_size_t member_len,
                                      int peek, apr_size_t *len)
 {
-    char *buf = apr_palloc(p, sl_script_size(budgets, n, member_len, 6 * n));
+    char *buf = apr_palloc(p, sl_script_size(budgets, n, member_len, 6 * n) +
+                                  sl_distinct_size(budgets, n));
     char *o = sl_script_head(buf, 4 + n + 6 * n + !!peek, &rs->check, budgets,
                              n, member, member_len);
     int i;
@@ -358,6 +360,9 @@ static const char *sl_decide_command(sl_redis_t *rs, apr_pool_t *p,
             a->burst == b->burst) {
             memcpy(o, a->text, a->len);
             o += a->len;
+        }
+        else if (b->algorithm == SL_ALG_DISTINCT) {
+            o = sl_distinct_head(o, b);
         }
         else {
             o = sl_limit_head(o, b->algorithm, b->requests, b->window,

@@ -280,7 +280,7 @@ void sl_entry_drop(sl_txn_t *t, apr_uint32_t i)
     if (!e) {
         return;
     }
-    if (e->alg == SL_ALG_LOG) {
+    if (e->alg == SL_ALG_LOG || e->alg == SL_ALG_DISTINCT) {
         sl_log_clear(t, e);
     }
     link = sl_bucket(t->tab, e->hash);
@@ -327,7 +327,7 @@ apr_uint32_t sl_entry_new(sl_txn_t *t, const sl_shm_op_t *q)
     memcpy(e->hash, q->hash, sizeof(e->hash));
     e->alg = q->alg;
     e->klen = q->klen;
-    if (q->alg == SL_ALG_LOG) {
+    if (q->alg == SL_ALG_LOG || q->alg == SL_ALG_DISTINCT) {
         e->st.log.head = e->st.log.tail = SL_NIL;
     }
     bucket = sl_bucket(t->tab, q->hash);
@@ -459,9 +459,19 @@ apr_status_t sl_table_prepare(apr_pool_t *p, const sl_table_t *tab,
         if (!c->key || c->key_len > 0xffff || q[i].limit < 1 || q[i].win < 1 ||
             q[i].burst < 1 || q[i].cost > sl_budget_capacity(c) ||
             (c->algorithm != SL_ALG_LOG && c->algorithm != SL_ALG_COUNTER &&
-             c->algorithm != SL_ALG_GCRA &&
-             c->algorithm != SL_ALG_CONCURRENT)) {
+             c->algorithm != SL_ALG_GCRA && c->algorithm != SL_ALG_CONCURRENT &&
+             c->algorithm != SL_ALG_DISTINCT) ||
+            (c->algorithm == SL_ALG_DISTINCT &&
+             (q[i].limit > SL_DISTINCT_MAX || q[i].cost != 1))) {
             return APR_EINVAL;
+        }
+        /* distinct=: the value as a fingerprint keyed by the table's
+         * secret, which no client knows: none can choose a value that
+         * passes for another. */
+        if (c->algorithm == SL_ALG_DISTINCT && c->distinct) {
+            q[i].fp =
+                sl_siphash(tab->hdr->secret, c->distinct, strlen(c->distinct));
+            q[i].has_fp = 1;
         }
         /* Leases are log entries whose window is the lease: admitted,
          * given back and expired as the log's (the key tells them apart). */

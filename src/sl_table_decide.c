@@ -70,6 +70,9 @@ void sl_evaluate_entry(sl_txn_t *t, sl_shm_op_t *q, sl_entry_t *e,
         sl_counter_evaluate(t->now, q->limit, q->win, q->cost,
                             e ? &e->st.counter : NULL, &q->ev);
         break;
+    case SL_ALG_DISTINCT:
+        sl_distinct_evaluate(t, q, e);
+        break;
     default:
         sl_gcra_evaluate(t->now, q->limit, q->win, q->burst, q->cost,
                          e ? &e->st.gcra : NULL, &q->ev);
@@ -127,6 +130,9 @@ static void sl_apply(sl_txn_t *t, sl_shm_op_t *q)
         break;
     case SL_ALG_COUNTER:
         expires = sl_counter_apply(t->now, q->win, q->cost, &e->st.counter);
+        break;
+    case SL_ALG_DISTINCT:
+        expires = sl_distinct_apply(t, q, e);
         break;
     default:
         expires = sl_gcra_apply(t->now, q->limit, q->win, q->burst, q->cost,
@@ -263,6 +269,9 @@ static apr_uint32_t sl_need(sl_txn_t *t, const sl_shm_op_t *q, int n)
         }
         if (q[i].alg == SL_ALG_LOG && sl_log_room(e) == 0) {
             need++;
+        }
+        if (q[i].alg == SL_ALG_DISTINCT) {
+            need += sl_distinct_need(&q[i]);
         }
     }
     return need;

@@ -117,6 +117,14 @@ struct sl_shm_op {
     int blocked; /* refused by a running block */
     apr_uint32_t entry;
     sl_eval_t ev;
+    /* distinct= (sl_table_distinct.c): the request's value as a keyed
+     * 64-bit fingerprint (has_fp 0: a look, no value); the slot that holds
+     * it (known) or a free one to take, found by the evaluation. */
+    apr_uint64_t fp;
+    int has_fp;
+    int known;
+    apr_uint32_t dchunk;
+    int dslot;
 };
 
 /* Work under the lock; corrupt is set by any link that leads nowhere. */
@@ -180,6 +188,17 @@ apr_int64_t sl_log_room(const sl_entry_t *e);
 void sl_log_insert(sl_txn_t *t, sl_entry_t *e, apr_int64_t now, apr_int64_t w);
 apr_int64_t sl_log_dead(sl_txn_t *t, sl_entry_t *e, apr_int64_t horizon,
                         apr_int64_t *units);
+
+/* ---- distinct= (sl_table_distinct.c) ---- */
+
+/* q's answer from its set e (NULL: none) at t->now; notes where the
+ * admission writes. */
+void sl_distinct_evaluate(sl_txn_t *t, sl_shm_op_t *q, sl_entry_t *e);
+/* The cells the admission of q needs beyond its entry: a chunk when its
+ * value is new and no slot is free. */
+apr_uint32_t sl_distinct_need(const sl_shm_op_t *q);
+/* The admission: q's value seen now. Returns the entry's expiry. */
+apr_int64_t sl_distinct_apply(sl_txn_t *t, sl_shm_op_t *q, sl_entry_t *e);
 
 /* ---- the decision (sl_table_decide.c) ---- */
 

@@ -440,6 +440,45 @@ static void test_cost_after(apr_pool_t *p)
     }
 }
 
+/* distinct=: a limit of its own algorithm, its source's text kept for
+ * the configuration to parse; what it cannot go with is refused. */
+static void test_distinct(apr_pool_t *p)
+{
+    static const char *const bad[] = {
+        "5 10m distinct=",
+        "5 10m distinct=user distinct=ip",
+        "5 10m distinct=user algorithm=log",
+        "5 10m algorithm=gcra distinct=user",
+        "5 10m distinct=user cost=2",
+        "5 10m distinct=user cost=expr:%{HTTP:X}",
+        "5 10m distinct=user cost=after:bytes",
+        "5 10m distinct=user count=401",
+        "5 10m distinct=user delay=1s",
+        "expr:%{HTTP:Q} 10m quota-default=5 distinct=user",
+        "1001 10m distinct=user",
+    };
+    const char *err;
+    sl_limit_t *a, *b, *c;
+    size_t i;
+
+    a = limit(p, "5 10m distinct=user", "<Location /x>\n", &err);
+    EXPECT(!err && a && a->algorithm == SL_ALG_DISTINCT &&
+               !strcmp(a->distinct, "user") && a->requests == 5 &&
+               sl_algorithm_code(a->algorithm) == 'd',
+           "distinct=user: %s", err ? err : "parsed");
+    b = limit(p, "5 10m distinct=header:X-Account", "<Location /x>\n", &err);
+    c = limit(p, "5 10m", "<Location /x>\n", &err);
+    EXPECT(a && b && c && strcmp(a->id, b->id) && strcmp(a->id, c->id),
+           "two sources, or none, in one section are three budgets");
+    c = limit(p, "1000 1h distinct=ip block=1h", "", &err);
+    EXPECT(!err && c && c->block, "1000 values and block=: %s",
+           err ? err : "parsed");
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        a = limit(p, bad[i], "", &err);
+        EXPECT(err != NULL, "'%s' is refused", bad[i]);
+    }
+}
+
 int main(void)
 {
     apr_pool_t *p;
@@ -453,6 +492,7 @@ int main(void)
     test_cost_expr(p);
     test_quota_expr(p);
     test_cost_after(p);
+    test_distinct(p);
     printf("sl_limit: %d passed, %d failed\n", passed, failed);
     apr_terminate();
     return failed ? 1 : 0;
