@@ -1,0 +1,495 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* SlidingLimitKey form:FIELD (sl_form.h). The body is read as
+ * mod_auth_form reads a login: through the request's input filters, before
+ * the handler, and kept in r->kept_body, which mod_request's KEPT_BODY
+ * filter gives the handler again: mod_request's insert_filter hook adds
+ * that filter to any request with a kept body. A urlencoded body is parsed
+ * by ap_parse_form_data, through a KEPT_BODY filter of its own; httpd has
+ * no parser for multipart/form-data, so its parts are found here. */
+#include "sl_form.h"
+
+#include "http_config.h"
+#include "http_core.h"
+#include "http_log.h"
+#include "http_protocol.h"
+#include "http_request.h"
+#include "util_filter.h"
+
+#include "apr_hash.h"
+#include "apr_strings.h"
+
+#include <string.h>
+
+APLOG_USE_MODULE(slidinglimit);
+
+/* The pool's user data naming what the first request of a client's found */
+#define SL_FORM_NOTE "slidinglimit:form"
+
+#define SL_FORM_URLENCODED 1
+#define SL_FORM_MULTIPART  2
+
+typedef struct sl_form {
+    int unread;         /* a form body not read */
+    apr_hash_t *values; /* field: normalised value */
+} sl_form_t;
+
+static int sl_form_space(char ch)
+{
+    return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n' || ch == '\v' ||
+           ch == '\f';
+}
+
+/* ASCII only, whatever locale an application (mod_php) set. */
+const char *sl_form_normal(apr_pool_t *p, const char *v, apr_size_t len)
+{
+    char *s;
+    apr_size_t i;
+
+    while (len && sl_form_space(*v)) {
+        v++;
+        len--;
+    }
+    while (len && sl_form_space(v[len - 1])) {
+        len--;
+    }
+    if (!len) {
+        return NULL;
+    }
+    s = apr_pstrmemdup(p, v, len);
+    for (i = 0; i < len; i++) {
+        if (s[i] >= 'A' && s[i] <= 'Z') {
+            s[i] = (char) (s[i] - 'A' + 'a');
+        }
+    }
+    return *s ? s : NULL;
+}
+
+int sl_form_field_ok(const char *name)
+{
+    const unsigned char *s = (const unsigned char *) name;
+
+    if (!*s) {
+        return 0;
+    }
+    for (; *s; s++) {
+        if (*s <= 0x20 || *s == 0x7f || strchr("\"\\=&;%+", *s)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The first request of the client's request r belongs to. */
+static request_rec *sl_form_first(request_rec *r)
+{
+    for (;;) {
+        if (r->main) {
+            r = r->main;
+        }
+        else if (r->prev) {
+            r = r->prev;
+        }
+        else {
+            return r;
+        }
+    }
+}
+
+/* Whether dc has a form: source. */
+static int sl_form_wanted(const sl_dir_conf_t *dc)
+{
+    int i;
+
+    for (i = 0; dc->keys && i < dc->keys->nelts; i++) {
+        if (APR_ARRAY_IDX(dc->keys, i, sl_key_source_t).type == SL_KEY_FORM) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The form type ct names: SL_FORM_URLENCODED, SL_FORM_MULTIPART, 0. */
+static int sl_form_kind(const char *ct)
+{
+    apr_size_t n;
+
+    if (!ct) {
+        return 0;
+    }
+    n = strcspn(ct, "; \t");
+    if (n == 33 && !strncasecmp(ct, "application/x-www-form-urlencoded", n)) {
+        return SL_FORM_URLENCODED;
+    }
+    if (n == 19 && !strncasecmp(ct, "multipart/form-data", n)) {
+        return SL_FORM_MULTIPART;
+    }
+    return 0;
+}
+
+/* The status a body that could not be read answers, as httpd's own
+ * readers map it. */
+static int sl_form_failed(request_rec *r, apr_status_t rv)
+{
+    ap_log_rerror(APLOG_MARK, APLOG_INFO, rv, r,
+                  "mod_slidinglimit: form: the request body could not be "
+                  "read (the client stopped sending, or sent too much)");
+    if (rv == AP_FILTER_ERROR) {
+        return AP_FILTER_ERROR;
+    }
+    if (APR_STATUS_IS_TIMEUP(rv) || APR_STATUS_IS_ETIMEDOUT(rv)) {
+        return HTTP_REQUEST_TIME_OUT;
+    }
+    if (APR_STATUS_IS_ENOSPC(rv)) {
+        return HTTP_REQUEST_ENTITY_TOO_LARGE;
+    }
+    return HTTP_BAD_REQUEST;
+}
+
+/* Reads the body of r (len bytes by its Content-Length) through its input
+ * filters into *out (*n bytes), each read waiting at most the connection's
+ * Timeout. OK, or the status a failed read answers. */
+static int sl_form_take(request_rec *r, apr_off_t len, char **out,
+                        apr_size_t *n)
+{
+    apr_bucket_brigade *bb =
+        apr_brigade_create(r->pool, r->connection->bucket_alloc);
+    char *buf = apr_palloc(r->pool, (apr_size_t) len + 1);
+    apr_size_t got = 0;
+    int eos = 0;
+
+    while (!eos) {
+        apr_bucket *b;
+        apr_status_t rv =
+            ap_get_brigade(r->input_filters, bb, AP_MODE_READBYTES,
+                           APR_BLOCK_READ, HUGE_STRING_LEN);
+        if (rv != APR_SUCCESS) {
+            apr_brigade_destroy(bb);
+            return sl_form_failed(r, rv);
+        }
+        for (b = APR_BRIGADE_FIRST(bb); b != APR_BRIGADE_SENTINEL(bb);
+             b = APR_BUCKET_NEXT(b)) {
+            const char *d;
+            apr_size_t dn;
+            if (APR_BUCKET_IS_EOS(b)) {
+                eos = 1;
+                break;
+            }
+            if (AP_BUCKET_IS_ERROR(b)) {
+                int status = ((ap_bucket_error *) b->data)->status;
+                apr_brigade_destroy(bb);
+                return status;
+            }
+            if (APR_BUCKET_IS_METADATA(b)) {
+                continue;
+            }
+            rv = apr_bucket_read(b, &d, &dn, APR_BLOCK_READ);
+            if (rv != APR_SUCCESS || dn > (apr_size_t) len - got) {
+                apr_brigade_destroy(bb);
+                return sl_form_failed(r, rv == APR_SUCCESS ? APR_EGENERAL : rv);
+            }
+            memcpy(buf + got, d, dn);
+            got += dn;
+        }
+        apr_brigade_cleanup(bb);
+    }
+    apr_brigade_destroy(bb);
+    buf[got] = '\0';
+    *out = buf;
+    *n = got;
+    return OK;
+}
+
+/* The first n bytes at s within h (hl bytes), or NULL. */
+static const char *sl_form_find(const char *h, apr_size_t hl, const char *s,
+                                apr_size_t n)
+{
+    apr_size_t i;
+
+    for (i = 0; n && i + n <= hl; i++) {
+        if (h[i] == s[0] && !memcmp(h + i, s, n)) {
+            return h + i;
+        }
+    }
+    return NULL;
+}
+
+/* The boundary a multipart Content-Type names, or NULL. */
+static const char *sl_form_boundary(apr_pool_t *p, const char *ct)
+{
+    const char *b = ap_strcasestr(ct, "boundary="), *e;
+
+    if (!b) {
+        return NULL;
+    }
+    b += 9;
+    if (*b == '"') {
+        e = strchr(++b, '"');
+    }
+    else {
+        e = b + strcspn(b, "; \t");
+    }
+    /* RFC 2046: 1 to 70 characters. */
+    if (!e || e == b || e - b > 70) {
+        return NULL;
+    }
+    return apr_pstrmemdup(p, b, e - b);
+}
+
+/* Whether a Content-Disposition's parameters s (after the type) name the
+ * field field, and no file: a file part is no field to PHP. Quoted values
+ * are read whole, so a file name holding "; name=" names nothing. */
+static int sl_form_disposition(const char *s, const char *field)
+{
+    int named = 0, file = 0;
+
+    s = strchr(s, ';');
+    while (s && *s == ';') {
+        const char *k, *ke, *v, *ve;
+        s++;
+        while (*s == ' ' || *s == '\t') {
+            s++;
+        }
+        k = s;
+        s += strcspn(s, "=;");
+        ke = s;
+        while (ke > k && (ke[-1] == ' ' || ke[-1] == '\t')) {
+            ke--;
+        }
+        v = ve = s;
+        if (*s == '=') {
+            s++;
+            while (*s == ' ' || *s == '\t') {
+                s++;
+            }
+            if (*s == '"') {
+                v = ++s;
+                while (*s && *s != '"') {
+                    s += (*s == '\\' && s[1]) ? 2 : 1;
+                }
+                ve = s;
+            }
+            else {
+                v = s;
+                s += strcspn(s, "; \t");
+                ve = s;
+            }
+            s += strcspn(s, ";");
+        }
+        if (ke - k == 4 && !strncasecmp(k, "name", 4)) {
+            named = (apr_size_t) (ve - v) == strlen(field) &&
+                    !memcmp(v, field, ve - v);
+        }
+        else if (ke - k >= 8 && !strncasecmp(k, "filename", 8)) {
+            file = 1;
+        }
+    }
+    return named && !file;
+}
+
+/* Whether the part headers h (hl bytes) make the part the field field. */
+static int sl_form_part_is(apr_pool_t *p, const char *h, apr_size_t hl,
+                           const char *field)
+{
+    char *hs = apr_pstrmemdup(p, h, hl), *line, *last;
+
+    for (line = apr_strtok(hs, "\r\n", &last); line;
+         line = apr_strtok(NULL, "\r\n", &last)) {
+        if (!strncasecmp(line, "Content-Disposition:", 20)) {
+            return sl_form_disposition(line + 20, field);
+        }
+    }
+    return 0;
+}
+
+/* The value of the field field in a multipart body (len bytes), the last
+ * one as PHP takes it, with *vlen its length; NULL when it has none. */
+static const char *sl_form_multipart(apr_pool_t *p, const char *ct,
+                                     const char *body, apr_size_t len,
+                                     const char *field, apr_size_t *vlen)
+{
+    const char *b = sl_form_boundary(p, ct), *end = body + len, *at;
+    const char *found = NULL, *delim;
+    apr_size_t dn;
+
+    if (!b) {
+        return NULL;
+    }
+    delim = apr_pstrcat(p, "\r\n--", b, NULL);
+    dn = strlen(delim);
+    /* The first delimiter may open the body, without a CRLF before it. */
+    if (len >= dn - 2 && !memcmp(body, delim + 2, dn - 2)) {
+        at = body + dn - 2;
+    }
+    else if ((at = sl_form_find(body, len, delim, dn))) {
+        at += dn;
+    }
+    else {
+        return NULL;
+    }
+    for (;;) {
+        const char *hend, *next;
+        /* After a delimiter: "--" closes the body, else padding, CRLF. */
+        if (end - at >= 2 && at[0] == '-' && at[1] == '-') {
+            break;
+        }
+        while (at < end && (*at == ' ' || *at == '\t')) {
+            at++;
+        }
+        if (end - at < 2 || at[0] != '\r' || at[1] != '\n') {
+            break;
+        }
+        /* From the CRLF, so that a part without headers ends them there. */
+        if (!(hend = sl_form_find(at, end - at, "\r\n\r\n", 4))) {
+            break;
+        }
+        at += 2;
+        if (!(next = sl_form_find(hend + 4, end - (hend + 4), delim, dn))) {
+            break;
+        }
+        if (hend > at && sl_form_part_is(p, at, hend - at, field)) {
+            found = hend + 4;
+            *vlen = next - found;
+        }
+        at = next + dn;
+    }
+    return found;
+}
+
+/* The fields of a urlencoded body, kept in r->kept_body, by
+ * ap_parse_form_data reading it through a KEPT_BODY filter of its own
+ * (removed after, so that mod_request adds a fresh one for the handler). */
+static apr_array_header_t *sl_form_pairs(request_rec *r, ap_filter_rec_t *kept,
+                                         apr_size_t len)
+{
+    apr_array_header_t *pairs = NULL;
+    ap_filter_t *f = ap_add_input_filter_handle(kept, NULL, r, r->connection);
+    int rv = ap_parse_form_data(r, NULL, &pairs, -1, len + 1);
+
+    ap_remove_input_filter(f);
+    if (rv != OK) {
+        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
+                      "mod_slidinglimit: form: the body does not parse (%d)",
+                      rv);
+        return NULL;
+    }
+    return pairs;
+}
+
+/* The last value of field among pairs, as PHP takes it. */
+static const char *sl_form_pair(request_rec *r, apr_array_header_t *pairs,
+                                const char *field, apr_size_t *vlen)
+{
+    int i;
+
+    for (i = pairs ? pairs->nelts - 1 : -1; i >= 0; i--) {
+        ap_form_pair_t *pair = &APR_ARRAY_IDX(pairs, i, ap_form_pair_t);
+        char *v;
+        if (!strcmp(pair->name, field) &&
+            apr_brigade_pflatten(pair->value, &v, vlen, r->pool) ==
+                APR_SUCCESS) {
+            return v;
+        }
+    }
+    return NULL;
+}
+
+/* The values of dc's form: fields in the body (len bytes, kept). */
+static void sl_form_fields(request_rec *r, const sl_dir_conf_t *dc,
+                           sl_form_t *st, int kind, ap_filter_rec_t *kept,
+                           const char *body, apr_size_t len)
+{
+    apr_array_header_t *pairs =
+        kind == SL_FORM_URLENCODED ? sl_form_pairs(r, kept, len) : NULL;
+    const char *ct = apr_table_get(r->headers_in, "Content-Type");
+    int i;
+
+    for (i = 0; i < dc->keys->nelts; i++) {
+        const sl_key_source_t *src =
+            &APR_ARRAY_IDX(dc->keys, i, sl_key_source_t);
+        const char *v;
+        apr_size_t vlen = 0;
+        if (src->type != SL_KEY_FORM) {
+            continue;
+        }
+        v = kind == SL_FORM_URLENCODED
+                ? sl_form_pair(r, pairs, src->name, &vlen)
+                : sl_form_multipart(r->pool, ct, body, len, src->name, &vlen);
+        if (v && (v = sl_form_normal(r->pool, v, vlen))) {
+            apr_hash_set(st->values, src->name, APR_HASH_KEY_STRING, v);
+        }
+    }
+}
+
+/* A form body is read when its Content-Length says it is small enough;
+ * one without (chunked) could only be known too large once part of it
+ * was taken from the application. */
+static int sl_form_fits(request_rec *r, apr_off_t *len)
+{
+    const char *cl = apr_table_get(r->headers_in, "Content-Length");
+    char *end;
+
+    return cl && *cl >= '0' && *cl <= '9' &&
+           apr_strtoff(len, cl, &end, 10) == APR_SUCCESS && !*end &&
+           *len >= 0 && *len <= SL_FORM_MAX_BODY;
+}
+
+int sl_form_read(request_rec *r, const sl_dir_conf_t *dc)
+{
+    sl_form_t *st;
+    void *seen = NULL;
+    ap_filter_rec_t *kept;
+    apr_off_t len = 0;
+    apr_size_t n;
+    char *body;
+    int kind, rv;
+
+    if (r->main || r->prev || !sl_form_wanted(dc)) {
+        return OK;
+    }
+    apr_pool_userdata_get(&seen, SL_FORM_NOTE, r->pool);
+    if (seen) {
+        return OK;
+    }
+    st = apr_pcalloc(r->pool, sizeof(*st));
+    st->values = apr_hash_make(r->pool);
+    apr_pool_userdata_setn(st, SL_FORM_NOTE, NULL, r->pool);
+    kind = sl_form_kind(apr_table_get(r->headers_in, "Content-Type"));
+    if (!kind || !ap_request_has_body(r)) {
+        return OK;
+    }
+    kept = ap_get_input_filter_handle("KEPT_BODY");
+    if (!kept || r->kept_body || !sl_form_fits(r, &len)) {
+        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
+                      "mod_slidinglimit: form: body not read (%s)",
+                      !kept          ? "mod_request is not loaded"
+                      : r->kept_body ? "another module kept it"
+                                     : "no Content-Length, or over 64 KiB");
+        st->unread = 1;
+        return OK;
+    }
+    if ((rv = sl_form_take(r, len, &body, &n)) != OK) {
+        return rv;
+    }
+    r->kept_body = apr_brigade_create(r->pool, r->connection->bucket_alloc);
+    APR_BRIGADE_INSERT_TAIL(
+        r->kept_body,
+        apr_bucket_immortal_create(body, n, r->connection->bucket_alloc));
+    sl_form_fields(r, dc, st, kind, kept, body, n);
+    return OK;
+}
+
+int sl_form_value(request_rec *r, const char *field, const char **v)
+{
+    void *data = NULL;
+    const sl_form_t *st;
+
+    apr_pool_userdata_get(&data, SL_FORM_NOTE, sl_form_first(r)->pool);
+    if (!(st = data)) {
+        return SL_FORM_NONE;
+    }
+    if (st->unread) {
+        return SL_FORM_UNREAD;
+    }
+    *v = apr_hash_get(st->values, field, APR_HASH_KEY_STRING);
+    return *v ? SL_FORM_VALUE : SL_FORM_NONE;
+}
