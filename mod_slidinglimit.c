@@ -25,6 +25,7 @@
  *   src/sl_after.c         what an admission leaves to the request's end:
  *                          give-backs, leases, cost=after: charges
  *   src/sl_key.c           whose budget: SlidingLimitKey's sources
+ *   src/sl_form.c          form:FIELD: a form login's field, its body kept
  *   src/sl_budget.c        the budgets of a section for one identity
  *   src/sl_outcome.c     * the fail-mode ladder
  *   src/sl_denycache.c     refusals answered without a store call
