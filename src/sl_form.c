@@ -111,7 +111,7 @@ static int sl_form_wanted(const sl_dir_conf_t *dc)
 /* The form type ct names: SL_FORM_URLENCODED, SL_FORM_MULTIPART, 0. */
 static int sl_form_kind(const char *ct)
 {
-    apr_size_t n;
+    apr_size_t n = 0;
 
     if (!ct) {
         return 0;
@@ -439,8 +439,8 @@ int sl_form_read(request_rec *r, const sl_dir_conf_t *dc)
     void *seen = NULL;
     ap_filter_rec_t *kept;
     apr_off_t len = 0;
-    apr_size_t n;
-    char *body;
+    apr_size_t n = 0;
+    char *body = NULL;
     int kind, rv;
 
     if (r->main || r->prev || !sl_form_wanted(dc)) {
