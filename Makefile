@@ -153,7 +153,7 @@ test-wordpress-remove:
 	bash bench/wordpress.sh remove
 
 bench-stuffing: all
-	bash bench/stuffing.sh
+	timeout 900 bash bench/stuffing.sh
 
 soak: deps-bench
 	$(MAKE) all
