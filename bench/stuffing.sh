@@ -87,7 +87,8 @@ run() {
         200) reached=$((reached + 1)) ;;
         esac
         if [ $((n % 10)) -eq 0 ]; then
-            local users=($LEGIT) u
+            local users u
+            read -r -a users <<<"$LEGIT"
             u=${users[$((k % 5))]}
             k=$((k + 1))
             ltotal=$((ltotal + 1))

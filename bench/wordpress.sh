@@ -214,6 +214,7 @@ wp_site() {
         { wp_log "the site was not installed (see $W/install.html, $W/users.log)"; return 1; }
 }
 
+# shellcheck disable=SC2120 # bench/stuffing.sh passes off
 wp_up() {
     wp_install_packages && wp_config && wp_db_up && wp_httpd_up "${1:-}" && wp_site
 }
@@ -233,7 +234,7 @@ wp_login() {
 }
 
 wp_test() {
-    local fails=0 st all=
+    local fails=0 all=
     check() {
         if [ "$2" = "$3" ]; then echo "ok   $1: $2"; else echo "FAIL $1: $2 (expected $3)"; fails=$((fails + 1)); fi
     }
