@@ -26,6 +26,7 @@
  *                          give-backs, leases, cost=after: charges
  *   src/sl_key.c           whose budget: SlidingLimitKey's sources
  *   src/sl_form.c          form:FIELD: a form login's field, its body kept
+ *   src/sl_form_parse.c  * a form body's type, a multipart field, the value
  *   src/sl_budget.c        the budgets of a section for one identity
  *   src/sl_outcome.c     * the fail-mode ladder
  *   src/sl_denycache.c     refusals answered without a store call

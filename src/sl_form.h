@@ -5,6 +5,7 @@
 #define SL_FORM_H
 
 #include "sl_config.h"
+#include "sl_form_parse.h"
 
 /* The largest body read for a form: source (Content-Length). A login form
  * is a few hundred bytes; a body above this is not read (SL_FORM_UNREAD). */
@@ -27,15 +28,5 @@ int sl_form_read(request_rec *r, const sl_dir_conf_t *dc);
  * one: a subrequest or an internal redirect asks the first), with *v the
  * normalised value for SL_FORM_VALUE. */
 int sl_form_value(request_rec *r, const char *field, const char **v);
-
-/* v as form: keys it: surrounding whitespace taken off, ASCII letters in
- * lower case (a login looks an account up so: WordPress trims the name and
- * MySQL's collation ignores case). NULL when nothing is left. */
-const char *sl_form_normal(apr_pool_t *p, const char *v, apr_size_t len);
-
-/* Whether name is a field name a form: source can take: not empty, no
- * control characters, no quote, no '=' or '&' (what a urlencoded or a
- * multipart body could not name). */
-int sl_form_field_ok(const char *name);
 
 #endif
