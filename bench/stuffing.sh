@@ -76,7 +76,6 @@ run() {
     local sc=$1 mode=$2 n=0 reached=0 found=0 lrefused=0 ltotal=0 st acct pw addr k=0
     local -A done_
     wp_httpd_down
-    rm -f "$W/httpd/run/slidinglimit-shm.state"
     wp_httpd_up "$([ "$mode" = off ] && echo off)" || return 1
     while read -r acct pw addr; do
         [ -n "${done_[$acct]:-}" ] && continue

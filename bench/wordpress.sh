@@ -131,6 +131,9 @@ wp_httpd_up() {
     chown www-data "$h/run"
     WP_PORT=$(free_port 34000 1000 1) || return 1
     [ "${1:-}" = off ] || recipe=$(wp_recipe)
+    # Each start begins with an empty store: the shm store's state, written
+    # at the last stop, would carry that run's failures into this one.
+    rm -f "$h/run/slidinglimit-shm.state"
     cat >"$h/httpd.conf" <<CONF
 ServerRoot "$h"
 ServerName 127.0.0.1
