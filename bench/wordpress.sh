@@ -122,15 +122,26 @@ wp_recipe() {
          on && seen && !/^$/{exit} ' "$TOP/README.md"
 }
 
-# wp_httpd_up [off]: prefork with mod_php, WordPress at /, the recipe (not
-# with off); clients told apart by X-Forwarded-For, trusted from
+# wp_httpd_up [off|site]: prefork with mod_php, WordPress at /, the recipe
+# (off: none; site: one failure budget for the whole site instead); clients told apart by X-Forwarded-For, trusted from
 # 127.0.0.1 only (mod_remoteip).
 wp_httpd_up() {
     local h=$W/httpd recipe=
     mkdir -p "$h/logs" "$h/run"
     chown www-data "$h/run"
     WP_PORT=$(free_port 34000 1000 1) || return 1
-    [ "${1:-}" = off ] || recipe=$(wp_recipe)
+    case ${1:-} in
+    off) ;;
+    # Not a recipe: one failure budget for the whole site (bench/stuffing.sh
+    # shows what it costs the legitimate users).
+    site) recipe='<Files "wp-login.php">
+    <If "%{REQUEST_METHOD} == '"'POST'"'">
+        SlidingLimit 50 15m name=wp-site count=200
+        SlidingLimitKey expr:site
+    </If>
+</Files>' ;;
+    *) recipe=$(wp_recipe) ;;
+    esac
     # Each start begins with an empty store: the shm store's state, written
     # at the last stop, would carry that run's failures into this one.
     rm -f "$h/run/slidinglimit-shm.state"
