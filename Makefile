@@ -97,7 +97,8 @@ DEPS_BENCH = wrk gnuplot-nox libapache2-mod-evasive libapache2-mod-qos libpcre3 
              libapache2-mod-security2 linux-perf valgrind
 
 .PHONY: all install clean deps deps-bench test check unit sf demo demo-stop bench soak format \
-        accuracy memory sanitize uninstall deb test-package compat compat-ci abi-check
+        accuracy memory sanitize uninstall deb test-package compat compat-ci abi-check \
+        test-wordpress test-wordpress-remove bench-stuffing
 
 all: $(MODULE)
 
@@ -193,6 +194,20 @@ demo-stop:
 bench: deps-bench
 	$(MAKE) all bench/results/scripts
 	bash bench/run.sh
+
+# A real WordPress (Debian's packages, its own MariaDB on 127.0.0.1) behind
+# the README's recipe (bench/wordpress.sh); cached in
+# /var/tmp/slidinglimit-wordpress; test-wordpress-remove purges what it
+# installed. bench-stuffing replays credential stuffing against it
+# (docs/STUFFING.md).
+test-wordpress: all
+	bash bench/wordpress.sh test
+
+test-wordpress-remove:
+	bash bench/wordpress.sh remove
+
+bench-stuffing: all
+	timeout 900 bash bench/stuffing.sh
 
 soak: deps-bench
 	$(MAKE) all

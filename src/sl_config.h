@@ -20,6 +20,7 @@ struct sl_store;
 #define SL_KEY_HEADER 2
 #define SL_KEY_ENV    3
 #define SL_KEY_EXPR   4
+#define SL_KEY_FORM   5 /* form:FIELD, sl_form.c */
 
 /* Options of the user source (user:nocase,any-address): fold ASCII
  * letters to lower case; count= sections: the attempted name alone, not
@@ -53,7 +54,8 @@ struct sl_store;
 
 typedef struct sl_key_source {
     int type;
-    const char *name; /* header or variable name; the token for expr */
+    const char *name; /* header, variable or form field name; the token for
+                         expr */
     ap_expr_info_t *expr;
     int flags; /* user: SL_USER_* */
 } sl_key_source_t;

@@ -4,9 +4,11 @@
  * SlidingLimitIPv6Prefix), the answer when the store fails, the headers,
  * the statuses, the dry run and the status page's level. */
 #include "sl_config_private.h"
+#include "sl_form.h"
 
 #include "http_log.h"
 #include "http_protocol.h"
+#include "util_filter.h"
 #include "apr_strings.h"
 
 #include <string.h>
@@ -40,6 +42,32 @@ static const char *sl_user_options(apr_pool_t *p, const char *a, int *flags)
     /* apr_strtok skips empty tokens: "user:nocase," is a slip too. */
     if (strstr(a + 5, ",,") || a[5] == ',' || a[strlen(a) - 1] == ',') {
         return apr_psprintf(p, "'%s': an empty option", a);
+    }
+    return NULL;
+}
+
+/* form:FIELD: what is wrong with a, or NULL. The body is kept for the
+ * application by mod_request's KEPT_BODY filter: without mod_request the
+ * source could not be read without taking the body from it. */
+static const char *sl_form_check(apr_pool_t *p, const char *a)
+{
+    if (!a[5]) {
+        return apr_psprintf(p, "'%s': no field name after the colon", a);
+    }
+    if (!sl_form_field_ok(a + 5)) {
+        return apr_psprintf(p,
+                            "'%s': '%s' is not a form field name (no "
+                            "spaces, control characters or any of "
+                            "\"\\=&;%%+)",
+                            a, a + 5);
+    }
+    if (!ap_get_input_filter_handle("KEPT_BODY")) {
+        return apr_psprintf(p,
+                            "'%s' needs mod_request, loaded before this "
+                            "line (LoadModule request_module, a2enmod "
+                            "request): it gives the application the body "
+                            "read here",
+                            a);
     }
     return NULL;
 }
@@ -105,12 +133,19 @@ const char *sl_cmd_key(cmd_parms *cmd, void *dconf, int argc,
                                                 a, err));
             }
         }
+        else if (!strncasecmp(a, "form:", 5)) {
+            k->type = SL_KEY_FORM;
+            k->name = a + 5;
+            if ((err = sl_form_check(cmd->pool, a))) {
+                return sl_err(cmd, err);
+            }
+        }
         else {
             return sl_err(cmd, apr_psprintf(cmd->pool,
                                             "'%s' is not a key source (ip, "
                                             "user[:nocase,any-address], "
                                             "header:NAME, env:NAME, "
-                                            "expr:STRING)",
+                                            "expr:STRING, form:FIELD)",
                                             a));
         }
     }

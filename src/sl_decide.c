@@ -22,6 +22,7 @@
 
 #include "sl_budget.h"
 #include "sl_delay.h"
+#include "sl_form.h"
 #include "sl_ident.h"
 #include "sl_key.h"
 #include "sl_lease.h"
@@ -416,6 +417,10 @@ static int sl_decide_for(request_rec *r, request_rec *target,
     c.held = -1;
     if (!c.store) {
         return DECLINED;
+    }
+    /* A form: key's field is read from the body before any budget. */
+    if ((why = sl_form_read(r, dc)) != OK) {
+        return why;
     }
     if (target == r) {
         sl_note(r)->dir = r->per_dir_config;

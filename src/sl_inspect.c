@@ -65,7 +65,8 @@ static int sl_source_param(const char *k)
 {
     return !strcmp(k, "ip") || !strcmp(k, "user") || !strcmp(k, "expr") ||
            !strcmp(k, "none") || (!strncmp(k, "header:", 7) && k[7]) ||
-           (!strncmp(k, "env:", 4) && k[4]);
+           (!strncmp(k, "env:", 4) && k[4]) ||
+           (!strncmp(k, "form:", 5) && k[5]);
 }
 
 /* One parameter k=v of the query into q: NULL, or what is wrong with it. */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "sl_key.h"
+#include "sl_form.h"
 #include "sl_ident.h"
 #include "sl_memo.h"
 #include "sl_proc.h"
@@ -136,6 +137,12 @@ static const char *sl_key_hash_make(apr_pool_t *p, sl_memo_t *m,
     case SL_KEY_EXPR:
         tag = apr_pstrcat(p, "expr:", src->name, NULL);
         break;
+    case SL_KEY_FORM:
+        /* The field's name as configured (PHP's are case-sensitive); the
+         * value as a request's is normalised, also for the operator's. */
+        t = (char *) sl_form_normal(p, v, strlen(v));
+        return sl_key_digest(p, m, sc, apr_pstrcat(p, "form:", src->name, NULL),
+                             t ? t : v, strlen(t ? t : v));
     }
     t = apr_pstrdup(p, tag);
     ap_str_tolower(t);
@@ -213,11 +220,9 @@ static const char *sl_key_hash(apr_pool_t *p, sl_memo_t *m,
                                const sl_dir_conf_t *dc,
                                const sl_key_source_t *src, const char *v)
 {
-    static const char kinds[] = {[SL_KEY_IP] = 'i',
-                                 [SL_KEY_USER] = 'u',
-                                 [SL_KEY_HEADER] = 'h',
-                                 [SL_KEY_ENV] = 'e',
-                                 [SL_KEY_EXPR] = 'x'};
+    static const char kinds[] = {
+        [SL_KEY_IP] = 'i',  [SL_KEY_USER] = 'u', [SL_KEY_HEADER] = 'h',
+        [SL_KEY_ENV] = 'e', [SL_KEY_EXPR] = 'x', [SL_KEY_FORM] = 'f'};
     char in[SL_MEMO_IN];
     apr_size_t n =
         m && src->type >= 0 && src->type < (int) sizeof(kinds)
@@ -247,12 +252,32 @@ static const char *sl_key_none(apr_pool_t *p, sl_memo_t *m,
                             sl_key_digest(p, m, sc, "none", "-", 1));
 }
 
+/* The one budget of the requests whose form body the source src did not
+ * read (too large, no length): padding a login past the bound buys no
+ * fresh budget, it shares this one with every other such request. */
+static const char *sl_key_form_unread(apr_pool_t *p, sl_memo_t *m,
+                                      const sl_server_conf_t *sc,
+                                      const sl_key_source_t *src)
+{
+    char in[SL_MEMO_IN];
+    apr_size_t n = m ? sl_key_in(in, 'F', 0, 0, src->name, "") : 0;
+    unsigned int set = 0;
+    const char *id = sl_key_recall(p, m, sc, in, n, &set);
+
+    return id ? id
+              : sl_key_keep(m, set, sc, in, n,
+                            sl_key_digest(
+                                p, m, sc,
+                                apr_pstrcat(p, "form-unread:", src->name, NULL),
+                                "-", 1));
+}
+
 /* The budget's identity: the first key source with a value, hashed. */
 const char *sl_key_identity(request_rec *r, const sl_dir_conf_t *dc,
                             int before_auth)
 {
     const sl_server_conf_t *sc = sl_config_server(r->server);
-    int n, i, user = 0;
+    int n, i, user = 0, form = 0;
     const sl_key_source_t *src = sl_key_sources(dc, &n);
     sl_memo_t *m = sc->proc ? sc->proc->memo : NULL;
 
@@ -288,6 +313,16 @@ const char *sl_key_identity(request_rec *r, const sl_dir_conf_t *dc,
                 v = NULL;
             }
             break;
+        case SL_KEY_FORM:
+            /* Normalised already (sl_form_normal). */
+            form = 1;
+            switch (sl_form_value(r, src[i].name, &v)) {
+            case SL_FORM_UNREAD:
+                return sl_key_form_unread(r->pool, m, sc, &src[i]);
+            case SL_FORM_VALUE:
+                return sl_key_hash(r->pool, m, sc, dc, &src[i], v);
+            }
+            continue;
         }
         if (v && *v) {
             return sl_key_hash(r->pool, m, sc, dc, &src[i], v);
@@ -295,8 +330,9 @@ const char *sl_key_identity(request_rec *r, const sl_dir_conf_t *dc,
     }
     /* Requests without a user are many clients (every browser's first try
      * sends no credentials): one shared bucket would let a few of them
-     * spend, or block=, everybody's. */
-    if (user && r->useragent_ip) {
+     * spend, or block=, everybody's. A login without its account name
+     * likewise. */
+    if ((user || form) && r->useragent_ip) {
         return sl_key_hash(r->pool, m, sc, dc, &sl_key_ip, r->useragent_ip);
     }
     return sl_key_none(r->pool, m, sc);
@@ -316,19 +352,21 @@ static int sl_key_names(const sl_key_source_t *src, const char *source)
                !strcasecmp(source + 7, src->name);
     case SL_KEY_ENV:
         return !strncmp(source, "env:", 4) && !strcmp(source + 4, src->name);
+    case SL_KEY_FORM:
+        return !strncmp(source, "form:", 5) && !strcmp(source + 5, src->name);
     default:
         return !strcmp(source, "expr");
     }
 }
 
-/* The section's first user source, or NULL. */
+/* The section's first source of type type, or NULL. */
 static const sl_key_source_t *sl_key_user_source(const sl_key_source_t *src,
-                                                 int n)
+                                                 int n, int type)
 {
     int i;
 
     for (i = 0; i < n; i++) {
-        if (src[i].type == SL_KEY_USER) {
+        if (src[i].type == type) {
             return &src[i];
         }
     }
@@ -366,6 +404,13 @@ static const char *sl_key_of_source(apr_pool_t *p, const sl_server_conf_t *sc,
         }
         return sl_key_user(p, NULL, sc, dc, one, value, before_auth, address);
     }
+    if (one->type == SL_KEY_FORM && !sl_form_normal(p, value, strlen(value))) {
+        *err = apr_psprintf(p,
+                            "%s: a value of only spaces is no identity (the "
+                            "address would be used)",
+                            source);
+        return NULL;
+    }
     if (one->type == SL_KEY_IP &&
         !sl_ip_key(p, value, SL_OR(dc->ipv6_prefix, SL_DEFAULT_IPV6_PREFIX))) {
         *err = apr_psprintf(p, "ip: '%s' is not an IP address", value);
@@ -388,6 +433,8 @@ static const char *sl_key_source_names(apr_pool_t *p,
                               ? apr_pstrcat(p, "header:", src[i].name, NULL)
                           : src[i].type == SL_KEY_ENV
                               ? apr_pstrcat(p, "env:", src[i].name, NULL)
+                          : src[i].type == SL_KEY_FORM
+                              ? apr_pstrcat(p, "form:", src[i].name, NULL)
                               : "expr";
         names = names ? apr_pstrcat(p, names, ", ", one, NULL) : one;
     }
@@ -401,7 +448,9 @@ const char *sl_key_identity_of(apr_pool_t *p, const sl_server_conf_t *sc,
 {
     int n, i;
     const sl_key_source_t *src = sl_key_sources(dc, &n);
-    const sl_key_source_t *user = sl_key_user_source(src, n);
+    const sl_key_source_t *user = sl_key_user_source(src, n, SL_KEY_USER);
+    /* Requests without a value of these are keyed by their address. */
+    int by_ip = user || sl_key_user_source(src, n, SL_KEY_FORM);
     int paired = user && before_auth && !(user->flags & SL_USER_ANY_ADDRESS);
 
     *err = NULL;
@@ -412,10 +461,10 @@ const char *sl_key_identity_of(apr_pool_t *p, const sl_server_conf_t *sc,
         return NULL;
     }
     if (!strcmp(source, "none")) {
-        if (user) {
-            *err = "none: with user among the key sources a request with "
-                   "no key value is keyed by its address, never the "
-                   "shared bucket: give ip=ADDR";
+        if (by_ip) {
+            *err = "none: with user or form: among the key sources a "
+                   "request with no key value is keyed by its address, "
+                   "never the shared bucket: give ip=ADDR";
             return NULL;
         }
         return sl_identity(p, sc->secret, sc->secret_len, "none", "-", 1);
@@ -427,7 +476,7 @@ const char *sl_key_identity_of(apr_pool_t *p, const sl_server_conf_t *sc,
         }
     }
     /* A request without a user: keyed by its address (sl_key_identity). */
-    if (user && !strcmp(source, "ip")) {
+    if (by_ip && !strcmp(source, "ip")) {
         if (!sl_ip_key(p, value,
                        SL_OR(dc->ipv6_prefix, SL_DEFAULT_IPV6_PREFIX))) {
             *err = apr_psprintf(p, "ip: '%s' is not an IP address", value);
@@ -439,8 +488,8 @@ const char *sl_key_identity_of(apr_pool_t *p, const sl_server_conf_t *sc,
                         "%s is not a key source here; the section's are: "
                         "%s (%s)",
                         source, sl_key_source_names(p, src, n),
-                        user ? "or ip, the address of a request without a "
-                               "user"
-                             : "or none, the shared bucket");
+                        by_ip ? "or ip, the address of a request without a "
+                                "user or form value"
+                              : "or none, the shared bucket");
     return NULL;
 }
