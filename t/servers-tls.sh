@@ -18,9 +18,9 @@
 #                             SL_SENTINEL_REPLICA_PORTS, SL_SENTINEL_DIR
 #                             ($DIR/master/redis.conf restarts the master)
 #   sl_acl_setuser PASSWORD PREFIX REDIS-CLI-ARGS...
-#                             creates the README's least-privilege ACL user
+#                             creates the reference's least-privilege ACL user
 #                             (ratelimit) on that server, the line taken
-#                             from README.md as written there
+#                             from docs/REFERENCE.md as written there
 #   sl_tls_servers_up CERTS DIR   the servers of t/51 and t/52 (see there)
 #   sl_servers_tls_stop       stops everything the functions above started
 #
@@ -187,8 +187,8 @@ sl_acl_setuser() {
     local pw=$1 prefix=$2 line words ver
     shift 2
     line=$(sed -n 's/^    \(ACL SETUSER ratelimit .*\)$/\1/p' \
-        "$SL_TLS_ROOT/README.md" | head -1)
-    [ -n "$line" ] || { echo "README.md has no ACL SETUSER line" >&2; return 1; }
+        "$SL_TLS_ROOT/docs/REFERENCE.md" | head -1)
+    [ -n "$line" ] || { echo "docs/REFERENCE.md has no ACL SETUSER line" >&2; return 1; }
     line=${line//>PASSWORD/>$pw}
     line=${line//\~sl:\*/\~$prefix:*}
     read -ra words <<<"$line"
