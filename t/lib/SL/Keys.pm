@@ -71,7 +71,7 @@ sub keyed_policy {
 
 # The fixed shape of every store key: prefix, a 16-character hash tag, a
 # 16-character policy id and the algorithm.
-sub shape_ok { return $_[0] =~ m{\Asltest:\{[A-Za-z0-9+/]{16}\}[A-Za-z0-9+/]{16}\.[lcg](?:\.b)?\z} }
+sub shape_ok { return $_[0] =~ m{\Asltest:\{[A-Za-z0-9+/]{16}\}[A-Za-z0-9+/]{16}\.(?:[lcg](?:\.b)?|d)\z} }
 
 sub top_dir {
     require Apache::Test;
