@@ -132,6 +132,8 @@ Alias /reports "$docroot/conc/hold.cgi"
 EOT
     my $ip = fresh_ip();
     my @held = map { hold($h->url . '/reports', $ip) } 1 .. 4;
+    # All four admitted (their 200 has come) before the fifth is sent.
+    wait_until(sub { !grep { hold_peek($_) != 200 } @held }, 20);
     ok t_cmp(hold_status(hold($h->url . '/reports', $ip, quick => 1)), 429, 'slow: four in flight, the fifth refused');
     ok t_cmp(hold_status(hold($h->url . '/reports', fresh_ip(), quick => 1)), 200, 'slow: another client is served');
     open_gate($held[0]);
