@@ -6,6 +6,7 @@
  * sl_slots.c's. */
 #include "sl_redis_private.h"
 #include "sl_ident.h"
+#include "sl_script_layout.h"
 #include "sl_scripts.h"
 #include "sl_way.h"
 
@@ -267,6 +268,11 @@ sl_redis_call(sl_redis_t *rs, apr_pool_t *p, const sl_budget_t *budgets,
     return sl_way_run(&way, reply, err, trips);
 }
 
+/* A script call's RESP argument count: EVALSHA, the script, the number
+ * of keys, the n keys and the script's argv arguments
+ * (sl_script_layout.h). */
+#define SL_SCRIPT_ARGC(n, argv) (3 + (n) + (argv))
+
 /* A script call's head, written into buf (sized by sl_script_size): the
  * argument count, EVALSHA, the script, the keys and the member, as
  * binary-safe arguments (no key or value can be read as a command).
@@ -345,9 +351,13 @@ static const char *sl_decide_command(sl_redis_t *rs, apr_pool_t *p,
                                      const char *member, apr_size_t member_len,
                                      int peek, apr_size_t *len)
 {
-    char *buf = apr_palloc(p, sl_script_size(budgets, n, member_len, 6 * n));
-    char *o = sl_script_head(buf, 4 + n + 6 * n + !!peek, &rs->check, budgets,
-                             n, member, member_len);
+    char *buf = apr_palloc(
+        p, sl_script_size(budgets, n, member_len,
+                          SL_CHECK_ARGV_HEAD - 1 + SL_CHECK_ARGV_PER * n));
+    char *o = sl_script_head(
+        buf,
+        SL_SCRIPT_ARGC(n, SL_CHECK_ARGV_HEAD + SL_CHECK_ARGV_PER * n) + !!peek,
+        &rs->check, budgets, n, member, member_len);
     int i;
 
     for (i = 0; i < n; i++) {
@@ -383,10 +393,13 @@ static const char *sl_give_back_command(sl_redis_t *rs, apr_pool_t *p,
                                         apr_size_t member_len, apr_time_t at,
                                         apr_size_t *len)
 {
-    char *buf =
-        apr_palloc(p, sl_script_size(budgets, n, member_len, 1 + 4 * n));
-    char *o = sl_script_head(buf, 5 + n + 4 * n, &rs->give_back, budgets, n,
-                             member, member_len);
+    char *buf = apr_palloc(p, sl_script_size(budgets, n, member_len,
+                                             SL_GIVE_BACK_ARGV_HEAD - 1 +
+                                                 SL_GIVE_BACK_ARGV_PER * n));
+    char *o = sl_script_head(
+        buf,
+        SL_SCRIPT_ARGC(n, SL_GIVE_BACK_ARGV_HEAD + SL_GIVE_BACK_ARGV_PER * n),
+        &rs->give_back, budgets, n, member, member_len);
     int i;
 
     o = sl_resp_int(o, at);
@@ -451,9 +464,12 @@ apr_status_t sl_redis_renew(sl_redis_t *rs, apr_pool_t *p,
                             const char **err)
 {
     redisReply *reply = NULL;
-    char *buf = apr_palloc(p, sl_script_size(budgets, n, member_len, n));
-    char *o = sl_script_head(buf, 4 + n + n, &rs->renew, budgets, n, member,
-                             member_len);
+    char *buf = apr_palloc(
+        p, sl_script_size(budgets, n, member_len,
+                          SL_RENEW_ARGV_HEAD - 1 + SL_RENEW_ARGV_PER * n));
+    char *o = sl_script_head(
+        buf, SL_SCRIPT_ARGC(n, SL_RENEW_ARGV_HEAD + SL_RENEW_ARGV_PER * n),
+        &rs->renew, budgets, n, member, member_len);
     int i, trips;
     apr_status_t rv;
 
@@ -475,9 +491,12 @@ static const char *sl_charge_command(sl_redis_t *rs, apr_pool_t *p,
                                      const char *member, apr_size_t member_len,
                                      apr_size_t *len)
 {
-    char *buf = apr_palloc(p, sl_script_size(budgets, n, member_len, 5 * n));
-    char *o = sl_script_head(buf, 4 + n + 5 * n, &rs->charge, budgets, n,
-                             member, member_len);
+    char *buf = apr_palloc(
+        p, sl_script_size(budgets, n, member_len,
+                          SL_CHARGE_ARGV_HEAD - 1 + SL_CHARGE_ARGV_PER * n));
+    char *o = sl_script_head(
+        buf, SL_SCRIPT_ARGC(n, SL_CHARGE_ARGV_HEAD + SL_CHARGE_ARGV_PER * n),
+        &rs->charge, budgets, n, member, member_len);
     int i;
 
     for (i = 0; i < n; i++) {
