@@ -99,28 +99,30 @@ const char *sl_format_duration(apr_pool_t *p, apr_int64_t us)
     return apr_psprintf(p, "%" APR_INT64_T_FMT "us", us);
 }
 
-/* The algorithms by their SL_ALG_* number: the name SlidingLimit's
- * algorithm= and SlidingLimitAlgorithm take, and the letter lua/sl_check.lua
- * reads. A new algorithm is its number in sl_limit.h and its row here (and
- * its math in sl_algo.c, the shm table and the scripts). */
+/* The algorithms by their SL_ALG_* number (sl_limit.h's rows). */
 static const struct sl_algorithm {
     const char *name;
     char code;
+    int option; /* an algorithm= value */
 } sl_algorithms[] = {
-    [SL_ALG_LOG] = {"log", 'l'},
-    [SL_ALG_COUNTER] = {"counter", 'c'},
-    [SL_ALG_GCRA] = {"gcra", 'g'},
-    [SL_ALG_CONCURRENT] = {"concurrent", 'n'},
+#define SL_ALG_ROW(id, name, code, option) [SL_ALG_##id] = {name, code, option},
+#define SL_ALG_OPTION(id, name, code)      SL_ALG_ROW(id, name, code, 1)
+#define SL_ALG_OTHER(id, name, code)       SL_ALG_ROW(id, name, code, 0)
+    SL_ALG_OPTIONS(SL_ALG_OPTION) SL_ALG_OTHERS(SL_ALG_OTHER)
+#undef SL_ALG_OTHER
+#undef SL_ALG_OPTION
+#undef SL_ALG_ROW
 };
-#define SL_ALGORITHMS ((int) (sizeof(sl_algorithms) / sizeof(sl_algorithms[0])))
 
 const char *sl_parse_algorithm(apr_pool_t *p, const char *s, int *alg)
 {
     const char *names = NULL;
     int i;
 
-    /* A concurrency limit is its own directive, not an algorithm=. */
-    for (i = 0; i < SL_ALG_CONCURRENT; i++) {
+    for (i = 0; i < SL_ALG_COUNT; i++) {
+        if (!sl_algorithms[i].option) {
+            continue;
+        }
         if (!strcasecmp(s, sl_algorithms[i].name)) {
             *alg = i;
             return NULL;
@@ -131,15 +133,14 @@ const char *sl_parse_algorithm(apr_pool_t *p, const char *s, int *alg)
     return apr_psprintf(p, "'%s' is not an algorithm (%s)", s, names);
 }
 
-/* An unset or unknown number is the default, the log. */
 char sl_algorithm_code(int alg)
 {
-    return alg >= 0 && alg < SL_ALGORITHMS ? sl_algorithms[alg].code : 'l';
+    return alg >= 0 && alg < SL_ALG_COUNT ? sl_algorithms[alg].code : 'l';
 }
 
 const char *sl_algorithm_name(int alg)
 {
-    return alg >= 0 && alg < SL_ALGORITHMS ? sl_algorithms[alg].name : "log";
+    return alg >= 0 && alg < SL_ALG_COUNT ? sl_algorithms[alg].name : "log";
 }
 
 /* base64 of the first n bytes of SHA-1(data), without padding: 12 bytes give

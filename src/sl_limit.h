@@ -8,14 +8,36 @@
 #include <apr_pools.h>
 #include <apr_time.h>
 
-#define SL_ALG_UNSET   -1
-#define SL_ALG_LOG     0
-#define SL_ALG_COUNTER 1
-#define SL_ALG_GCRA    2
-/* SlidingLimitConcurrent: at most requests in flight, each holding a lease
- * of window microseconds (a log entry the request's end removes, which
- * expires by itself when nothing does). Not an algorithm= value. */
-#define SL_ALG_CONCURRENT 3
+/* The algorithms, one row each: its SL_ALG_ name, the name SlidingLimit's
+ * algorithm= and SlidingLimitAlgorithm take, and the letter the scripts
+ * read (lua/sl_check.lua's branch). SL_ALG_OPTIONS are algorithm= values;
+ * SL_ALG_OTHERS are not: SlidingLimitConcurrent (at most requests in
+ * flight, each holding a lease of window microseconds: a log entry the
+ * request's end removes, which expires by itself when nothing does) is a
+ * directive of its own. The enum, the names, the count, the parser and the
+ * help strings come from these rows; no switch on an sl_alg_t has a
+ * default, so -Wswitch names each one a new row must add a case to. */
+#define SL_ALG_OPTIONS(X)                                                      \
+    X(LOG, "log", 'l')                                                         \
+    X(COUNTER, "counter", 'c')                                                 \
+    X(GCRA, "gcra", 'g')
+#define SL_ALG_OTHERS(X) X(CONCURRENT, "concurrent", 'n')
+
+#define SL_ALG_ENUM(id, name, code) SL_ALG_##id,
+typedef enum sl_alg {
+    SL_ALG_OPTIONS(SL_ALG_ENUM) SL_ALG_OTHERS(SL_ALG_ENUM)
+} sl_alg_t;
+#undef SL_ALG_ENUM
+
+/* How many algorithms there are (a count, not one of them). */
+#define SL_ALG_ONE(id, name, code) +1
+#define SL_ALG_COUNT               (0 SL_ALG_OPTIONS(SL_ALG_ONE) SL_ALG_OTHERS(SL_ALG_ONE))
+/* The algorithm= values, each followed by a space, for help strings. */
+#define SL_ALG_NAME_SP(id, name, code) name " "
+#define SL_ALG_HELP_NAMES              SL_ALG_OPTIONS(SL_ALG_NAME_SP)
+
+/* An int algorithm field's "none given": the section's default. */
+#define SL_ALG_UNSET -1
 
 /* SlidingLimitConcurrent's lease= bounds and default, and the longest wait
  * its refusal announces: nothing tells when a request in flight ends. */
@@ -129,6 +151,7 @@ const char *sl_parse_int(apr_pool_t *p, const char *s, apr_int64_t min,
                          apr_int64_t max, apr_int64_t *out);
 const char *sl_parse_algorithm(apr_pool_t *p, const char *s, int *alg);
 const char *sl_format_duration(apr_pool_t *p, apr_int64_t us);
+/* An unset or unknown number is the default, the log. */
 char sl_algorithm_code(int alg);
 const char *sl_algorithm_name(int alg);
 

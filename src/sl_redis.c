@@ -325,10 +325,10 @@ static char *sl_limit_head(char *o, int algorithm, apr_int64_t requests,
 
 void sl_redis_limit_args(apr_pool_t *p, sl_limit_t *l)
 {
-    sl_script_args_t *a = apr_palloc(p, 3 * sizeof(*a));
+    sl_script_args_t *a = apr_palloc(p, SL_ALG_COUNT * sizeof(*a));
     int alg;
 
-    for (alg = SL_ALG_LOG; alg <= SL_ALG_GCRA; alg++) {
+    for (alg = 0; alg < SL_ALG_COUNT; alg++) {
         char *buf = apr_palloc(p, SL_RESP_ARG_MAX(1) + 3 * SL_RESP_INT_MAX);
         a[alg].requests = l->requests;
         a[alg].window = l->window;

@@ -458,9 +458,7 @@ apr_status_t sl_table_prepare(apr_pool_t *p, const sl_table_t *tab,
         /* The script refuses the same arguments. */
         if (!c->key || c->key_len > 0xffff || q[i].limit < 1 || q[i].win < 1 ||
             q[i].burst < 1 || q[i].cost > sl_budget_capacity(c) ||
-            (c->algorithm != SL_ALG_LOG && c->algorithm != SL_ALG_COUNTER &&
-             c->algorithm != SL_ALG_GCRA &&
-             c->algorithm != SL_ALG_CONCURRENT)) {
+            c->algorithm < 0 || c->algorithm >= SL_ALG_COUNT) {
             return APR_EINVAL;
         }
         /* Leases are log entries whose window is the lease: admitted,

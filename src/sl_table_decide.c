@@ -53,8 +53,10 @@ static void sl_block_store(sl_txn_t *t, const sl_shm_op_t *q, int n,
 void sl_evaluate_entry(sl_txn_t *t, sl_shm_op_t *q, sl_entry_t *e,
                        apr_int64_t skip, apr_int64_t skip_units)
 {
-    switch (q->alg) {
-    case SL_ALG_LOG: {
+    switch ((sl_alg_t) q->alg) {
+    case SL_ALG_LOG:
+    case SL_ALG_CONCURRENT: /* a log of leases (sl_table_prepare) */
+    {
         sl_log_ctx_t x = {t, e, skip};
         apr_int64_t units = e ? (apr_int64_t) e->st.log.units - skip_units : 0;
         if (q->lease) {
@@ -70,7 +72,7 @@ void sl_evaluate_entry(sl_txn_t *t, sl_shm_op_t *q, sl_entry_t *e,
         sl_counter_evaluate(t->now, q->limit, q->win, q->cost,
                             e ? &e->st.counter : NULL, &q->ev);
         break;
-    default:
+    case SL_ALG_GCRA:
         sl_gcra_evaluate(t->now, q->limit, q->win, q->burst, q->cost,
                          e ? &e->st.gcra : NULL, &q->ev);
         break;
@@ -112,7 +114,7 @@ static void sl_evaluate(sl_txn_t *t, sl_shm_op_t *q)
 static void sl_apply(sl_txn_t *t, sl_shm_op_t *q)
 {
     sl_entry_t *e;
-    apr_int64_t expires;
+    apr_int64_t expires = 0;
 
     if (q->entry == SL_NIL) {
         q->entry = sl_entry_new(t, q);
@@ -120,15 +122,16 @@ static void sl_apply(sl_txn_t *t, sl_shm_op_t *q)
     if (q->entry == SL_NIL || !(e = sl_entry(t, q->entry))) {
         return;
     }
-    switch (q->alg) {
+    switch ((sl_alg_t) q->alg) {
     case SL_ALG_LOG:
+    case SL_ALG_CONCURRENT:
         sl_log_insert(t, e, t->now, q->cost);
         expires = sl_log_expires(t->now, q->win);
         break;
     case SL_ALG_COUNTER:
         expires = sl_counter_apply(t->now, q->win, q->cost, &e->st.counter);
         break;
-    default:
+    case SL_ALG_GCRA:
         expires = sl_gcra_apply(t->now, q->limit, q->win, q->burst, q->cost,
                                 &e->st.gcra);
         break;
@@ -152,8 +155,9 @@ static void sl_charge(sl_txn_t *t, sl_shm_op_t *q)
     if (q->entry == SL_NIL || !(e = sl_entry(t, q->entry))) {
         return;
     }
-    switch (q->alg) {
+    switch ((sl_alg_t) q->alg) {
     case SL_ALG_LOG:
+    case SL_ALG_CONCURRENT:
         /* The units are 32 bits here (a double in Redis): a debt that
          * large stays at the most they hold. */
         if (q->cost > (apr_int64_t) (0xffffffffU - e->st.log.units)) {
@@ -167,7 +171,7 @@ static void sl_charge(sl_txn_t *t, sl_shm_op_t *q)
     case SL_ALG_COUNTER:
         expires = sl_counter_charge(t->now, q->win, q->cost, &e->st.counter);
         break;
-    default:
+    case SL_ALG_GCRA:
         expires = sl_gcra_charge(t->now, q->limit, q->win, q->burst, q->cost,
                                  &e->st.gcra);
         break;
