@@ -99,7 +99,8 @@ typedef struct sl_limit {
     int ncount;
     /* cost=after:bytes or cost=after:header:NAME (SL_AFTER_*; 0: none):
      * the request is admitted for one unit and its real cost, known once
-     * the response is, charged in log_transaction (sl_decide.c). */
+     * the response is, charged in log_transaction (sl_after.c's
+     * sl_decide_charge). */
     int after;
     const char *after_header;
     /* What the quota headers say of the limit whatever the request, made
@@ -155,9 +156,9 @@ const char *sl_format_duration(apr_pool_t *p, apr_int64_t us);
 char sl_algorithm_code(int alg);
 const char *sl_algorithm_name(int alg);
 
-/* SlidingLimit REQUESTS WINDOW [name=] [algorithm=] [burst=] [cost=]
- * [block=] [count=]; section names the enclosing configuration section and
- * identifies unnamed limits. */
+/* SlidingLimit REQUESTS|expr:STRING WINDOW [OPTION=VALUE]..., the options
+ * being sl_limit.c's sl_options rows; section names the enclosing
+ * configuration section and identifies unnamed limits. */
 const char *sl_parse_limit(apr_pool_t *p, int argc, char *const argv[],
                            const char *section, sl_limit_t **out);
 

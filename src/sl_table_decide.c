@@ -144,7 +144,7 @@ static void sl_apply(sl_txn_t *t, sl_shm_op_t *q)
 }
 
 /* lua/sl_charge.lua's write: q->cost units past the limit if need be. */
-static void sl_charge(sl_txn_t *t, sl_shm_op_t *q)
+static void sl_op_charge(sl_txn_t *t, sl_shm_op_t *q)
 {
     sl_entry_t *e;
     apr_int64_t expires = 0;
@@ -295,7 +295,7 @@ apr_status_t sl_table_charge(sl_table_t *tab, sl_shm_op_t *q, int n,
     }
     for (i = 0; i < n && !t.corrupt && rv == APR_SUCCESS; i++) {
         if (q[i].last) {
-            sl_charge(&t, &q[i]);
+            sl_op_charge(&t, &q[i]);
             sl_mark_kept(&t, &q[i], 0);
         }
     }
