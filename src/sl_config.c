@@ -325,12 +325,8 @@ const command_rec sl_cmds[] = {
     AP_INIT_TAKE1("SlidingLimitOverride", sl_cmd_override, NULL, RSRC_CONF,
                   "what .htaccess files may do: none, add (limits, never "
                   "loosen the server's; the default) or all"),
-    AP_INIT_TAKE_ARGV(
-        "SlidingLimit", sl_cmd_limit, NULL, SL_DIR_CONF,
-        "REQUESTS WINDOW [name=NAME] [algorithm=ALG: " SL_ALG_HELP_NAMES
-        "] [burst=N] [cost=N|expr:STRING] [cost-unit=N] "
-        "[block=DURATION] [delay=DURATION] [count=STATUS,...], "
-        "or off"),
+    AP_INIT_TAKE_ARGV("SlidingLimit", sl_cmd_limit, NULL, SL_DIR_CONF,
+                      SL_LIMIT_HELP),
     AP_INIT_TAKE_ARGV("SlidingLimitConcurrent", sl_cmd_concurrent, NULL,
                       SL_DIR_CONF,
                       "N [name=NAME] [lease=DURATION]: at most N requests "

@@ -413,35 +413,34 @@ static const struct {
     const char *name;
     sl_option_fn *parse;
 } sl_options[] = {
-    {"name", sl_opt_name},
-    {"algorithm", sl_opt_algorithm},
-    {"burst", sl_opt_burst},
-    {"cost", sl_opt_cost},
-    {"cost-unit", sl_opt_cost_unit},
-    {"block", sl_opt_block},
-    {"delay", sl_opt_delay},
-    {"count", sl_opt_count},
-    {"quota-default", sl_opt_quota_default},
+#define SL_LIMIT_OPTION_ROW(id, name, value) {name, sl_opt_##id},
+    SL_LIMIT_OPTIONS(SL_LIMIT_OPTION_ROW)
+#undef SL_LIMIT_OPTION_ROW
 };
+#define SL_NOPTIONS (sizeof(sl_options) / sizeof(sl_options[0]))
 
 /* One NAME=VALUE option of a SlidingLimit line, into l. */
 static const char *sl_parse_option(apr_pool_t *p, const char *arg,
                                    sl_limit_t *l)
 {
     const char *eq = strchr(arg, '=');
+    const char *names = "";
     apr_size_t klen = eq ? (apr_size_t) (eq - arg) : 0, i;
 
-    for (i = 0; eq && i < sizeof(sl_options) / sizeof(sl_options[0]); i++) {
+    for (i = 0; eq && i < SL_NOPTIONS; i++) {
         if (strlen(sl_options[i].name) == klen &&
             !strncasecmp(arg, sl_options[i].name, klen)) {
             return sl_options[i].parse(p, arg, eq + 1, l);
         }
     }
-    return apr_psprintf(p,
-                        "unknown option '%s' (expected name=, "
-                        "algorithm=, burst=, cost=, cost-unit=, "
-                        "block=, delay=, count= or quota-default=)",
-                        arg);
+    for (i = 0; i < SL_NOPTIONS; i++) {
+        names = apr_pstrcat(p, names,
+                            !i                    ? ""
+                            : i + 1 < SL_NOPTIONS ? ", "
+                                                  : " or ",
+                            sl_options[i].name, "=", NULL);
+    }
+    return apr_psprintf(p, "unknown option '%s' (expected %s)", arg, names);
 }
 
 /* What the options of one line must agree on, once all are read. */

@@ -36,6 +36,24 @@ typedef enum sl_alg {
 #define SL_ALG_NAME_SP(id, name, code) name " "
 #define SL_ALG_HELP_NAMES              SL_ALG_OPTIONS(SL_ALG_NAME_SP)
 
+/* SlidingLimit's NAME=VALUE options, one row each: sl_limit.c's parser
+ * sl_opt_ID, the name, and what its value is, for the help string. The
+ * parser's table, its error and the help come from these rows. */
+#define SL_LIMIT_OPTIONS(X)                                                    \
+    X(name, "name", "NAME")                                                    \
+    X(algorithm, "algorithm", "ALG")                                           \
+    X(burst, "burst", "N")                                                     \
+    X(cost, "cost", "N|expr:STRING|after:bytes|after:header:NAME")             \
+    X(cost_unit, "cost-unit", "N")                                             \
+    X(block, "block", "DURATION")                                              \
+    X(delay, "delay", "DURATION")                                              \
+    X(count, "count", "STATUS,...")                                            \
+    X(quota_default, "quota-default", "N")
+#define SL_LIMIT_OPTION_HELP(id, name, value) " [" name "=" value "]"
+#define SL_LIMIT_HELP                                                          \
+    "REQUESTS|expr:STRING WINDOW" SL_LIMIT_OPTIONS(                            \
+        SL_LIMIT_OPTION_HELP) ", or off; ALG: " SL_ALG_HELP_NAMES
+
 /* An int algorithm field's "none given": the section's default. */
 #define SL_ALG_UNSET -1
 

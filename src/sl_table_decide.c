@@ -111,15 +111,30 @@ static void sl_evaluate(sl_txn_t *t, sl_shm_op_t *q)
     sl_evaluate_entry(t, q, e, 0, 0);
 }
 
-static void sl_apply(sl_txn_t *t, sl_shm_op_t *q)
+/* The entry q writes, made when it has none (NULL: no room). */
+static sl_entry_t *sl_op_entry(sl_txn_t *t, sl_shm_op_t *q)
 {
-    sl_entry_t *e;
-    apr_int64_t expires = 0;
-
     if (q->entry == SL_NIL) {
         q->entry = sl_entry_new(t, q);
     }
-    if (q->entry == SL_NIL || !(e = sl_entry(t, q->entry))) {
+    return q->entry == SL_NIL ? NULL : sl_entry(t, q->entry);
+}
+
+/* Never earlier than before: times handed in slightly out of order must
+ * not drop a key that a later time still needs. */
+static void sl_entry_extend(sl_entry_t *e, apr_int64_t expires)
+{
+    if (expires > e->expires) {
+        e->expires = expires;
+    }
+}
+
+static void sl_apply(sl_txn_t *t, sl_shm_op_t *q)
+{
+    sl_entry_t *e = sl_op_entry(t, q);
+    apr_int64_t expires = 0;
+
+    if (!e) {
         return;
     }
     switch ((sl_alg_t) q->alg) {
@@ -136,23 +151,16 @@ static void sl_apply(sl_txn_t *t, sl_shm_op_t *q)
                                 &e->st.gcra);
         break;
     }
-    /* Never earlier than before: times handed in slightly out of order
-     * must not drop a key that a later time still needs. */
-    if (expires > e->expires) {
-        e->expires = expires;
-    }
+    sl_entry_extend(e, expires);
 }
 
 /* lua/sl_charge.lua's write: q->cost units past the limit if need be. */
 static void sl_op_charge(sl_txn_t *t, sl_shm_op_t *q)
 {
-    sl_entry_t *e;
+    sl_entry_t *e = sl_op_entry(t, q);
     apr_int64_t expires = 0;
 
-    if (q->entry == SL_NIL) {
-        q->entry = sl_entry_new(t, q);
-    }
-    if (q->entry == SL_NIL || !(e = sl_entry(t, q->entry))) {
+    if (!e) {
         return;
     }
     switch ((sl_alg_t) q->alg) {
@@ -176,9 +184,7 @@ static void sl_op_charge(sl_txn_t *t, sl_shm_op_t *q)
                                  &e->st.gcra);
         break;
     }
-    if (expires > e->expires) {
-        e->expires = expires;
-    }
+    sl_entry_extend(e, expires);
     /* What the next request of one unit finds, for the eviction guard. */
     q->cost = 1;
     sl_evaluate_entry(t, q, e, 0, 0);
