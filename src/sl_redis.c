@@ -268,11 +268,6 @@ sl_redis_call(sl_redis_t *rs, apr_pool_t *p, const sl_budget_t *budgets,
     return sl_way_run(&way, reply, err, trips);
 }
 
-/* A script call's RESP argument count: EVALSHA, the script, the number
- * of keys, the n keys and the script's argv arguments
- * (sl_script_layout.h). */
-#define SL_SCRIPT_ARGC(n, argv) (3 + (n) + (argv))
-
 /* A script call's head, written into buf (sized by sl_script_size): the
  * argument count, EVALSHA, the script, the keys and the member, as
  * binary-safe arguments (no key or value can be read as a command).
@@ -308,6 +303,21 @@ static apr_size_t sl_script_size(const sl_budget_t *budgets, int n,
         size += SL_RESP_ARG_MAX(budgets[i].key_len);
     }
     return size;
+}
+
+/* A call of script for n budgets: its buffer (into *buf), sized for the
+ * script's layout (head and per, sl_script_layout.h) and a word after
+ * them, and its head written with the RESP count of those arguments and
+ * extra more. Returns where the arguments after the member go. */
+static char *sl_script_begin(apr_pool_t *p, const sl_script_t *script, int head,
+                             int per, int extra, const sl_budget_t *budgets,
+                             int n, const char *member, apr_size_t member_len,
+                             char **buf)
+{
+    *buf = apr_palloc(
+        p, sl_script_size(budgets, n, member_len, head - 1 + per * n));
+    return sl_script_head(*buf, 3 + n + head + per * n + extra, script, budgets,
+                          n, member, member_len);
 }
 
 /* A limit's first four arguments to lua/sl_check.lua, at o: its algorithm,
@@ -351,13 +361,10 @@ static const char *sl_decide_command(sl_redis_t *rs, apr_pool_t *p,
                                      const char *member, apr_size_t member_len,
                                      int peek, apr_size_t *len)
 {
-    char *buf = apr_palloc(
-        p, sl_script_size(budgets, n, member_len,
-                          SL_CHECK_ARGV_HEAD - 1 + SL_CHECK_ARGV_PER * n));
-    char *o = sl_script_head(
-        buf,
-        SL_SCRIPT_ARGC(n, SL_CHECK_ARGV_HEAD + SL_CHECK_ARGV_PER * n) + !!peek,
-        &rs->check, budgets, n, member, member_len);
+    char *buf;
+    char *o =
+        sl_script_begin(p, &rs->check, SL_CHECK_ARGV_HEAD, SL_CHECK_ARGV_PER,
+                        !!peek, budgets, n, member, member_len, &buf);
     int i;
 
     for (i = 0; i < n; i++) {
@@ -393,13 +400,10 @@ static const char *sl_give_back_command(sl_redis_t *rs, apr_pool_t *p,
                                         apr_size_t member_len, apr_time_t at,
                                         apr_size_t *len)
 {
-    char *buf = apr_palloc(p, sl_script_size(budgets, n, member_len,
-                                             SL_GIVE_BACK_ARGV_HEAD - 1 +
-                                                 SL_GIVE_BACK_ARGV_PER * n));
-    char *o = sl_script_head(
-        buf,
-        SL_SCRIPT_ARGC(n, SL_GIVE_BACK_ARGV_HEAD + SL_GIVE_BACK_ARGV_PER * n),
-        &rs->give_back, budgets, n, member, member_len);
+    char *buf;
+    char *o = sl_script_begin(p, &rs->give_back, SL_GIVE_BACK_ARGV_HEAD,
+                              SL_GIVE_BACK_ARGV_PER, 0, budgets, n, member,
+                              member_len, &buf);
     int i;
 
     o = sl_resp_int(o, at);
@@ -464,12 +468,10 @@ apr_status_t sl_redis_renew(sl_redis_t *rs, apr_pool_t *p,
                             const char **err)
 {
     redisReply *reply = NULL;
-    char *buf = apr_palloc(
-        p, sl_script_size(budgets, n, member_len,
-                          SL_RENEW_ARGV_HEAD - 1 + SL_RENEW_ARGV_PER * n));
-    char *o = sl_script_head(
-        buf, SL_SCRIPT_ARGC(n, SL_RENEW_ARGV_HEAD + SL_RENEW_ARGV_PER * n),
-        &rs->renew, budgets, n, member, member_len);
+    char *buf;
+    char *o =
+        sl_script_begin(p, &rs->renew, SL_RENEW_ARGV_HEAD, SL_RENEW_ARGV_PER, 0,
+                        budgets, n, member, member_len, &buf);
     int i, trips;
     apr_status_t rv;
 
@@ -491,12 +493,10 @@ static const char *sl_charge_command(sl_redis_t *rs, apr_pool_t *p,
                                      const char *member, apr_size_t member_len,
                                      apr_size_t *len)
 {
-    char *buf = apr_palloc(
-        p, sl_script_size(budgets, n, member_len,
-                          SL_CHARGE_ARGV_HEAD - 1 + SL_CHARGE_ARGV_PER * n));
-    char *o = sl_script_head(
-        buf, SL_SCRIPT_ARGC(n, SL_CHARGE_ARGV_HEAD + SL_CHARGE_ARGV_PER * n),
-        &rs->charge, budgets, n, member, member_len);
+    char *buf;
+    char *o =
+        sl_script_begin(p, &rs->charge, SL_CHARGE_ARGV_HEAD, SL_CHARGE_ARGV_PER,
+                        0, budgets, n, member, member_len, &buf);
     int i;
 
     for (i = 0; i < n; i++) {
