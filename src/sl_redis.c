@@ -309,10 +309,10 @@ static apr_size_t sl_script_size(const sl_budget_t *budgets, int n,
  * script's layout (head and per, sl_script_layout.h) and a word after
  * them, and its head written with the RESP count of those arguments and
  * extra more. Returns where the arguments after the member go. */
-static char *sl_script_begin(apr_pool_t *p, const sl_script_t *script, int head,
-                             int per, int extra, const sl_budget_t *budgets,
-                             int n, const char *member, apr_size_t member_len,
-                             char **buf)
+static APR_INLINE char *
+sl_script_begin(apr_pool_t *p, const sl_script_t *script, int head, int per,
+                int extra, const sl_budget_t *budgets, int n,
+                const char *member, apr_size_t member_len, char **buf)
 {
     *buf = apr_palloc(
         p, sl_script_size(budgets, n, member_len, head - 1 + per * n));
