@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The shm store's table: one decision over a request's budgets
  * (lua/sl_check.lua's answer, the math in sl_algo.c), with the blocks of
- * block= and the room an admission takes. */
+ * block= and the room an admission takes; every switch on an algorithm
+ * of the table (evaluate, apply, charge, give back) is here. */
 
 /* What apr-1-config --cppflags gives the real build: apr.h needs it for
  * PATH_MAX under a strict -std=c99. */
@@ -196,6 +197,30 @@ static void sl_op_charge(sl_txn_t *t, sl_shm_op_t *q)
     /* What the next request of one unit finds, for the eviction guard. */
     q->cost = 1;
     sl_evaluate_entry(t, q, e, 0, 0);
+}
+
+/* lua/sl_give_back.lua's undoing of one op's admission at at, on its
+ * stored state e. */
+void sl_op_give_back(sl_txn_t *t, sl_shm_op_t *q, sl_entry_t *e, apr_time_t at)
+{
+    switch ((sl_alg_t) q->alg) {
+    case SL_ALG_LOG:
+    case SL_ALG_CONCURRENT: /* a log of leases (sl_table_prepare) */
+        /* The last lease back: nothing in flight keeps the entry. */
+        if (sl_log_remove(t, e, at, q->cost) && q->lease &&
+            e->st.log.count == 0) {
+            e->kept_until = 0;
+        }
+        break;
+    case SL_ALG_COUNTER:
+        sl_counter_give_back(t->now, q->win, at, q->cost, &e->st.counter);
+        break;
+    case SL_ALG_DISTINCT: /* no count= on its line (sl_limit.c) */
+        break;
+    case SL_ALG_GCRA:
+        sl_gcra_give_back(t->now, q->limit, q->win, at, q->cost, &e->st.gcra);
+        break;
+    }
 }
 
 /* A budget that needs room the table cannot give is refused, as if it had

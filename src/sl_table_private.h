@@ -207,4 +207,7 @@ apr_int64_t sl_distinct_apply(sl_txn_t *t, sl_shm_op_t *q, sl_entry_t *e);
 void sl_evaluate_entry(sl_txn_t *t, sl_shm_op_t *q, sl_entry_t *e,
                        apr_int64_t skip, apr_int64_t skip_units);
 
+/* Undoes q's admission at time at on its stored state e (count=). */
+void sl_op_give_back(sl_txn_t *t, sl_shm_op_t *q, sl_entry_t *e, apr_time_t at);
+
 #endif
