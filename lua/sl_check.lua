@@ -190,9 +190,9 @@ end
 -- rather than removing them). A value in the window passes and is seen
 -- again; a new one passes while fewer than limit are in the window; a
 -- refused one is not recorded, so the set never holds more than limit
--- values (DISTINCT_MAX at most). Returns ok, r, rs, r0, rs0, foreign and
--- the write: { value } (the value '' writes nothing).
-local DISTINCT_MAX = 1000
+-- values (DISTINCT_MAX at most, src/sl_script_layout.h's
+-- SL_CHECK_DISTINCT_MAX). Returns ok, r, rs, r0, rs0, foreign and the
+-- write: { value } (the value '' writes nothing).
 local function sl_distinct(key, dv, limit, win)
     local z = redis.pcall('ZRANGE', key, '0', '1', 'WITHSCORES')
     if z.err then

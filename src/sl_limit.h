@@ -8,6 +8,8 @@
 #include <apr_pools.h>
 #include <apr_time.h>
 
+#include "sl_script_layout.h"
+
 /* The algorithms, one row each: its SL_ALG_ name, the name SlidingLimit's
  * algorithm= and SlidingLimitAlgorithm take, and the letter the scripts
  * read (lua/sl_check.lua's branch). SL_ALG_OPTIONS are algorithm= values;
@@ -63,8 +65,8 @@ typedef enum sl_alg {
 #define SL_ALG_UNSET -1
 /* distinct=: the most values a limit may count, so that a key's set (a
  * Redis sorted set, an shm cell's values) stays small and a refusal's
- * scan short. */
-#define SL_DISTINCT_MAX 1000
+ * scan short. One number with lua/sl_check.lua's DISTINCT_MAX. */
+#define SL_DISTINCT_MAX SL_CHECK_DISTINCT_MAX
 
 /* SlidingLimitConcurrent's lease= bounds and default, and the longest wait
  * its refusal announces: nothing tells when a request in flight ends. */

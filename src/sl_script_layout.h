@@ -5,8 +5,10 @@
  * header lists). The one home of those numbers: tools/embed-lua.sh writes
  * them into each script as the Lua locals ARGV_HEAD and ARGV_PER, and
  * sl_redis.c counts its RESP arguments with them, so a budget argument
- * added on one side only is a protocol error on the first call. One
- * #define per line, read by tools/embed-lua.sh. */
+ * added on one side only is a protocol error on the first call. Any other
+ * SL_X_NAME number here is a bound script X shares with the C side, written
+ * into it as the local NAME. One #define per line, read by
+ * tools/embed-lua.sh. */
 #ifndef SL_SCRIPT_LAYOUT_H
 #define SL_SCRIPT_LAYOUT_H
 
@@ -14,6 +16,9 @@
  * block ("peek" may follow them all) */
 #define SL_CHECK_ARGV_HEAD 1
 #define SL_CHECK_ARGV_PER  6
+/* distinct=: the most values a limit may count (sl_limit.h's
+ * SL_DISTINCT_MAX; the script's DISTINCT_MAX) */
+#define SL_CHECK_DISTINCT_MAX 1000
 
 /* lua/sl_give_back.lua: member, admission time; algorithm, requests,
  * window, cost */

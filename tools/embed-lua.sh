@@ -6,7 +6,8 @@
 # t/lib/SL/Algo.pm's script_text). NAME is sl_script_X;
 # the text is, in this order, the argument layout of script X from
 # src/sl_script_layout.h (SL_X_ARGV_HEAD and SL_X_ARGV_PER as the Lua
-# locals ARGV_HEAD and ARGV_PER), lua/sl_prelude.lua and FILE: one script,
+# locals ARGV_HEAD and ARGV_PER, any other number SL_X_NAME as the local
+# NAME), lua/sl_prelude.lua and FILE: one script,
 # run atomically and named by the SHA-1 of all of it.
 set -eu
 text=
@@ -18,7 +19,7 @@ file=$1
 name=$2
 dir=$(dirname "$0")/..
 upper=$(echo "${name#sl_script_}" | tr a-z A-Z)
-layout=$(sed -n "s/^#define SL_${upper}_ARGV_\\(HEAD\\|PER\\) *\\([0-9][0-9]*\\)\$/local ARGV_\\1 = \\2/p" \
+layout=$(sed -n "s/^#define SL_${upper}_\\([A-Z_]*\\) *\\([0-9][0-9]*\\)\$/local \\1 = \\2/p" \
     "$dir/src/sl_script_layout.h")
 case $layout in
 *ARGV_HEAD*ARGV_PER*) ;;
