@@ -54,7 +54,7 @@ AP_LDFLAGS := $(subst ;;, ,$(shell $(APXS) -q LDFLAGS NOTEST_LDFLAGS SH_LDFLAGS 
                 2>/dev/null)) -rpath $(AP_LIBEXEC) -module -avoid-version \
              $(shell $(APR_CONFIG) --ldflags 2>/dev/null)
 CC_WARN    = -std=gnu99 -Wall -Wextra -Wno-unused-parameter \
-             -Werror=implicit-function-declaration
+             -Werror=implicit-function-declaration -Werror=switch
 LD_MOD     = -Wl,--version-script=$(CURDIR)/src/exports.map -lhiredis -lssl -lcrypto -lm
 # make HIREDIS=PREFIX: hiredis from PREFIX/include and PREFIX/lib (found
 # there at run time too) instead of the system's.
@@ -102,7 +102,8 @@ DEPS_BENCH = wrk gnuplot-nox libapache2-mod-evasive libapache2-mod-qos libpcre3 
 
 all: $(MODULE)
 
-src/sl_scripts.h: lua/sl_check.lua lua/sl_give_back.lua lua/sl_renew.lua lua/sl_charge.lua tools/embed-lua.sh
+src/sl_scripts.h: lua/sl_prelude.lua lua/sl_check.lua lua/sl_give_back.lua lua/sl_renew.lua lua/sl_charge.lua \
+                  src/sl_script_layout.h tools/embed-lua.sh
 	{ sh tools/embed-lua.sh lua/sl_check.lua sl_script_check && \
 	  sh tools/embed-lua.sh lua/sl_give_back.lua sl_script_give_back && \
 	  sh tools/embed-lua.sh lua/sl_renew.lua sl_script_renew && \

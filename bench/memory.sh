@@ -33,7 +33,9 @@ redis-server --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no \
 PID=$!
 R="redis-cli -p $PORT"
 for _ in $(seq 1 50); do $R ping >/dev/null 2>&1 && break; sleep 0.1; done
-SHA=$($R script load "$(cat "$ROOT/lua/sl_check.lua")")
+# The script as the module runs it (tools/embed-lua.sh puts the layout
+# and lua/sl_prelude.lua before it).
+SHA=$($R script load "$(cd "$ROOT" && sh tools/embed-lua.sh --text lua/sl_check.lua sl_script_check)")
 
 used() { $R info memory | sed -n 's/^used_memory:\([0-9]*\).*/\1/p'; }
 

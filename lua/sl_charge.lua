@@ -7,7 +7,7 @@
 --
 -- KEYS[i]   store key of limit i (only the limits to charge)
 -- ARGV[1]   the request's member, as given to the check
--- ARGV[1+5(i-1)+1 .. +5]  algorithm ("l", "c" or "g"), requests, window
+-- ARGV[ARGV_HEAD+ARGV_PER(i-1)+1 ..]  algorithm ("l", "c" or "g"), requests, window
 --           in microseconds, burst (gcra), units to charge (1 or more)
 --
 -- Returns per limit the units charged.
@@ -25,27 +25,17 @@
 --            clock that stepped back, so gcra has no debt beyond it.
 -- src/sl_algo.c and src/sl_table_decide.c do the same for the shm store.
 
--- Effects replication, for the writes after TIME (see lua/sl_check.lua);
--- from 7.0 on the call does nothing.
-if redis.replicate_commands and not redis.REDIS_VERSION_NUM then
-    redis.replicate_commands()
-end
-local t = redis.call('TIME')
-local sec, usec = t[1] + 0, t[2] + 0
-local now = sec * 1000000 + usec
-local member = ARGV[1]
+-- (lua/sl_prelude.lua comes first: the store's time, member, and the
+-- log's insertion.)
 local n = #KEYS
-if n == 0 or #ARGV ~= 1 + 5 * n or #member == 0 then
+if n == 0 or #ARGV ~= ARGV_HEAD + ARGV_PER * n or #member == 0 then
     return redis.error_reply('ERR slidinglimit: bad arguments')
 end
-local floor, ceil, find, match, format = math.floor, math.ceil, string.find,
-    string.match, string.format
-local MAX_REQUESTS = 100000000
 local MAX_COUNT = 999999999
 local out = {}
 
 for i = 1, n do
-    local b = 5 * i - 3
+    local b = ARGV_HEAD + ARGV_PER * (i - 1) + 1
     local key, alg, s_limit, s_win, s_burst, s_units = KEYS[i], ARGV[b],
         ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4]
     local limit = find(s_limit, '^%d+$') and s_limit + 0
@@ -69,13 +59,7 @@ for i = 1, n do
             else
                 total = nreq
             end
-            local base = units .. '*' .. member
-            local m, k = base, 0
-            local score = #t[2] == 6 and t[1] .. t[2] or format('%d', now)
-            while redis.call('ZADD', key, 'NX', score, m) == 0 do
-                k = k + 1
-                m = base .. ':' .. k
-            end
+            log_insert(key, units)
             total, nreq = total + units, nreq + 1
             if total > nreq then
                 redis.call('ZADD', key, -total,

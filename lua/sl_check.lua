@@ -4,7 +4,7 @@
 -- KEYS[i]   store key of limit i; every key of one call carries the same
 --           cluster hash tag, so the whole call runs on one node.
 -- ARGV[1]   a member unique to this request (its sliding-log entry)
--- ARGV[1+6(i-1)+1 .. +6]  algorithm ("l", "c", "g", "n" for in
+-- ARGV[ARGV_HEAD+ARGV_PER(i-1)+1 ..]  algorithm ("l", "c", "g", "n" for in
 --           flight: a log whose window is the lease, or "d" and the
 --           request's value for distinct=, see sl_distinct), requests,
 --           window in microseconds, burst (gcra), cost (units this request
@@ -12,7 +12,7 @@
 --           (microseconds an identity stays refused once this limit
 --           refuses it; 0 for none)
 --
--- ARGV[2+6n] "peek" (optional): read only. Nothing is written (no
+-- ARGV[ARGV_HEAD+ARGV_PER*n+1] "peek" (optional): read only. Nothing is written (no
 --           admission, no block, no expired entry removed); the reply is
 --           what the next request of each limit's cost would find: per
 --           limit 1 if it has room, remaining and reset now (r0, rs0
@@ -66,7 +66,6 @@
 -- loop; the general one keeps nothing for other limits when there are
 -- none and skips the reads whose answer an earlier one gave.
 
-local MAX_REQUESTS = 100000000
 -- Log entries a refusal's wait reads at most (src/sl_algo.h SL_LOG_WALK).
 local MAX_WALK = 1024
 local MIN_WINDOW = 1000
@@ -75,30 +74,17 @@ local MAX_WINDOW = 366 * 86400 * 1000000
 -- SL_LEASE_WAIT).
 local LEASE_WAIT = 1000000
 
--- Writes after TIME: Redis replicates such a script by its effects (the
--- commands it ran) only. 7.0 always does; 5.0 and 6.x unless
--- lua-replicate-commands is no; 3.2 and 4.x when asked first, here. Older
--- Redis has no such call and refuses the first write, which the module
--- names in the error log (src/sl_prereq.c). From 7.0 on (which has
--- REDIS_VERSION_NUM) the call does nothing.
-if redis.replicate_commands and not redis.REDIS_VERSION_NUM then
-    redis.replicate_commands()
-end
-local t = redis.call('TIME')
-local sec, usec = t[1] + 0, t[2] + 0
-local now = sec * 1000000 + usec
-local member = ARGV[1]
+-- (lua/sl_prelude.lua comes first: the store's time, member, and the
+-- log's insertion.)
 local n = #KEYS
-local peek = #ARGV == 2 + 6 * n and ARGV[#ARGV] == 'peek'
-if n == 0 or #ARGV ~= 1 + 6 * n and not peek or #member == 0 then
+local peek = #ARGV == ARGV_HEAD + ARGV_PER * n + 1 and ARGV[#ARGV] == 'peek'
+if n == 0 or #ARGV ~= ARGV_HEAD + ARGV_PER * n and not peek
+    or #member == 0 then
     return redis.error_reply('ERR slidinglimit: bad arguments')
 end
 -- One limit and no peek: what a limit leaves for the others (held below)
 -- and its remaining and reset had nothing been admitted are never read.
 local solo = n == 1 and not peek
-
-local floor, ceil, find, match, format, sub = math.floor, math.ceil,
-    string.find, string.match, string.format, string.sub
 
 -- The common call, a counter or a log of cost 1 without a block alone in
 -- its call (and a burst the requests' own string, as the module sends
@@ -110,14 +96,14 @@ local floor, ceil, find, match, format, sub = math.floor, math.ceil,
 -- names the error or replaces the key as before; the fast path has
 -- written nothing by then but the trim the general way would make. The
 -- math is the general branches', operation for operation: change both.
-local alg1 = ARGV[2]
-if solo and (alg1 == 'c' or alg1 == 'l') and ARGV[6] == '1'
-    and ARGV[7] == '0' then
-    local s_limit, s_win = ARGV[3], ARGV[4]
+local alg1 = ARGV[ARGV_HEAD + 1]
+if solo and (alg1 == 'c' or alg1 == 'l') and ARGV[ARGV_HEAD + 5] == '1'
+    and ARGV[ARGV_HEAD + 6] == '0' then
+    local s_limit, s_win = ARGV[ARGV_HEAD + 2], ARGV[ARGV_HEAD + 3]
     local limit = find(s_limit, '^%d+$') and s_limit + 0
     local win = find(s_win, '^%d+$') and s_win + 0
     local key = KEYS[1]
-    local valid = ARGV[5] == s_limit and limit and win and limit >= 1
+    local valid = ARGV[ARGV_HEAD + 4] == s_limit and limit and win and limit >= 1
         and limit <= MAX_REQUESTS and win >= MIN_WINDOW
         and win <= MAX_WINDOW
     local v = valid and alg1 == 'c' and redis.pcall('GET', key)
@@ -189,13 +175,7 @@ if solo and (alg1 == 'c' or alg1 == 'l') and ARGV[6] == '1'
             if units >= limit then
                 return { sec, usec, 0, 0, 0, rs }
             end
-            local base = '1*' .. member
-            local m, k = base, 0
-            local score = #t[2] == 6 and t[1] .. t[2] or format('%d', now)
-            while redis.call('ZADD', key, 'NX', score, m) == 0 do
-                k = k + 1
-                m = base .. ':' .. k
-            end
+            log_insert(key, 1)
             redis.call('PEXPIRE', key, format('%d', ceil(win / 1000) + 1))
             return { sec, usec, 1, 1, limit - units - 1, rs }
         end
@@ -210,9 +190,9 @@ end
 -- rather than removing them). A value in the window passes and is seen
 -- again; a new one passes while fewer than limit are in the window; a
 -- refused one is not recorded, so the set never holds more than limit
--- values (DISTINCT_MAX at most). Returns ok, r, rs, r0, rs0, foreign and
--- the write: { value } (the value '' writes nothing).
-local DISTINCT_MAX = 1000
+-- values (DISTINCT_MAX at most, src/sl_script_layout.h's
+-- SL_CHECK_DISTINCT_MAX). Returns ok, r, rs, r0, rs0, foreign and the
+-- write: { value } (the value '' writes nothing).
 local function sl_distinct(key, dv, limit, win)
     local z = redis.pcall('ZRANGE', key, '0', '1', 'WITHSCORES')
     if z.err then
@@ -283,7 +263,7 @@ local ok, r, rs, r0, rs0, foreign, value, ttl, cost, units, nreq, tname
 local blocked = peek and {}
 
 for i = 1, n do
-    local b = 6 * i - 4
+    local b = ARGV_HEAD + ARGV_PER * (i - 1) + 1
     local key, alg, s_limit, s_win, s_burst, s_cost, s_block = KEYS[i],
         ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5]
     -- A whole number in range. Digits only: tonumber (and arithmetic)
@@ -727,20 +707,7 @@ for i = 1, n do
                 redis.call('DEL', key)
                 units, nreq, tname = 0, 0, false
             end
-            -- One entry for the request, named with its weight (the name
-            -- lua/sl_give_back.lua removes). The member is unique per
-            -- request; should a reused one still be in the log (a
-            -- per-child counter that wrapped), a suffix keeps the entry
-            -- from replacing the older one.
-            local base = cost == 1 and '1*' .. member or cost .. '*' .. member
-            local m, k = base, 0
-            -- now as %.17g writes it, at a quarter of the cost: TIME's
-            -- own digits when they need no padding.
-            local score = #t[2] == 6 and t[1] .. t[2] or format('%d', now)
-            while redis.call('ZADD', key, 'NX', score, m) == 0 do
-                k = k + 1
-                m = base .. ':' .. k
-            end
+            log_insert(key, cost)
             units, nreq = units + cost, nreq + 1
             if units > nreq then
                 redis.call('ZADD', key, -units,

@@ -7,7 +7,7 @@
 -- KEYS[i]   store key of limit i (only the limits to give back)
 -- ARGV[1]   the request's member, as given to the check
 -- ARGV[2]   the admission's store time in microseconds (the check's reply)
--- ARGV[2+4(i-1)+1 .. +4]  algorithm ("l", "c", "g" or "n"), requests, window
+-- ARGV[ARGV_HEAD+ARGV_PER(i-1)+1 ..]  algorithm ("l", "c", "g" or "n"), requests, window
 --           in microseconds, cost
 --
 -- Returns per limit the units given back (0 when the reservation no longer
@@ -34,26 +34,19 @@
 -- Cheap like the check: no closures, no tables but the reply, constant
 -- arguments to Redis as strings (it formats numbers with %.17g).
 
--- Effects replication, for the writes after TIME (see lua/sl_check.lua);
--- from 7.0 on the call does nothing.
-if redis.replicate_commands and not redis.REDIS_VERSION_NUM then
-    redis.replicate_commands()
-end
-local t = redis.call('TIME')
-local now = t[1] * 1000000 + t[2]
-local member, s_at = ARGV[1], ARGV[2]
+-- (lua/sl_prelude.lua comes first: the store's time, member, and the
+-- log's insertion.)
+local s_at = ARGV[2]
 local n = #KEYS
-if n == 0 or #ARGV ~= 2 + 4 * n or #member == 0 or not s_at
+if n == 0 or #ARGV ~= ARGV_HEAD + ARGV_PER * n or #member == 0 or not s_at
     or not string.find(s_at, '^%d+$') then
     return redis.error_reply('ERR slidinglimit: bad arguments')
 end
 local at = s_at + 0
-local floor, ceil, find, match, format = math.floor, math.ceil, string.find,
-    string.match, string.format
 local out = {}
 
 for i = 1, n do
-    local b = 4 * i - 1
+    local b = ARGV_HEAD + ARGV_PER * (i - 1) + 1
     local key, alg, s_limit, s_win, s_cost = KEYS[i], ARGV[b], ARGV[b + 1],
         ARGV[b + 2], ARGV[b + 3]
     local limit = find(s_limit, '^%d+$') and s_limit + 0

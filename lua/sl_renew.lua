@@ -6,28 +6,23 @@
 --
 -- KEYS[i]   store key of lease i (one request's: one hash tag)
 -- ARGV[1]   the request's member, as given to the check
--- ARGV[1+i] lease i in microseconds
+-- ARGV[ARGV_HEAD+i] lease i in microseconds
 --
 -- Returns per lease 1 if renewed, 0 if it was gone: given back, or
 -- expired already (a renewer that came late), which is not brought back,
 -- since another request may have taken its place.
 
--- Effects replication, for the writes after TIME (see lua/sl_check.lua).
-if redis.replicate_commands and not redis.REDIS_VERSION_NUM then
-    redis.replicate_commands()
-end
-local t = redis.call('TIME')
-local now = t[1] * 1000000 + t[2]
+-- (lua/sl_prelude.lua comes first: the store's time and member.)
 local n = #KEYS
-if n == 0 or #ARGV ~= 1 + n or #ARGV[1] == 0 then
+if n == 0 or #ARGV ~= ARGV_HEAD + ARGV_PER * n or #member == 0 then
     return redis.error_reply('ERR slidinglimit: bad arguments')
 end
-local m = '1*' .. ARGV[1]
-local score = #t[2] == 6 and t[1] .. t[2] or string.format('%d', now)
+local m = '1*' .. member
+local score = #t[2] == 6 and t[1] .. t[2] or format('%d', now)
 local out = {}
 for i = 1, n do
-    local s_lease = ARGV[1 + i]
-    local lease = string.find(s_lease, '^%d+$') and s_lease + 0
+    local s_lease = ARGV[ARGV_HEAD + ARGV_PER * (i - 1) + 1]
+    local lease = find(s_lease, '^%d+$') and s_lease + 0
     if not lease or lease < 1000 then
         return redis.error_reply('ERR slidinglimit: bad lease ' .. i)
     end
@@ -36,8 +31,7 @@ for i = 1, n do
     out[i] = 0
     if at and at > now - lease then
         redis.call('ZADD', KEYS[i], 'XX', score, m)
-        redis.call('PEXPIRE', KEYS[i], string.format('%d',
-            math.ceil(lease / 1000) + 1))
+        redis.call('PEXPIRE', KEYS[i], format('%d', ceil(lease / 1000) + 1))
         out[i] = 1
     end
 end

@@ -49,10 +49,10 @@ static void sl_budget_fill(apr_pool_t *p, sl_memo_t *memo,
     b->requests = l->requests;
     b->window = l->window;
     b->burst = l->burst;
-    b->script_args = l->script_args && b->algorithm >= SL_ALG_LOG &&
-                             b->algorithm <= SL_ALG_GCRA
-                         ? &l->script_args[b->algorithm]
-                         : NULL;
+    b->script_args =
+        l->script_args && b->algorithm >= 0 && b->algorithm < SL_ALG_COUNT
+            ? &l->script_args[b->algorithm]
+            : NULL;
     /* A block's end is the limit's reset, so the deny cache answers a
      * blocked identity until it ends without a store call. */
     b->block = l->block;

@@ -326,11 +326,7 @@ const command_rec sl_cmds[] = {
                   "what .htaccess files may do: none, add (limits, never "
                   "loosen the server's; the default) or all"),
     AP_INIT_TAKE_ARGV("SlidingLimit", sl_cmd_limit, NULL, SL_DIR_CONF,
-                      "REQUESTS|expr:STRING WINDOW [quota-default=N] "
-                      "[name=NAME] [algorithm=log|counter|gcra] [burst=N] "
-                      "[cost=N|expr:STRING|after:bytes|after:header:NAME] "
-                      "[cost-unit=N] [block=DURATION] [delay=DURATION] "
-                      "[count=STATUS,...] [distinct=SOURCE], or off"),
+                      SL_LIMIT_HELP),
     AP_INIT_TAKE_ARGV("SlidingLimitConcurrent", sl_cmd_concurrent, NULL,
                       SL_DIR_CONF,
                       "N [name=NAME] [lease=DURATION]: at most N requests "
@@ -342,7 +338,7 @@ const command_rec sl_cmds[] = {
                   "IPv6 clients share a budget per prefix of this many bits "
                   "(default 64)"),
     AP_INIT_TAKE1("SlidingLimitAlgorithm", sl_cmd_algorithm, NULL, SL_DIR_CONF,
-                  "log, counter or gcra (default log)"),
+                  "one of: " SL_ALG_HELP_NAMES "(default log)"),
     AP_INIT_TAKE1("SlidingLimitFailMode", sl_cmd_fail_mode, NULL, SL_DIR_CONF,
                   "open or closed: when the store does not answer"),
     AP_INIT_TAKE1("SlidingLimitLocalFallback", sl_cmd_fallback, NULL,

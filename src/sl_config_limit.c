@@ -144,7 +144,7 @@ static const char *sl_count_text(apr_pool_t *p, const sl_limit_t *l)
 }
 
 /* What the store does with a name's budget, as the message shows it. */
-static const char *sl_limit_text(apr_pool_t *p, const sl_limit_t *l)
+static const char *sl_limit_describe(apr_pool_t *p, const sl_limit_t *l)
 {
     return apr_psprintf(
         p, "%s%" APR_INT64_T_FMT "%s per %s%s%s%s%s%s%s%s",
@@ -187,7 +187,7 @@ static const char *sl_named_agree(cmd_parms *cmd, const sl_limit_t *l)
              strcmp(o->distinct ? o->distinct : "",
                     l->distinct ? l->distinct : "")) {
         diff = apr_pstrcat(cmd->pool, "this use is ",
-                           sl_limit_text(cmd->pool, l), NULL);
+                           sl_limit_describe(cmd->pool, l), NULL);
     }
     else if (o->block != l->block) {
         diff = l->block
@@ -208,7 +208,7 @@ static const char *sl_named_agree(cmd_parms *cmd, const sl_limit_t *l)
                             "(%s); %s; every use of a name must be the same "
                             "limit",
                             l->name, sl_place(cmd->pool, first->line),
-                            sl_limit_text(cmd->pool, o), diff);
+                            sl_limit_describe(cmd->pool, o), diff);
     }
     u = apr_array_push(uses);
     u->l = l;

@@ -99,29 +99,30 @@ const char *sl_format_duration(apr_pool_t *p, apr_int64_t us)
     return apr_psprintf(p, "%" APR_INT64_T_FMT "us", us);
 }
 
-/* The algorithms by their SL_ALG_* number: the name SlidingLimit's
- * algorithm= and SlidingLimitAlgorithm take, and the letter lua/sl_check.lua
- * reads. A new algorithm is its number in sl_limit.h and its row here (and
- * its math in sl_algo.c, the shm table and the scripts). */
+/* The algorithms by their SL_ALG_* number (sl_limit.h's rows). */
 static const struct sl_algorithm {
     const char *name;
     char code;
+    int option; /* an algorithm= value */
 } sl_algorithms[] = {
-    [SL_ALG_LOG] = {"log", 'l'},
-    [SL_ALG_COUNTER] = {"counter", 'c'},
-    [SL_ALG_GCRA] = {"gcra", 'g'},
-    [SL_ALG_CONCURRENT] = {"concurrent", 'n'},
-    [SL_ALG_DISTINCT] = {"distinct", 'd'},
+#define SL_ALG_ROW(id, name, code, option) [SL_ALG_##id] = {name, code, option},
+#define SL_ALG_OPTION(id, name, code)      SL_ALG_ROW(id, name, code, 1)
+#define SL_ALG_OTHER(id, name, code)       SL_ALG_ROW(id, name, code, 0)
+    SL_ALG_OPTIONS(SL_ALG_OPTION) SL_ALG_OTHERS(SL_ALG_OTHER)
+#undef SL_ALG_OTHER
+#undef SL_ALG_OPTION
+#undef SL_ALG_ROW
 };
-#define SL_ALGORITHMS ((int) (sizeof(sl_algorithms) / sizeof(sl_algorithms[0])))
 
 const char *sl_parse_algorithm(apr_pool_t *p, const char *s, int *alg)
 {
     const char *names = NULL;
     int i;
 
-    /* A concurrency limit is its own directive, not an algorithm=. */
-    for (i = 0; i < SL_ALG_CONCURRENT; i++) {
+    for (i = 0; i < SL_ALG_COUNT; i++) {
+        if (!sl_algorithms[i].option) {
+            continue;
+        }
         if (!strcasecmp(s, sl_algorithms[i].name)) {
             *alg = i;
             return NULL;
@@ -132,15 +133,14 @@ const char *sl_parse_algorithm(apr_pool_t *p, const char *s, int *alg)
     return apr_psprintf(p, "'%s' is not an algorithm (%s)", s, names);
 }
 
-/* An unset or unknown number is the default, the log. */
 char sl_algorithm_code(int alg)
 {
-    return alg >= 0 && alg < SL_ALGORITHMS ? sl_algorithms[alg].code : 'l';
+    return alg >= 0 && alg < SL_ALG_COUNT ? sl_algorithms[alg].code : 'l';
 }
 
 const char *sl_algorithm_name(int alg)
 {
-    return alg >= 0 && alg < SL_ALGORITHMS ? sl_algorithms[alg].name : "log";
+    return alg >= 0 && alg < SL_ALG_COUNT ? sl_algorithms[alg].name : "log";
 }
 
 /* base64 of the first n bytes of SHA-1(data), without padding: 12 bytes give
@@ -441,37 +441,34 @@ static const struct {
     const char *name;
     sl_option_fn *parse;
 } sl_options[] = {
-    {"name", sl_opt_name},
-    {"algorithm", sl_opt_algorithm},
-    {"burst", sl_opt_burst},
-    {"cost", sl_opt_cost},
-    {"cost-unit", sl_opt_cost_unit},
-    {"block", sl_opt_block},
-    {"delay", sl_opt_delay},
-    {"count", sl_opt_count},
-    {"quota-default", sl_opt_quota_default},
-    {"distinct", sl_opt_distinct},
+#define SL_LIMIT_OPTION_ROW(id, name, value) {name, sl_opt_##id},
+    SL_LIMIT_OPTIONS(SL_LIMIT_OPTION_ROW)
+#undef SL_LIMIT_OPTION_ROW
 };
+#define SL_NOPTIONS (sizeof(sl_options) / sizeof(sl_options[0]))
 
 /* One NAME=VALUE option of a SlidingLimit line, into l. */
 static const char *sl_parse_option(apr_pool_t *p, const char *arg,
                                    sl_limit_t *l)
 {
     const char *eq = strchr(arg, '=');
+    const char *names = "";
     apr_size_t klen = eq ? (apr_size_t) (eq - arg) : 0, i;
 
-    for (i = 0; eq && i < sizeof(sl_options) / sizeof(sl_options[0]); i++) {
+    for (i = 0; eq && i < SL_NOPTIONS; i++) {
         if (strlen(sl_options[i].name) == klen &&
             !strncasecmp(arg, sl_options[i].name, klen)) {
             return sl_options[i].parse(p, arg, eq + 1, l);
         }
     }
-    return apr_psprintf(p,
-                        "unknown option '%s' (expected name=, "
-                        "algorithm=, burst=, cost=, cost-unit=, "
-                        "block=, delay=, count=, quota-default= or "
-                        "distinct=)",
-                        arg);
+    for (i = 0; i < SL_NOPTIONS; i++) {
+        names = apr_pstrcat(p, names,
+                            !i                    ? ""
+                            : i + 1 < SL_NOPTIONS ? ", "
+                                                  : " or ",
+                            sl_options[i].name, "=", NULL);
+    }
+    return apr_psprintf(p, "unknown option '%s' (expected %s)", arg, names);
 }
 
 /* distinct=: a request brings one value, counted once whatever it costs,

@@ -8,22 +8,65 @@
 #include <apr_pools.h>
 #include <apr_time.h>
 
-#define SL_ALG_UNSET   -1
-#define SL_ALG_LOG     0
-#define SL_ALG_COUNTER 1
-#define SL_ALG_GCRA    2
-/* SlidingLimitConcurrent: at most requests in flight, each holding a lease
- * of window microseconds (a log entry the request's end removes, which
- * expires by itself when nothing does). Not an algorithm= value. */
-#define SL_ALG_CONCURRENT 3
-/* SlidingLimit N W distinct=SOURCE: at most N distinct values of SOURCE
- * per key in any window W (sl_distinct.c). Set by distinct=, not an
- * algorithm= value. */
-#define SL_ALG_DISTINCT 4
+#include "sl_script_layout.h"
+
+/* The algorithms, one row each: its SL_ALG_ name, the name SlidingLimit's
+ * algorithm= and SlidingLimitAlgorithm take, and the letter the scripts
+ * read (lua/sl_check.lua's branch). SL_ALG_OPTIONS are algorithm= values;
+ * SL_ALG_OTHERS are not: SlidingLimitConcurrent (at most requests in
+ * flight, each holding a lease of window microseconds: a log entry the
+ * request's end removes, which expires by itself when nothing does) is a
+ * directive of its own; SlidingLimit N W distinct=SOURCE (at most N distinct
+ * values of SOURCE per key in any window W, sl_distinct.c) is set by its
+ * option. The enum, the names, the count, the parser and the
+ * help strings come from these rows; no switch on an sl_alg_t has a
+ * default, so -Wswitch names each one a new row must add a case to. */
+#define SL_ALG_OPTIONS(X)                                                      \
+    X(LOG, "log", 'l')                                                         \
+    X(COUNTER, "counter", 'c')                                                 \
+    X(GCRA, "gcra", 'g')
+#define SL_ALG_OTHERS(X)                                                       \
+    X(CONCURRENT, "concurrent", 'n')                                           \
+    X(DISTINCT, "distinct", 'd')
+
+#define SL_ALG_ENUM(id, name, code) SL_ALG_##id,
+typedef enum sl_alg {
+    SL_ALG_OPTIONS(SL_ALG_ENUM) SL_ALG_OTHERS(SL_ALG_ENUM)
+} sl_alg_t;
+#undef SL_ALG_ENUM
+
+/* How many algorithms there are (a count, not one of them). */
+#define SL_ALG_ONE(id, name, code) +1
+#define SL_ALG_COUNT               (0 SL_ALG_OPTIONS(SL_ALG_ONE) SL_ALG_OTHERS(SL_ALG_ONE))
+/* The algorithm= values, each followed by a space, for help strings. */
+#define SL_ALG_NAME_SP(id, name, code) name " "
+#define SL_ALG_HELP_NAMES              SL_ALG_OPTIONS(SL_ALG_NAME_SP)
+
+/* SlidingLimit's NAME=VALUE options, one row each: sl_limit.c's parser
+ * sl_opt_ID, the name, and what its value is, for the help string. The
+ * parser's table, its error and the help come from these rows. */
+#define SL_LIMIT_OPTIONS(X)                                                    \
+    X(name, "name", "NAME")                                                    \
+    X(algorithm, "algorithm", "ALG")                                           \
+    X(burst, "burst", "N")                                                     \
+    X(cost, "cost", "N|expr:STRING|after:bytes|after:header:NAME")             \
+    X(cost_unit, "cost-unit", "N")                                             \
+    X(block, "block", "DURATION")                                              \
+    X(delay, "delay", "DURATION")                                              \
+    X(count, "count", "STATUS,...")                                            \
+    X(quota_default, "quota-default", "N")                                     \
+    X(distinct, "distinct", "SOURCE")
+#define SL_LIMIT_OPTION_HELP(id, name, value) " [" name "=" value "]"
+#define SL_LIMIT_HELP                                                          \
+    "REQUESTS|expr:STRING WINDOW" SL_LIMIT_OPTIONS(                            \
+        SL_LIMIT_OPTION_HELP) ", or off; ALG: " SL_ALG_HELP_NAMES
+
+/* An int algorithm field's "none given": the section's default. */
+#define SL_ALG_UNSET -1
 /* distinct=: the most values a limit may count, so that a key's set (a
  * Redis sorted set, an shm cell's values) stays small and a refusal's
- * scan short. */
-#define SL_DISTINCT_MAX 1000
+ * scan short. One number with lua/sl_check.lua's DISTINCT_MAX. */
+#define SL_DISTINCT_MAX SL_CHECK_DISTINCT_MAX
 
 /* SlidingLimitConcurrent's lease= bounds and default, and the longest wait
  * its refusal announces: nothing tells when a request in flight ends. */
@@ -85,7 +128,8 @@ typedef struct sl_limit {
     int ncount;
     /* cost=after:bytes or cost=after:header:NAME (SL_AFTER_*; 0: none):
      * the request is admitted for one unit and its real cost, known once
-     * the response is, charged in log_transaction (sl_decide.c). */
+     * the response is, charged in log_transaction (sl_after.c's
+     * sl_decide_charge). */
     int after;
     const char *after_header;
     /* What the quota headers say of the limit whatever the request, made
@@ -145,12 +189,13 @@ const char *sl_parse_int(apr_pool_t *p, const char *s, apr_int64_t min,
                          apr_int64_t max, apr_int64_t *out);
 const char *sl_parse_algorithm(apr_pool_t *p, const char *s, int *alg);
 const char *sl_format_duration(apr_pool_t *p, apr_int64_t us);
+/* An unset or unknown number is the default, the log. */
 char sl_algorithm_code(int alg);
 const char *sl_algorithm_name(int alg);
 
-/* SlidingLimit REQUESTS WINDOW [name=] [algorithm=] [burst=] [cost=]
- * [block=] [count=]; section names the enclosing configuration section and
- * identifies unnamed limits. */
+/* SlidingLimit REQUESTS|expr:STRING WINDOW [OPTION=VALUE]..., the options
+ * being sl_limit.c's sl_options rows; section names the enclosing
+ * configuration section and identifies unnamed limits. */
 const char *sl_parse_limit(apr_pool_t *p, int argc, char *const argv[],
                            const char *section, sl_limit_t **out);
 

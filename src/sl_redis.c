@@ -7,6 +7,7 @@
 #include "sl_redis_private.h"
 #include "sl_distinct.h"
 #include "sl_ident.h"
+#include "sl_script_layout.h"
 #include "sl_scripts.h"
 #include "sl_way.h"
 
@@ -305,6 +306,22 @@ static apr_size_t sl_script_size(const sl_budget_t *budgets, int n,
     return size;
 }
 
+/* A call of script for n budgets: its buffer (into *buf), sized for the
+ * script's layout (head and per, sl_script_layout.h), a word after them
+ * and more bytes, and its head written with the RESP count of those
+ * arguments and extra more. Returns where the arguments after the member
+ * go. */
+static APR_INLINE char *
+sl_script_begin(apr_pool_t *p, const sl_script_t *script, int head, int per,
+                int extra, apr_size_t more, const sl_budget_t *budgets, int n,
+                const char *member, apr_size_t member_len, char **buf)
+{
+    *buf = apr_palloc(
+        p, sl_script_size(budgets, n, member_len, head - 1 + per * n) + more);
+    return sl_script_head(*buf, 3 + n + head + per * n + extra, script, budgets,
+                          n, member, member_len);
+}
+
 /* A limit's first four arguments to lua/sl_check.lua, at o: its algorithm,
  * requests, window and burst. */
 static char *sl_limit_head(char *o, int algorithm, apr_int64_t requests,
@@ -320,10 +337,10 @@ static char *sl_limit_head(char *o, int algorithm, apr_int64_t requests,
 
 void sl_redis_limit_args(apr_pool_t *p, sl_limit_t *l)
 {
-    sl_script_args_t *a = apr_palloc(p, 3 * sizeof(*a));
+    sl_script_args_t *a = apr_palloc(p, SL_ALG_COUNT * sizeof(*a));
     int alg;
 
-    for (alg = SL_ALG_LOG; alg <= SL_ALG_GCRA; alg++) {
+    for (alg = 0; alg < SL_ALG_COUNT; alg++) {
         char *buf = apr_palloc(p, SL_RESP_ARG_MAX(1) + 3 * SL_RESP_INT_MAX);
         a[alg].requests = l->requests;
         a[alg].window = l->window;
@@ -346,23 +363,25 @@ static const char *sl_decide_command(sl_redis_t *rs, apr_pool_t *p,
                                      const char *member, apr_size_t member_len,
                                      int peek, apr_size_t *len)
 {
-    char *buf = apr_palloc(p, sl_script_size(budgets, n, member_len, 6 * n) +
-                                  sl_distinct_size(budgets, n));
-    char *o = sl_script_head(buf, 4 + n + 6 * n + !!peek, &rs->check, budgets,
-                             n, member, member_len);
+    char *buf;
+    char *o = sl_script_begin(
+        p, &rs->check, SL_CHECK_ARGV_HEAD, SL_CHECK_ARGV_PER, !!peek,
+        sl_distinct_size(budgets, n), budgets, n, member, member_len, &buf);
     int i;
 
     for (i = 0; i < n; i++) {
         const sl_budget_t *b = &budgets[i];
         const sl_script_args_t *a = b->script_args;
 
-        if (a && a->requests == b->requests && a->window == b->window &&
-            a->burst == b->burst) {
+        /* A distinct= budget's head carries the request's value: never
+         * the limit's text written once. */
+        if (b->algorithm == SL_ALG_DISTINCT) {
+            o = sl_distinct_head(o, b);
+        }
+        else if (a && a->requests == b->requests && a->window == b->window &&
+                 a->burst == b->burst) {
             memcpy(o, a->text, a->len);
             o += a->len;
-        }
-        else if (b->algorithm == SL_ALG_DISTINCT) {
-            o = sl_distinct_head(o, b);
         }
         else {
             o = sl_limit_head(o, b->algorithm, b->requests, b->window,
@@ -388,10 +407,10 @@ static const char *sl_give_back_command(sl_redis_t *rs, apr_pool_t *p,
                                         apr_size_t member_len, apr_time_t at,
                                         apr_size_t *len)
 {
-    char *buf =
-        apr_palloc(p, sl_script_size(budgets, n, member_len, 1 + 4 * n));
-    char *o = sl_script_head(buf, 5 + n + 4 * n, &rs->give_back, budgets, n,
-                             member, member_len);
+    char *buf;
+    char *o = sl_script_begin(p, &rs->give_back, SL_GIVE_BACK_ARGV_HEAD,
+                              SL_GIVE_BACK_ARGV_PER, 0, 0, budgets, n, member,
+                              member_len, &buf);
     int i;
 
     o = sl_resp_int(o, at);
@@ -456,9 +475,10 @@ apr_status_t sl_redis_renew(sl_redis_t *rs, apr_pool_t *p,
                             const char **err)
 {
     redisReply *reply = NULL;
-    char *buf = apr_palloc(p, sl_script_size(budgets, n, member_len, n));
-    char *o = sl_script_head(buf, 4 + n + n, &rs->renew, budgets, n, member,
-                             member_len);
+    char *buf;
+    char *o =
+        sl_script_begin(p, &rs->renew, SL_RENEW_ARGV_HEAD, SL_RENEW_ARGV_PER, 0,
+                        0, budgets, n, member, member_len, &buf);
     int i, trips;
     apr_status_t rv;
 
@@ -480,9 +500,10 @@ static const char *sl_charge_command(sl_redis_t *rs, apr_pool_t *p,
                                      const char *member, apr_size_t member_len,
                                      apr_size_t *len)
 {
-    char *buf = apr_palloc(p, sl_script_size(budgets, n, member_len, 5 * n));
-    char *o = sl_script_head(buf, 4 + n + 5 * n, &rs->charge, budgets, n,
-                             member, member_len);
+    char *buf;
+    char *o =
+        sl_script_begin(p, &rs->charge, SL_CHARGE_ARGV_HEAD, SL_CHARGE_ARGV_PER,
+                        0, 0, budgets, n, member, member_len, &buf);
     int i;
 
     for (i = 0; i < n; i++) {

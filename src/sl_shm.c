@@ -144,7 +144,7 @@ static apr_status_t sl_stripe_create(apr_pool_t *pconf, server_rec *s,
 {
     sl_stripe_t *st = apr_pcalloc(pconf, sizeof(*st));
     sl_retained_t *rd;
-    apr_uint32_t ncells, nbuckets;
+    apr_uint32_t ncells, nchains;
     void *base;
     apr_status_t rv;
     int fresh, kept;
@@ -188,12 +188,12 @@ static apr_status_t sl_stripe_create(apr_pool_t *pconf, server_rec *s,
     }
     st->mutex = rd->mutex;
     st->s = s;
-    sl_table_geometry(st->table, &ncells, &nbuckets);
+    sl_table_geometry(st->table, &ncells, &nchains);
     ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
                  "mod_slidinglimit: shm store stripe %d %s: %" APR_SIZE_T_FMT
-                 " bytes, %u slots of %d bytes, %u buckets",
+                 " bytes, %u cells of %d bytes, %u hash chains",
                  i, kept ? "kept" : "created", size, ncells,
-                 SL_TABLE_CELL_BYTES, nbuckets);
+                 SL_TABLE_CELL_BYTES, nchains);
     *out = st;
     return APR_SUCCESS;
 }

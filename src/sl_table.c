@@ -11,7 +11,7 @@
  *   header   magic, layout version, sizes, free list, LRU ends and
  *            counters in one cache line, the hash secret in the next
  *            (64-byte aligned)
- *   buckets  nbuckets x uint32, heads of the hash chains (a power of two,
+ *   chains   nchains x uint32, heads of the hash chains (a power of two,
  *            between a quarter and a half of the cell count)
  *   cells    ncells x 64 bytes; each one is free, an entry or a log chunk
  *
@@ -28,7 +28,7 @@
  * its admission time (int64) and its weight (uint32, the units it consumed),
  * four to a chunk (one cell each, linked by index, oldest first), so a log
  * of N live requests takes 1 + ceil(N / 4) cells: 64 bytes per key plus 16
- * bytes per request, plus 1-2 bytes of bucket per cell. Entries and chunks
+ * bytes per request, plus 1-2 bytes of chain head per cell. Entries and chunks
  * share one pool of cells, so no ratio between algorithms has to be
  * guessed.
  *
@@ -100,7 +100,7 @@ static apr_size_t sl_align64(apr_size_t n)
 }
 
 /* How a segment of size bytes is cut; 0 when it is too small. */
-static int sl_layout(apr_size_t size, apr_uint32_t *nbuckets,
+static int sl_layout(apr_size_t size, apr_uint32_t *nchains,
                      apr_uint32_t *ncells)
 {
     apr_size_t hdr = sl_align64(sizeof(sl_table_hdr_t)), avail, cells;
@@ -125,7 +125,7 @@ static int sl_layout(apr_size_t size, apr_uint32_t *nbuckets,
     if (cells < SL_MIN_CELLS) {
         return 0;
     }
-    *nbuckets = (apr_uint32_t) nb;
+    *nchains = (apr_uint32_t) nb;
     *ncells = (apr_uint32_t) cells;
     return 1;
 }
@@ -136,10 +136,10 @@ static void sl_map(sl_table_t *tab, void *base)
     apr_size_t hdr = sl_align64(sizeof(sl_table_hdr_t));
 
     tab->hdr = base;
-    tab->buckets = (apr_uint32_t *) (b + hdr);
+    tab->chains = (apr_uint32_t *) (b + hdr);
     tab->cells =
         (sl_cell_t *) (b + hdr +
-                       sl_align64(tab->hdr->nbuckets * sizeof(apr_uint32_t)));
+                       sl_align64(tab->hdr->nchains * sizeof(apr_uint32_t)));
 }
 
 /* Empties the table; the secret stays. */
@@ -148,7 +148,7 @@ void sl_format(sl_table_t *tab)
     sl_table_hdr_t *h = tab->hdr;
     apr_uint32_t i;
 
-    memset(tab->buckets, 0xff, h->nbuckets * sizeof(apr_uint32_t));
+    memset(tab->chains, 0xff, h->nchains * sizeof(apr_uint32_t));
     for (i = 0; i < h->ncells; i++) {
         memset(&tab->cells[i], 0, sizeof(sl_cell_t));
         tab->cells[i].c.kind = SL_KIND_FREE;
@@ -220,12 +220,12 @@ void sl_cell_give(sl_txn_t *t, apr_uint32_t i)
 
 /* ---- entries: hash chains and the LRU list ---- */
 
-static apr_uint32_t *sl_bucket(sl_table_t *tab, const unsigned char *hash)
+static apr_uint32_t *sl_chain(sl_table_t *tab, const unsigned char *hash)
 {
     apr_uint32_t b;
 
     memcpy(&b, hash, sizeof(b));
-    return &tab->buckets[b & (tab->hdr->nbuckets - 1)];
+    return &tab->chains[b & (tab->hdr->nchains - 1)];
 }
 
 static void sl_lru_unlink(sl_txn_t *t, sl_entry_t *e)
@@ -283,7 +283,7 @@ void sl_entry_drop(sl_txn_t *t, apr_uint32_t i)
     if (e->alg == SL_ALG_LOG || e->alg == SL_ALG_DISTINCT) {
         sl_log_clear(t, e);
     }
-    link = sl_bucket(t->tab, e->hash);
+    link = sl_chain(t->tab, e->hash);
     while (*link != SL_NIL && *link != i && n++ < t->tab->hdr->ncells) {
         if (!(o = sl_entry(t, *link))) {
             return;
@@ -302,7 +302,7 @@ void sl_entry_drop(sl_txn_t *t, apr_uint32_t i)
 
 apr_uint32_t sl_entry_find(sl_txn_t *t, const sl_shm_op_t *q)
 {
-    apr_uint32_t i = *sl_bucket(t->tab, q->hash), n = 0;
+    apr_uint32_t i = *sl_chain(t->tab, q->hash), n = 0;
     sl_entry_t *e;
 
     while (i != SL_NIL && n++ < t->tab->hdr->ncells && (e = sl_entry(t, i))) {
@@ -317,7 +317,7 @@ apr_uint32_t sl_entry_find(sl_txn_t *t, const sl_shm_op_t *q)
 
 apr_uint32_t sl_entry_new(sl_txn_t *t, const sl_shm_op_t *q)
 {
-    apr_uint32_t i = sl_cell_take(t, SL_KIND_ENTRY), *bucket;
+    apr_uint32_t i = sl_cell_take(t, SL_KIND_ENTRY), *chain;
     sl_entry_t *e;
 
     if (i == SL_NIL) {
@@ -330,9 +330,9 @@ apr_uint32_t sl_entry_new(sl_txn_t *t, const sl_shm_op_t *q)
     if (q->alg == SL_ALG_LOG || q->alg == SL_ALG_DISTINCT) {
         e->st.log.head = e->st.log.tail = SL_NIL;
     }
-    bucket = sl_bucket(t->tab, q->hash);
-    e->hnext = *bucket;
-    *bucket = i;
+    chain = sl_chain(t->tab, q->hash);
+    e->hnext = *chain;
+    *chain = i;
     e->lprev = e->lnext = SL_NIL;
     sl_lru_front(t, i, e);
     t->tab->hdr->nentries++;
@@ -417,8 +417,11 @@ int sl_reserve(sl_txn_t *t, const sl_shm_op_t *q, int n, apr_uint32_t need,
 
 /* ---- the budgets' hashes ---- */
 
-static void sl_key_hash(const sl_table_hdr_t *h, const char *key,
-                        apr_size_t len, unsigned char out[SL_HASH_BYTES])
+/* A budget's key as the table finds it: SipHash-128 under the table's
+ * secret, cut to SL_HASH_BYTES (sl_key.c's hash makes the identity in the
+ * key, which is another thing). */
+static void sl_table_key_hash(const sl_table_hdr_t *h, const char *key,
+                              apr_size_t len, unsigned char out[SL_HASH_BYTES])
 {
     apr_uint64_t w[2];
 
@@ -458,9 +461,7 @@ apr_status_t sl_table_prepare(apr_pool_t *p, const sl_table_t *tab,
         /* The script refuses the same arguments. */
         if (!c->key || c->key_len > 0xffff || q[i].limit < 1 || q[i].win < 1 ||
             q[i].burst < 1 || q[i].cost > sl_budget_capacity(c) ||
-            (c->algorithm != SL_ALG_LOG && c->algorithm != SL_ALG_COUNTER &&
-             c->algorithm != SL_ALG_GCRA && c->algorithm != SL_ALG_CONCURRENT &&
-             c->algorithm != SL_ALG_DISTINCT) ||
+            c->algorithm < 0 || c->algorithm >= SL_ALG_COUNT ||
             (c->algorithm == SL_ALG_DISTINCT &&
              (q[i].limit > SL_DISTINCT_MAX || q[i].cost != 1))) {
             return APR_EINVAL;
@@ -479,7 +480,7 @@ apr_status_t sl_table_prepare(apr_pool_t *p, const sl_table_t *tab,
         q[i].alg = (unsigned char) (q[i].lease ? SL_ALG_LOG : c->algorithm);
         q[i].klen = (apr_uint16_t) c->key_len;
         q[i].entry = SL_NIL;
-        sl_key_hash(tab->hdr, c->key, c->key_len, q[i].hash);
+        sl_table_key_hash(tab->hdr, c->key, c->key_len, q[i].hash);
     }
     /* Two limits on one key: the script writes both from the state both
      * read, so the later write is the one that stays. */
@@ -502,7 +503,7 @@ apr_size_t sl_table_min_size(void)
                       (apr_size_t) SL_MIN_CELLS * SL_TABLE_CELL_BYTES;
     apr_uint32_t nb, ns;
 
-    /* The buckets come on top: a few cells' worth. */
+    /* The chain heads come on top: a few cells' worth. */
     while (!sl_layout(size, &nb, &ns)) {
         size += SL_TABLE_CELL_BYTES;
     }
@@ -514,16 +515,16 @@ apr_status_t sl_table_attach(apr_pool_t *p, void *base, apr_size_t size,
 {
     sl_table_t *tab;
     sl_table_hdr_t *h = base;
-    apr_uint32_t nbuckets, ncells;
+    apr_uint32_t nchains, ncells;
     apr_status_t rv;
 
-    if (!sl_layout(size, &nbuckets, &ncells)) {
+    if (!sl_layout(size, &nchains, &ncells)) {
         return APR_EINVAL;
     }
     tab = apr_pcalloc(p, sizeof(*tab));
     *kept = !fresh && h->magic == SL_TABLE_MAGIC &&
             h->layout == SL_TABLE_LAYOUT && h->size == size &&
-            h->nbuckets == nbuckets && h->ncells == ncells;
+            h->nchains == nchains && h->ncells == ncells;
     if (!*kept) {
         memset(h, 0, sizeof(*h));
         rv = sl_siphash_key(h->secret);
@@ -533,7 +534,7 @@ apr_status_t sl_table_attach(apr_pool_t *p, void *base, apr_size_t size,
         h->magic = SL_TABLE_MAGIC;
         h->layout = SL_TABLE_LAYOUT;
         h->size = size;
-        h->nbuckets = nbuckets;
+        h->nchains = nchains;
         h->ncells = ncells;
         sl_map(tab, h);
         sl_format(tab);
@@ -546,10 +547,10 @@ apr_status_t sl_table_attach(apr_pool_t *p, void *base, apr_size_t size,
 }
 
 void sl_table_geometry(const sl_table_t *tab, apr_uint32_t *ncells,
-                       apr_uint32_t *nbuckets)
+                       apr_uint32_t *nchains)
 {
     *ncells = tab->hdr->ncells;
-    *nbuckets = tab->hdr->nbuckets;
+    *nchains = tab->hdr->nchains;
 }
 
 void *sl_table_base(const sl_table_t *tab)

@@ -42,9 +42,9 @@ unsigned int sl_table_stripe(const unsigned char key[SL_TABLE_STRIPE_KEY],
                              const char *budget_key, apr_size_t len,
                              unsigned int n);
 
-/* The table's cell and bucket counts (for the log). */
+/* The table's cell and hash chain counts (for the log). */
 void sl_table_geometry(const sl_table_t *t, apr_uint32_t *ncells,
-                       apr_uint32_t *nbuckets);
+                       apr_uint32_t *nchains);
 
 /* Validates and hashes the budgets (n >= 1); no lock needed: the hash
  * secret never changes while the region lives. APR_EINVAL for arguments

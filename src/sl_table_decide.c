@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The shm store's table: one decision over a request's budgets
  * (lua/sl_check.lua's answer, the math in sl_algo.c), with the blocks of
- * block= and the room an admission takes. */
+ * block= and the room an admission takes; every switch on an algorithm
+ * of the table (evaluate, apply, charge, give back) is here. */
 
 /* What apr-1-config --cppflags gives the real build: apr.h needs it for
  * PATH_MAX under a strict -std=c99. */
@@ -53,8 +54,10 @@ static void sl_block_store(sl_txn_t *t, const sl_shm_op_t *q, int n,
 void sl_evaluate_entry(sl_txn_t *t, sl_shm_op_t *q, sl_entry_t *e,
                        apr_int64_t skip, apr_int64_t skip_units)
 {
-    switch (q->alg) {
-    case SL_ALG_LOG: {
+    switch ((sl_alg_t) q->alg) {
+    case SL_ALG_LOG:
+    case SL_ALG_CONCURRENT: /* a log of leases (sl_table_prepare) */
+    {
         sl_log_ctx_t x = {t, e, skip};
         apr_int64_t units = e ? (apr_int64_t) e->st.log.units - skip_units : 0;
         if (q->lease) {
@@ -73,7 +76,7 @@ void sl_evaluate_entry(sl_txn_t *t, sl_shm_op_t *q, sl_entry_t *e,
     case SL_ALG_DISTINCT:
         sl_distinct_evaluate(t, q, e);
         break;
-    default:
+    case SL_ALG_GCRA:
         sl_gcra_evaluate(t->now, q->limit, q->win, q->burst, q->cost,
                          e ? &e->st.gcra : NULL, &q->ev);
         break;
@@ -112,19 +115,35 @@ static void sl_evaluate(sl_txn_t *t, sl_shm_op_t *q)
     sl_evaluate_entry(t, q, e, 0, 0);
 }
 
-static void sl_apply(sl_txn_t *t, sl_shm_op_t *q)
+/* The entry q writes, made when it has none (NULL: no room). */
+static sl_entry_t *sl_op_entry(sl_txn_t *t, sl_shm_op_t *q)
 {
-    sl_entry_t *e;
-    apr_int64_t expires;
-
     if (q->entry == SL_NIL) {
         q->entry = sl_entry_new(t, q);
     }
-    if (q->entry == SL_NIL || !(e = sl_entry(t, q->entry))) {
+    return q->entry == SL_NIL ? NULL : sl_entry(t, q->entry);
+}
+
+/* Never earlier than before: times handed in slightly out of order must
+ * not drop a key that a later time still needs. */
+static void sl_entry_extend(sl_entry_t *e, apr_int64_t expires)
+{
+    if (expires > e->expires) {
+        e->expires = expires;
+    }
+}
+
+static void sl_apply(sl_txn_t *t, sl_shm_op_t *q)
+{
+    sl_entry_t *e = sl_op_entry(t, q);
+    apr_int64_t expires = 0;
+
+    if (!e) {
         return;
     }
-    switch (q->alg) {
+    switch ((sl_alg_t) q->alg) {
     case SL_ALG_LOG:
+    case SL_ALG_CONCURRENT:
         sl_log_insert(t, e, t->now, q->cost);
         expires = sl_log_expires(t->now, q->win);
         break;
@@ -134,32 +153,26 @@ static void sl_apply(sl_txn_t *t, sl_shm_op_t *q)
     case SL_ALG_DISTINCT:
         expires = sl_distinct_apply(t, q, e);
         break;
-    default:
+    case SL_ALG_GCRA:
         expires = sl_gcra_apply(t->now, q->limit, q->win, q->burst, q->cost,
                                 &e->st.gcra);
         break;
     }
-    /* Never earlier than before: times handed in slightly out of order
-     * must not drop a key that a later time still needs. */
-    if (expires > e->expires) {
-        e->expires = expires;
-    }
+    sl_entry_extend(e, expires);
 }
 
 /* lua/sl_charge.lua's write: q->cost units past the limit if need be. */
-static void sl_charge(sl_txn_t *t, sl_shm_op_t *q)
+static void sl_op_charge(sl_txn_t *t, sl_shm_op_t *q)
 {
-    sl_entry_t *e;
+    sl_entry_t *e = sl_op_entry(t, q);
     apr_int64_t expires = 0;
 
-    if (q->entry == SL_NIL) {
-        q->entry = sl_entry_new(t, q);
-    }
-    if (q->entry == SL_NIL || !(e = sl_entry(t, q->entry))) {
+    if (!e) {
         return;
     }
-    switch (q->alg) {
+    switch ((sl_alg_t) q->alg) {
     case SL_ALG_LOG:
+    case SL_ALG_CONCURRENT:
         /* The units are 32 bits here (a double in Redis): a debt that
          * large stays at the most they hold. */
         if (q->cost > (apr_int64_t) (0xffffffffU - e->st.log.units)) {
@@ -173,17 +186,41 @@ static void sl_charge(sl_txn_t *t, sl_shm_op_t *q)
     case SL_ALG_COUNTER:
         expires = sl_counter_charge(t->now, q->win, q->cost, &e->st.counter);
         break;
-    default:
+    case SL_ALG_DISTINCT: /* no cost=after: on its line (sl_limit.c) */
+        break;
+    case SL_ALG_GCRA:
         expires = sl_gcra_charge(t->now, q->limit, q->win, q->burst, q->cost,
                                  &e->st.gcra);
         break;
     }
-    if (expires > e->expires) {
-        e->expires = expires;
-    }
+    sl_entry_extend(e, expires);
     /* What the next request of one unit finds, for the eviction guard. */
     q->cost = 1;
     sl_evaluate_entry(t, q, e, 0, 0);
+}
+
+/* lua/sl_give_back.lua's undoing of one op's admission at at, on its
+ * stored state e. */
+void sl_op_give_back(sl_txn_t *t, sl_shm_op_t *q, sl_entry_t *e, apr_time_t at)
+{
+    switch ((sl_alg_t) q->alg) {
+    case SL_ALG_LOG:
+    case SL_ALG_CONCURRENT: /* a log of leases (sl_table_prepare) */
+        /* The last lease back: nothing in flight keeps the entry. */
+        if (sl_log_remove(t, e, at, q->cost) && q->lease &&
+            e->st.log.count == 0) {
+            e->kept_until = 0;
+        }
+        break;
+    case SL_ALG_COUNTER:
+        sl_counter_give_back(t->now, q->win, at, q->cost, &e->st.counter);
+        break;
+    case SL_ALG_DISTINCT: /* no count= on its line (sl_limit.c) */
+        break;
+    case SL_ALG_GCRA:
+        sl_gcra_give_back(t->now, q->limit, q->win, at, q->cost, &e->st.gcra);
+        break;
+    }
 }
 
 /* A budget that needs room the table cannot give is refused, as if it had
@@ -300,7 +337,7 @@ apr_status_t sl_table_charge(sl_table_t *tab, sl_shm_op_t *q, int n,
     }
     for (i = 0; i < n && !t.corrupt && rv == APR_SUCCESS; i++) {
         if (q[i].last) {
-            sl_charge(&t, &q[i]);
+            sl_op_charge(&t, &q[i]);
             sl_mark_kept(&t, &q[i], 0);
         }
     }

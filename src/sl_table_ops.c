@@ -23,22 +23,7 @@ void sl_table_give_back(sl_table_t *tab, sl_shm_op_t *q, int n, apr_time_t at,
         if (k == SL_NIL || !(e = sl_entry(&t, k)) || e->expires <= now) {
             continue;
         }
-        switch (q[i].alg) {
-        case SL_ALG_LOG:
-            /* The last lease back: nothing in flight keeps the entry. */
-            if (sl_log_remove(&t, e, at, q[i].cost) && q[i].lease &&
-                e->st.log.count == 0) {
-                e->kept_until = 0;
-            }
-            break;
-        case SL_ALG_COUNTER:
-            sl_counter_give_back(now, q[i].win, at, q[i].cost, &e->st.counter);
-            break;
-        default:
-            sl_gcra_give_back(now, q[i].limit, q[i].win, at, q[i].cost,
-                              &e->st.gcra);
-            break;
-        }
+        sl_op_give_back(&t, &q[i], e, at);
     }
     if (t.corrupt) {
         sl_format(tab);

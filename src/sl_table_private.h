@@ -28,7 +28,7 @@ typedef struct sl_table_hdr {
     apr_uint32_t magic;
     apr_uint32_t layout;
     apr_uint64_t size;
-    apr_uint32_t nbuckets;
+    apr_uint32_t nchains;
     apr_uint32_t ncells;
     /* Written under the lock, in the first cache line, at offsets 24-56 as
      * in layout 3: a child of the previous build still running after a
@@ -98,7 +98,7 @@ typedef union sl_cell {
 
 struct sl_table {
     sl_table_hdr_t *hdr;
-    apr_uint32_t *buckets;
+    apr_uint32_t *chains;
     sl_cell_t *cells;
 };
 
@@ -206,5 +206,8 @@ apr_int64_t sl_distinct_apply(sl_txn_t *t, sl_shm_op_t *q, sl_entry_t *e);
  * requests, of skip_units units, are out of its window. */
 void sl_evaluate_entry(sl_txn_t *t, sl_shm_op_t *q, sl_entry_t *e,
                        apr_int64_t skip, apr_int64_t skip_units);
+
+/* Undoes q's admission at time at on its stored state e (count=). */
+void sl_op_give_back(sl_txn_t *t, sl_shm_op_t *q, sl_entry_t *e, apr_time_t at);
 
 #endif

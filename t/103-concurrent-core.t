@@ -11,6 +11,7 @@ use warnings;
 use Apache::Test qw(-withtestmore);
 use Apache::TestUtil;
 use SL::Test;
+use SL::Algo;
 use SL::Keys;
 use Time::HiRes qw(sleep);
 
@@ -64,7 +65,7 @@ my $root = Apache::Test::vars('serverroot') . '/..';
 my $bin  = "$root/bench/results/accuracy-replay";
 my $build = `make -s -C '$root' bench/results/accuracy-replay 2>&1`;
 ok(!$? && -x $bin, 'bench/accuracy_replay.c builds') or diag($build);
-my $script = do { open my $fh, '<', "$root/lua/sl_check.lua" or die $!; local $/; <$fh> };
+my $script = script_text('sl_check');
 my $rc = redis_connect();
 my $sha = $rc->('SCRIPT', 'LOAD', $script);
 srand(103);

@@ -16,6 +16,7 @@ use Apache::Test qw(-withtestmore);
 use Apache::TestUtil;
 use Time::HiRes qw(time sleep);
 use SL::Test;
+use SL::Algo;
 use SL::Httpd;
 use SL::Hold;
 
@@ -92,10 +93,7 @@ for my $store (qw(shm redis)) {
 # lua/sl_renew.lua on a key with an expired lease beside a live one (the
 # live one keeps the key): the expired one is not renewed, the live one is.
 {
-    my $f = SL::Httpd::_tdir() . '/../lua/sl_renew.lua';
-    open my $fh, '<', $f or die "$f: $!";
-    my $script = do { local $/; <$fh> };
-    close $fh;
+    my $script = script_text('sl_renew');
     my $key = sl_key(ip => fresh_ip(), policy => 'lr-direct', alg => 'n');
     my $t = redis('TIME');
     my $now = $t->[0] * 1e6 + $t->[1];

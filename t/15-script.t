@@ -10,15 +10,11 @@ use warnings;
 use Apache::Test qw(-withtestmore);
 use Apache::TestUtil;
 use SL::Test;
+use SL::Algo;
 
 plan tests => 14 + 3 * 3 + 6 + 4 + 4;
 
-my $script = do {
-    my $f = Apache::Test::vars('serverroot') . '/../lua/sl_check.lua';
-    open my $fh, '<', $f or die "$f: $!";
-    local $/;
-    <$fh>;
-};
+my $script = script_text('sl_check');
 my $p = 'sltest:{script-' . $$ . '}';
 
 # Other tests check that every key in the store has the module's shape:

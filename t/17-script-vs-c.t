@@ -10,6 +10,7 @@ use warnings;
 use Apache::Test qw(-withtestmore);
 use Apache::TestUtil;
 use SL::Test;
+use SL::Algo;
 use Time::HiRes qw(sleep);
 
 my $root = Apache::Test::vars('serverroot') . '/..';
@@ -49,11 +50,7 @@ plan tests => 3;
 my $build = `make -s -C '$root' bench/results/accuracy-replay 2>&1`;
 ok(!$? && -x $bin, 'bench/accuracy_replay.c builds') or diag($build);
 
-my $script = do {
-    open my $fh, '<', "$root/lua/sl_check.lua" or die $!;
-    local $/;
-    <$fh>;
-};
+my $script = script_text('sl_check');
 # One connection for the whole sequence: a call takes a fraction of a
 # millisecond, well under the shortest emission interval (5 ms), so calls
 # without a pause between them overrun the limits however slow the host.

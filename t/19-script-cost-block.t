@@ -16,14 +16,8 @@ use SL::Algo;
 
 plan tests => 3 * 4 + 4 + 5 + 4 + 3 + 4 + 8 + 10 + 5 + 2;
 
-sub slurp {
-    my $f = Apache::Test::vars('serverroot') . "/../lua/$_[0]";
-    open my $fh, '<', $f or die "$f: $!";
-    local $/;
-    return <$fh>;
-}
-my $check  = slurp('sl_check.lua');
-my $give_back = slurp('sl_give_back.lua');
+my $check  = script_text('sl_check');
+my $give_back = script_text('sl_give_back');
 my $p      = 'sltest:{cost-' . $$ . '}';
 
 END {

@@ -27,6 +27,7 @@ use IO::Socket::INET;
 use JSON::PP qw(decode_json);
 use Time::HiRes qw(sleep time);
 use SL::Test;
+use SL::Algo;
 use SL::Httpd;
 
 plan tests => 2 * 22 + 16 + 3 + 3 + 6;
@@ -289,12 +290,7 @@ for my $store (qw(redis shm)) {
 # and never writes (no expired log entry removed, no block started, no
 # state changed).
 {
-    my $script = do {
-        my $f = abs_path(dirname(__FILE__) . '/../lua/sl_check.lua');
-        open my $fh, '<', $f or die "$f: $!";
-        local $/;
-        <$fh>;
-    };
+    my $script = script_text('sl_check');
     my $p = "sltest:{ir-peek-$$}";
     # Whole microseconds near 1.8e15, as text (Perl would print a float
     # with 15 digits).

@@ -50,7 +50,21 @@ done
 # The help strings (what httpd prints for a misused directive): the
 # options they name are the reference's, and a default they state is the
 # one the reference's synopsis states (its first word).
-help=$(perl -0ne 'while (/AP_INIT_\w+\(\s*"(\w+)"\s*,[^;]*?,\s*((?:"(?:[^"\\]|\\.)*"\s*)+)\)/g) {
+# A help string may be built from sl_limit.h's rows (SL_LIMIT_HELP,
+# SL_ALG_HELP_NAMES): such a macro is read as the C preprocessor expands it.
+expand=
+for m in $(grep -ohE '\bSL_[A-Z_]*HELP[A-Z_]*\b' src/*.c | sort -u); do
+    e=$(printf '#include "sl_limit.h"\n%s\n' "$m" |
+        ${CC:-cc} -E -P -Isrc $(apr-1-config --includes 2>/dev/null) - 2>/dev/null | tail -1)
+    case "$e" in
+    \"*) expand="$expand$m"$'\t'"$e"$'\n' ;;
+    *) bad "$m: a help string's macro the preprocessor does not expand to a string" ;;
+    esac
+done
+help=$(HELP_MACROS="$expand" perl -0ne 'BEGIN { for (split /\n/, $ENV{HELP_MACROS}) {
+        my ($m, $e) = split /\t/, $_, 2; $x{$m} = $e } }
+    for my $m (keys %x) { s/\b$m\b/$x{$m}/g }
+    while (/AP_INIT_\w+\(\s*"(\w+)"\s*,[^;]*?,\s*((?:"(?:[^"\\]|\\.)*"\s*)+)\)/g) {
     my ($n, $h) = ($1, $2); $h =~ s/"\s*"//g; $h =~ s/^"|"\s*$//g; print "$n\t$h\n" }' src/*.c)
 [ "$(wc -l <<<"$help")" -eq "$(wc -w <<<"$registered")" ] || bad "not every directive's help string was read from src/*.c"
 help_opts=$(grep -E '^SlidingLimit(Concurrent)?'$'\t' <<<"$help" | cut -f2 | grep -oE '[a-z][a-z-]*=' | sort -u)

@@ -97,6 +97,29 @@ static void test_algorithms(apr_pool_t *p)
     EXPECT(sl_algorithm_code(SL_ALG_UNSET) == 'l' &&
                !strcmp(sl_algorithm_name(SL_ALG_UNSET), "log"),
            "unset is the log");
+    EXPECT(sl_algorithm_code(SL_ALG_CONCURRENT) == 'n' &&
+               !strcmp(sl_algorithm_name(SL_ALG_CONCURRENT), "concurrent") &&
+               sl_algorithm_code(SL_ALG_DISTINCT) == 'd' &&
+               !strcmp(sl_algorithm_name(SL_ALG_DISTINCT), "distinct") &&
+               SL_ALG_COUNT == 5,
+           "the concurrency and distinct= limits are the fourth and fifth "
+           "algorithms, 'n' and 'd'");
+    EXPECT(!strcmp(SL_ALG_HELP_NAMES, "log counter gcra "),
+           "the help names the algorithm= values");
+}
+
+/* An unknown option is refused with the list of the table's options, in
+ * its order. */
+static void test_unknown_option(apr_pool_t *p)
+{
+    const char *err;
+
+    limit(p, "10 1m leaky=1", "/", &err);
+    EXPECT(err && !strcmp(err, "unknown option 'leaky=1' (expected name=, "
+                               "algorithm=, burst=, cost=, cost-unit=, "
+                               "block=, delay=, count=, quota-default= or "
+                               "distinct=)"),
+           "an unknown option: %s", err ? err : "(accepted)");
 }
 
 static void test_limits(apr_pool_t *p)
@@ -489,6 +512,7 @@ int main(void)
     test_algorithms(p);
     test_limits(p);
     test_limit_options(p);
+    test_unknown_option(p);
     test_cost_expr(p);
     test_quota_expr(p);
     test_cost_after(p);

@@ -7,7 +7,22 @@ use strict;
 use warnings;
 
 use Exporter qw(import);
-our @EXPORT = qw(counter_decode store_now counter_admitted_ok);
+our @EXPORT = qw(counter_decode store_now counter_admitted_ok script_text);
+
+use File::Basename qw(dirname);
+use Cwd qw(abs_path);
+
+# script_text('sl_check') -> the text of lua/sl_check.lua as the module
+# runs it (and names it by its SHA-1): tools/embed-lua.sh puts the
+# arguments' layout and lua/sl_prelude.lua before the file.
+sub script_text {
+    my ($name) = @_;
+    my $root = abs_path(dirname(__FILE__) . '/../../..');
+    (my $var = $name) =~ s/^sl_/sl_script_/;
+    my $text = `cd '$root' && sh tools/embed-lua.sh --text lua/$name.lua $var`;
+    die "tools/embed-lua.sh $name: $?" if $? || !length $text;
+    return $text;
+}
 
 # counter_decode($value, $now_us, $win_us) -> (idx, cur, prev) as the script
 # sees the key at store time $now_us: the value is "T PPPPPPPPP CCCCCCCCC",
