@@ -330,7 +330,8 @@ const command_rec sl_cmds[] = {
                       "[name=NAME] [algorithm=log|counter|gcra] [burst=N] "
                       "[cost=N|expr:STRING|after:bytes|after:header:NAME] "
                       "[cost-unit=N] [block=DURATION] [delay=DURATION] "
-                      "[count=STATUS,...] [distinct=SOURCE], or off"),
+                      "[count=STATUS,...] [distinct=SOURCE] [key=SOURCE|none], "
+                      "or off"),
     AP_INIT_TAKE_ARGV("SlidingLimitConcurrent", sl_cmd_concurrent, NULL,
                       SL_DIR_CONF,
                       "N [name=NAME] [lease=DURATION]: at most N requests "

@@ -108,6 +108,12 @@ typedef struct sl_limit {
      * sl_config_limit.c: the core has no httpd.h). */
     const char *distinct;
     const void *distinct_keys;
+    /* key=SOURCE: whose budget this line counts, instead of the section's
+     * SlidingLimitKey: the source's text as written (NULL: the section's)
+     * and its parsed form (an apr_array_header_t * of sl_key_source_t, none
+     * for "none", the shared bucket; made by sl_config_limit.c). */
+    const char *key;
+    const void *key_keys;
 } sl_limit_t;
 
 /* One limit as it is sent to a store. */
@@ -149,8 +155,8 @@ char sl_algorithm_code(int alg);
 const char *sl_algorithm_name(int alg);
 
 /* SlidingLimit REQUESTS WINDOW [name=] [algorithm=] [burst=] [cost=]
- * [block=] [count=]; section names the enclosing configuration section and
- * identifies unnamed limits. */
+ * [block=] [count=] [key=]; section names the enclosing configuration section
+ * and identifies unnamed limits. */
 const char *sl_parse_limit(apr_pool_t *p, int argc, char *const argv[],
                            const char *section, sl_limit_t **out);
 
