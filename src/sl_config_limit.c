@@ -6,6 +6,7 @@
 #include "sl_delay.h"
 #include "sl_quota.h"
 #include "sl_redis.h"
+#include "sl_shm.h"
 #include "sl_stats.h"
 #include "sl_wire.h"
 
@@ -311,25 +312,24 @@ static const char *sl_limit_distinct(cmd_parms *cmd, sl_limit_t *l)
 
 /* key=SOURCE parsed as SlidingLimitKey parses a source, by the same
  * function, or none: the one shared bucket of the inspect's none=, every
- * request one budget (no source, so sl_key_identity finds no value). In
- * an .htaccess file only where SlidingLimitKey may be (SlidingLimitOverride
- * all): choosing whose budget a line counts is choosing a key. */
+ * request one budget (no source, so sl_key_identity finds no value). Not
+ * in an .htaccess file: a request's budgets with several identities need
+ * the stores to know it when they are made (sl_shm.h), before any
+ * .htaccess file is read. */
 static const char *sl_limit_key(cmd_parms *cmd, sl_limit_t *l)
 {
     sl_dir_conf_t one;
     char *argv[1];
     const char *err;
 
-    if (sl_in_htaccess(cmd) && SL_OR(sl_config_server(cmd->server)->override,
-                                     SL_OVERRIDE_ADD) != SL_OVERRIDE_ALL) {
+    if (sl_in_htaccess(cmd)) {
         return sl_err(cmd, apr_psprintf(cmd->pool,
-                                        "'key=%s': whose budget a line "
-                                        "counts is SlidingLimitKey's "
-                                        "choice, allowed in .htaccess "
-                                        "under SlidingLimitOverride all "
-                                        "only",
+                                        "'key=%s' belongs in the server "
+                                        "configuration, not in .htaccess",
                                         l->key));
     }
+    /* Read by the stores when they are made (post_config): pconf. */
+    apr_pool_userdata_setn("", SL_SHM_ONE_STRIPE, NULL, cmd->pool);
     if (!strcasecmp(l->key, "none")) {
         l->key_keys = apr_array_make(cmd->pool, 1, sizeof(sl_key_source_t));
         return NULL;

@@ -415,7 +415,7 @@ static const char *sl_client_make(sl_client_t *c, const sl_query_t *q)
         /* A line keyed otherwise than by the query's source (its own
          * key=, or the section's) counts other clients: not this one's
          * budget. Where no line is, the section's own message says why. */
-        if (!sl_key_takes(kc, q->source)) {
+        if (!sl_key_line_takes(dc, l, q->source)) {
             if (!l->key_keys && !dc_err) {
                 sl_key_identity_of(r->pool, sc, dc, sl_budget_counts(dc),
                                    q->source, q->value ? q->value : "",

@@ -47,4 +47,13 @@ void sl_key_lines(request_rec *r, const sl_dir_conf_t *dc,
 const sl_dir_conf_t *sl_key_line_conf(const sl_dir_conf_t *dc,
                                       const sl_limit_t *l, sl_dir_conf_t *one);
 
+/* key=: whether the configuration's stores can decide lines of several
+ * identities in one call (not a Redis Cluster); logs why not. */
+int sl_key_lines_check(apr_pool_t *pconf, server_rec *s);
+
+/* The query's source reaches limit l of dc (sl_key_takes under the line's
+ * own key=, where ip, always a request's, has no shared bucket). */
+int sl_key_line_takes(const sl_dir_conf_t *dc, const sl_limit_t *l,
+                      const char *source);
+
 #endif
