@@ -24,6 +24,7 @@
 
 #include "src/sl_budget.h"
 #include "src/sl_config.h"
+#include "src/sl_key.h"
 #include "src/sl_decide.h"
 #include "src/sl_delay.h"
 #include "src/sl_inspect.h"
@@ -58,7 +59,8 @@ static int sl_post_config(apr_pool_t *pconf, apr_pool_t *plog,
     if (ap_state_query(AP_SQ_MAIN_STATE) == AP_SQ_MS_CREATE_PRE_CONFIG) {
         return OK;
     }
-    if (sl_proc_create(pconf, ptemp, s) != APR_SUCCESS ||
+    if (!sl_key_lines_check(pconf, s) ||
+        sl_proc_create(pconf, ptemp, s) != APR_SUCCESS ||
         sl_store_post_config(pconf, ptemp, s) != APR_SUCCESS) {
         return HTTP_INTERNAL_SERVER_ERROR;
     }

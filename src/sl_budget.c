@@ -90,6 +90,15 @@ sl_budget_t *sl_budgets_build(apr_pool_t *p, const sl_server_conf_t *sc,
     return budgets;
 }
 
+void sl_budget_rekey(apr_pool_t *p, const sl_server_conf_t *sc,
+                     const sl_limit_t *l, const char *identity, sl_memo_t *memo,
+                     sl_budget_t *b)
+{
+    b->key = sl_store_key_join(p, sc->prefix ? sc->prefix : SL_DEFAULT_PREFIX,
+                               identity, sl_budget_policy(p, memo, sc, l),
+                               b->algorithm, &b->key_len);
+}
+
 void sl_budget_look(apr_pool_t *p, const sl_server_conf_t *sc,
                     const sl_dir_conf_t *dc, const sl_limit_t *l,
                     const char *identity, sl_budget_t *b)

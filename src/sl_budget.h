@@ -26,6 +26,12 @@ sl_budget_t *sl_budgets_build(apr_pool_t *p, const sl_server_conf_t *sc,
                               const char *identity, sl_memo_t *memo,
                               int *reserve);
 
+/* key=: b, limit l's budget, keyed by identity instead of the one it was
+ * made for (its algorithm and the rest unchanged). */
+void sl_budget_rekey(apr_pool_t *p, const sl_server_conf_t *sc,
+                     const sl_limit_t *l, const char *identity, sl_memo_t *memo,
+                     sl_budget_t *b);
+
 /* The operator's look at limit l: the budget a request of identity has
  * for one more unit. */
 void sl_budget_look(apr_pool_t *p, const sl_server_conf_t *sc,

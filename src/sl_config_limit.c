@@ -6,6 +6,7 @@
 #include "sl_delay.h"
 #include "sl_quota.h"
 #include "sl_redis.h"
+#include "sl_shm.h"
 #include "sl_stats.h"
 #include "sl_wire.h"
 
@@ -147,7 +148,7 @@ static const char *sl_count_text(apr_pool_t *p, const sl_limit_t *l)
 static const char *sl_limit_describe(apr_pool_t *p, const sl_limit_t *l)
 {
     return apr_psprintf(
-        p, "%s%" APR_INT64_T_FMT "%s per %s%s%s%s%s%s%s%s",
+        p, "%s%" APR_INT64_T_FMT "%s per %s%s%s%s%s%s%s%s%s",
         l->quota_expr
             ? apr_pstrcat(p, "expr:", l->quota_expr, " (quota-default=", NULL)
             : "",
@@ -156,7 +157,8 @@ static const char *sl_limit_describe(apr_pool_t *p, const sl_limit_t *l)
         l->block ? ", block=" : "",
         l->block ? sl_format_duration(p, l->block) : "", l->count ? ", " : "",
         l->count ? sl_count_text(p, l) : "",
-        l->distinct ? apr_pstrcat(p, ", distinct=", l->distinct, NULL) : "");
+        l->distinct ? apr_pstrcat(p, ", distinct=", l->distinct, NULL) : "",
+        l->key ? apr_pstrcat(p, ", key=", l->key, NULL) : "");
 }
 
 /* Every use of a name must agree on what the store does with its budget:
@@ -185,7 +187,10 @@ static const char *sl_named_agree(cmd_parms *cmd, const sl_limit_t *l)
              /* As written: env: names differ by case, so a use that
               * differs only so is refused rather than merged. */
              strcmp(o->distinct ? o->distinct : "",
-                    l->distinct ? l->distinct : "")) {
+                    l->distinct ? l->distinct : "") ||
+             /* key=: a use keyed otherwise would count the name's budget
+              * for other clients than the first use does. */
+             strcmp(o->key ? o->key : "", l->key ? l->key : "")) {
         diff = apr_pstrcat(cmd->pool, "this use is ",
                            sl_limit_describe(cmd->pool, l), NULL);
     }
@@ -305,12 +310,51 @@ static const char *sl_limit_distinct(cmd_parms *cmd, sl_limit_t *l)
     return NULL;
 }
 
+/* key=SOURCE parsed as SlidingLimitKey parses a source, by the same
+ * function, or none: the one shared bucket of the inspect's none=, every
+ * request one budget (no source, so sl_key_identity finds no value). Not
+ * in an .htaccess file: a request's budgets with several identities need
+ * the stores to know it when they are made (sl_shm.h), before any
+ * .htaccess file is read. */
+static const char *sl_limit_key(cmd_parms *cmd, sl_limit_t *l)
+{
+    sl_dir_conf_t one;
+    char *argv[1];
+    const char *err;
+
+    if (sl_in_htaccess(cmd)) {
+        return sl_err(cmd, apr_psprintf(cmd->pool,
+                                        "'key=%s' belongs in the server "
+                                        "configuration, not in .htaccess",
+                                        l->key));
+    }
+    /* Read by the stores when they are made (post_config): pconf. */
+    apr_pool_userdata_setn("", SL_SHM_ONE_STRIPE, NULL, cmd->pool);
+    if (!strcasecmp(l->key, "none")) {
+        l->key_keys = apr_array_make(cmd->pool, 1, sizeof(sl_key_source_t));
+        return NULL;
+    }
+    memset(&one, 0, sizeof(one));
+    argv[0] = apr_pstrdup(cmd->pool, l->key);
+    if ((err = sl_cmd_key(cmd, &one, 1, argv))) {
+        return apr_pstrcat(cmd->pool, err,
+                           " (in key=, which also takes none: one budget "
+                           "for every client)",
+                           NULL);
+    }
+    l->key_keys = one.keys;
+    return NULL;
+}
+
 /* A limit's expression compiled, and what its line alone must hold. */
 static const char *sl_limit_compile(cmd_parms *cmd, sl_limit_t *l)
 {
     const char *err = NULL;
 
     if (l->distinct && (err = sl_limit_distinct(cmd, l))) {
+        return err;
+    }
+    if (l->key && (err = sl_limit_key(cmd, l))) {
         return err;
     }
 

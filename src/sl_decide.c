@@ -59,6 +59,8 @@ static void sl_budgets_of(sl_case_t *c, const sl_server_conf_t *sc)
     c->budgets =
         sl_budgets_build(c->r->pool, sc, c->dc, c->limits, identity,
                          sc->proc ? sc->proc->memo : NULL, &c->reserve);
+    sl_key_lines(c->target, c->dc, c->limits, c->budgets,
+                 sl_budget_counts(c->dc));
     sl_distinct_values(c->target, c->dc, c->limits, c->budgets,
                        sl_budget_counts(c->dc));
 }

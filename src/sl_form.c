@@ -46,14 +46,38 @@ static request_rec *sl_form_first(request_rec *r)
     }
 }
 
+/* The lists of key sources of dc one by one: at = 0 its SlidingLimitKey,
+ * then each limit's key= and distinct= (either may be NULL); 0 past the
+ * last. A line's own source reads the body as a section's does. */
+static int sl_form_list(const sl_dir_conf_t *dc, int at,
+                        const apr_array_header_t **list)
+{
+    const sl_limit_t *l;
+
+    if (!at) {
+        *list = dc->keys;
+        return 1;
+    }
+    at--;
+    if (!dc->limits || at / 2 >= dc->limits->nelts) {
+        return 0;
+    }
+    l = APR_ARRAY_IDX(dc->limits, at / 2, sl_limit_t *);
+    *list = at % 2 ? l->distinct_keys : l->key_keys;
+    return 1;
+}
+
 /* Whether dc has a form: source. */
 static int sl_form_wanted(const sl_dir_conf_t *dc)
 {
-    int i;
+    const apr_array_header_t *keys;
+    int at, i;
 
-    for (i = 0; dc->keys && i < dc->keys->nelts; i++) {
-        if (APR_ARRAY_IDX(dc->keys, i, sl_key_source_t).type == SL_KEY_FORM) {
-            return 1;
+    for (at = 0; sl_form_list(dc, at, &keys); at++) {
+        for (i = 0; keys && i < keys->nelts; i++) {
+            if (APR_ARRAY_IDX(keys, i, sl_key_source_t).type == SL_KEY_FORM) {
+                return 1;
+            }
         }
     }
     return 0;
@@ -178,21 +202,26 @@ static void sl_form_fields(request_rec *r, const sl_dir_conf_t *dc,
     apr_array_header_t *pairs =
         kind == SL_FORM_URLENCODED ? sl_form_pairs(r, kept, len) : NULL;
     const char *ct = apr_table_get(r->headers_in, "Content-Type");
-    int i;
+    const apr_array_header_t *keys;
+    int at, i;
 
-    for (i = 0; i < dc->keys->nelts; i++) {
-        const sl_key_source_t *src =
-            &APR_ARRAY_IDX(dc->keys, i, sl_key_source_t);
-        const char *v;
-        apr_size_t vlen = 0;
-        if (src->type != SL_KEY_FORM) {
-            continue;
-        }
-        v = kind == SL_FORM_URLENCODED
-                ? sl_form_pair(r, pairs, src->name, &vlen)
-                : sl_form_multipart(r->pool, ct, body, len, src->name, &vlen);
-        if (v && (v = sl_form_normal(r->pool, v, vlen))) {
-            apr_hash_set(st->values, src->name, APR_HASH_KEY_STRING, v);
+    for (at = 0; sl_form_list(dc, at, &keys); at++) {
+        for (i = 0; keys && i < keys->nelts; i++) {
+            const sl_key_source_t *src =
+                &APR_ARRAY_IDX(keys, i, sl_key_source_t);
+            const char *v;
+            apr_size_t vlen = 0;
+            if (src->type != SL_KEY_FORM ||
+                apr_hash_get(st->values, src->name, APR_HASH_KEY_STRING)) {
+                continue;
+            }
+            v = kind == SL_FORM_URLENCODED
+                    ? sl_form_pair(r, pairs, src->name, &vlen)
+                    : sl_form_multipart(r->pool, ct, body, len, src->name,
+                                        &vlen);
+            if (v && (v = sl_form_normal(r->pool, v, vlen))) {
+                apr_hash_set(st->values, src->name, APR_HASH_KEY_STRING, v);
+            }
         }
     }
 }

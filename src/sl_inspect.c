@@ -352,6 +352,27 @@ static const char *sl_quota_json(apr_pool_t *p, const sl_limit_t *l, int why,
         NULL);
 }
 
+/* why, and the key= of the section dc's lines that have one: what else
+ * the query may name. */
+static const char *sl_key_lines_said(apr_pool_t *p, const sl_dir_conf_t *dc,
+                                     const char *why)
+{
+    const char *lines = NULL;
+    int i;
+
+    for (i = 0; i < dc->limits->nelts; i++) {
+        const sl_limit_t *l = APR_ARRAY_IDX(dc->limits, i, sl_limit_t *);
+        if (l->key) {
+            const char *one = apr_pstrcat(p, l->name, " key=", l->key, NULL);
+            lines = lines ? apr_pstrcat(p, lines, ", ", one, NULL) : one;
+        }
+    }
+    return lines
+               ? apr_pstrcat(p, why,
+                             "; lines keyed by their own source: ", lines, NULL)
+               : why;
+}
+
 /* The limits at q->path (the section a request for it gets: the same walk
  * and merge, as a subrequest) and the client's budgets under them. */
 static const char *sl_client_make(sl_client_t *c, const sl_query_t *q)
@@ -359,7 +380,7 @@ static const char *sl_client_make(sl_client_t *c, const sl_query_t *q)
     request_rec *r = c->r, *rr;
     const sl_server_conf_t *sc = sl_config_server(r->server);
     const sl_dir_conf_t *dc;
-    const char *identity, *err, *names = NULL;
+    const char *identity, *err, *names = NULL, *dc_err = NULL;
     int i, all;
 
     if ((err = sl_lookup(r, q, &rr))) {
@@ -376,13 +397,6 @@ static const char *sl_client_make(sl_client_t *c, const sl_query_t *q)
                       : " (a limit inside <If> on %{REQUEST_METHOD} is "
                         "found with method=, as method=POST)");
     }
-    identity =
-        sl_key_identity_of(r->pool, sc, dc, sl_budget_counts(dc), q->source,
-                           q->value ? q->value : "", q->address, &err);
-    if (!identity) {
-        return err;
-    }
-    c->identity = identity;
     c->limits = apr_palloc(r->pool, sizeof(*c->limits) * all);
     c->budgets = apr_pcalloc(r->pool, sizeof(*c->budgets) * all);
     c->quota = apr_pcalloc(r->pool, sizeof(*c->quota) * all);
@@ -390,11 +404,40 @@ static const char *sl_client_make(sl_client_t *c, const sl_query_t *q)
     for (i = 0; i < all; i++) {
         const sl_limit_t *l = APR_ARRAY_IDX(dc->limits, i, sl_limit_t *);
         sl_budget_t *b = &c->budgets[c->n];
+        sl_dir_conf_t one;
+        const sl_dir_conf_t *kc = sl_key_line_conf(dc, l, &one);
 
         names =
             names ? apr_pstrcat(r->pool, names, ", ", l->name, NULL) : l->name;
         if (q->name && strcmp(q->name, l->name)) {
             continue;
+        }
+        /* A line keyed otherwise than by the query's source (its own
+         * key=, or the section's) counts other clients: not this one's
+         * budget. Where no line is, the section's own message says why. */
+        if (!sl_key_line_takes(dc, l, q->source)) {
+            if (!l->key_keys && !dc_err) {
+                sl_key_identity_of(r->pool, sc, dc, sl_budget_counts(dc),
+                                   q->source, q->value ? q->value : "",
+                                   q->address, &dc_err);
+            }
+            continue;
+        }
+        identity =
+            sl_key_identity_of(r->pool, sc, kc, sl_budget_counts(dc), q->source,
+                               q->value ? q->value : "", q->address, &err);
+        if (!identity) {
+            return l->key_keys ? apr_pstrcat(r->pool, "policy ", l->name,
+                                             " (key=", l->key, "): ", err, NULL)
+                               : err;
+        }
+        /* The identities the budgets were found under, each once. */
+        if (!c->identity) {
+            c->identity = identity;
+        }
+        else if (!strstr(c->identity, identity)) {
+            c->identity =
+                apr_pstrcat(r->pool, c->identity, ", ", identity, NULL);
         }
         sl_budget_look(r->pool, sc, dc, l, identity, b);
         c->quota[c->n] = "";
@@ -409,9 +452,19 @@ static const char *sl_client_make(sl_client_t *c, const sl_query_t *q)
         }
         c->limits[c->n++] = l;
     }
-    if (!c->n) {
+    if (!c->n && dc_err) {
+        return sl_key_lines_said(r->pool, dc, dc_err);
+    }
+    if (!c->n && q->name) {
         return apr_psprintf(r->pool, "no limit named %s applies to %s (%s)",
                             q->name, q->path, names);
+    }
+    if (!c->n) {
+        return sl_key_lines_said(r->pool, dc,
+                                 apr_psprintf(r->pool,
+                                              "%s is no key source of a "
+                                              "limit at %s",
+                                              q->source, q->path));
     }
     return NULL;
 }

@@ -441,6 +441,24 @@ static const char *sl_key_source_names(apr_pool_t *p,
     return names;
 }
 
+int sl_key_takes(const sl_dir_conf_t *dc, const char *source)
+{
+    int n, i;
+    const sl_key_source_t *src = sl_key_sources(dc, &n);
+    int by_ip = sl_key_user_source(src, n, SL_KEY_USER) ||
+                sl_key_user_source(src, n, SL_KEY_FORM);
+
+    if (!strcmp(source, "none")) {
+        return !by_ip;
+    }
+    for (i = 0; i < n; i++) {
+        if (sl_key_names(&src[i], source)) {
+            return 1;
+        }
+    }
+    return by_ip && !strcmp(source, "ip");
+}
+
 const char *sl_key_identity_of(apr_pool_t *p, const sl_server_conf_t *sc,
                                const sl_dir_conf_t *dc, int before_auth,
                                const char *source, const char *value,

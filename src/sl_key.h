@@ -28,4 +28,32 @@ const char *sl_key_identity_of(apr_pool_t *p, const sl_server_conf_t *sc,
                                const char *source, const char *value,
                                const char *address, const char **err);
 
+/* Whether the query's source ("ip", "user", "header:NAME", ..., "none")
+ * names an identity of dc's requests: one of its sources, ip where a
+ * request without a user or form value is keyed by its address, none
+ * (the shared bucket) elsewhere. */
+int sl_key_takes(const sl_dir_conf_t *dc, const char *source);
+
+/* key=SOURCE (sl_key_line.c): the budgets of the limits (sl_limit_t *)
+ * with a key= of their own made for the identity that source gives the
+ * request r, by sl_key_identity under dc with that one source; the others
+ * keep the section's, which budgets already hold. */
+void sl_key_lines(request_rec *r, const sl_dir_conf_t *dc,
+                  const apr_array_header_t *limits, sl_budget_t *budgets,
+                  int before_auth);
+
+/* The section dc as limit l keys it: dc itself, or in *one dc with l's
+ * key= as its only source. */
+const sl_dir_conf_t *sl_key_line_conf(const sl_dir_conf_t *dc,
+                                      const sl_limit_t *l, sl_dir_conf_t *one);
+
+/* key=: whether the configuration's stores can decide lines of several
+ * identities in one call (not a Redis Cluster); logs why not. */
+int sl_key_lines_check(apr_pool_t *pconf, server_rec *s);
+
+/* The query's source reaches limit l of dc (sl_key_takes under the line's
+ * own key=, where ip, always a request's, has no shared bucket). */
+int sl_key_line_takes(const sl_dir_conf_t *dc, const sl_limit_t *l,
+                      const char *source);
+
 #endif

@@ -268,6 +268,11 @@ static const char *sl_limit_id(apr_pool_t *p, const sl_limit_t *l,
     if (l->distinct && !l->named) {
         basis = apr_pstrcat(p, basis, "\nd\n", l->distinct, NULL);
     }
+    /* Two lines of one section alike but for key= are two limits; a line
+     * without it keeps the id it always had. */
+    if (l->key && !l->named) {
+        basis = apr_pstrcat(p, basis, "\nk\n", l->key, NULL);
+    }
     return sl_hash(p, basis, strlen(basis), SL_POLICY_ID_BYTES);
 }
 
@@ -324,6 +329,22 @@ static const char *sl_opt_distinct(apr_pool_t *p, const char *arg,
     }
     l->distinct = val;
     l->algorithm = SL_ALG_DISTINCT;
+    return NULL;
+}
+
+/* key=SOURCE: any source SlidingLimitKey takes, or none (the shared
+ * bucket), parsed by sl_config_limit.c (expressions need httpd); here only
+ * its text. */
+static const char *sl_opt_key(apr_pool_t *p, const char *arg, const char *val,
+                              sl_limit_t *l)
+{
+    if (!*val) {
+        return apr_psprintf(p, "'%s': needs a key source", arg);
+    }
+    if (l->key) {
+        return apr_psprintf(p, "'%s': key= is given twice", arg);
+    }
+    l->key = val;
     return NULL;
 }
 

@@ -55,7 +55,8 @@ typedef enum sl_alg {
     X(delay, "delay", "DURATION")                                              \
     X(count, "count", "STATUS,...")                                            \
     X(quota_default, "quota-default", "N")                                     \
-    X(distinct, "distinct", "SOURCE")
+    X(distinct, "distinct", "SOURCE")                                          \
+    X(key, "key", "SOURCE|none")
 #define SL_LIMIT_OPTION_HELP(id, name, value) " [" name "=" value "]"
 #define SL_LIMIT_HELP                                                          \
     "REQUESTS|expr:STRING WINDOW" SL_LIMIT_OPTIONS(                            \
@@ -152,6 +153,12 @@ typedef struct sl_limit {
      * sl_config_limit.c: the core has no httpd.h). */
     const char *distinct;
     const void *distinct_keys;
+    /* key=SOURCE: whose budget this line counts, instead of the section's
+     * SlidingLimitKey: the source's text as written (NULL: the section's)
+     * and its parsed form (an apr_array_header_t * of sl_key_source_t, none
+     * for "none", the shared bucket; made by sl_config_limit.c). */
+    const char *key;
+    const void *key_keys;
 } sl_limit_t;
 
 /* One limit as it is sent to a store. */

@@ -493,11 +493,14 @@ apr_status_t sl_shm_create(apr_pool_t *pconf, server_rec *s, apr_size_t size,
     const unsigned char *state = NULL;
     apr_size_t stripe;
 
+    void *one = NULL;
+
     shm->n = (int) (size / SL_SHM_MIN_STRIPE);
     if (shm->n > SL_SHM_STRIPES) {
         shm->n = SL_SHM_STRIPES;
     }
-    if (shm->n < 1) {
+    apr_pool_userdata_get(&one, SL_SHM_ONE_STRIPE, pconf);
+    if (shm->n < 1 || one) {
         shm->n = 1;
     }
     stripe = size / (apr_size_t) shm->n;

@@ -21,6 +21,12 @@ apr_status_t sl_shm_pre_config(apr_pool_t *pconf);
 
 /* post_config: creates (or, across graceful restarts, keeps) the segment of
  * size bytes. */
+/* The pconf note (apr_pool_userdata) a configuration with key= lines
+ * sets: one request's budgets then carry several identities, so several
+ * hash tags, and the store is one stripe of the whole size (one lock)
+ * that a decision stays one atomic step in. */
+#define SL_SHM_ONE_STRIPE "slidinglimit-shm-one-stripe"
+
 apr_status_t sl_shm_create(apr_pool_t *pconf, server_rec *s, apr_size_t size,
                            sl_shm_t **out);
 

@@ -7,6 +7,8 @@
 #  - WordPress (a program answering as wp-login.php does): wrong passwords
 #    for one account from six addresses: 200 five times, then 429; the
 #    right password is a 302 and given back; the form's GET never counts;
+#    one address trying six account names: the sixth refused (its key=ip
+#    lines), and a POST without the field counts by its address;
 #  - Basic: wrong passwords for alice from six addresses: 401 five times,
 #    then 429; another account is untouched.
 # Runs under each MPM
@@ -20,7 +22,7 @@ use SL::Test;
 use SL::Httpd;
 use SL::Keys qw(basic tag top_dir slurp);
 
-plan tests => 12;
+plan tests => 15;
 
 my $readme = slurp(top_dir() . '/README.md');
 sub recipe {
@@ -30,7 +32,7 @@ sub recipe {
 }
 my $wp    = recipe('wordpress');
 my $basic = recipe('basic');
-like($wp, qr{SlidingLimitKey form:log}, 'the WordPress recipe is in the README') or diag($wp);
+like($wp, qr{key=form:log}, 'the WordPress recipe is in the README') or diag($wp);
 like($basic, qr{AuthUserFile /etc/apache2/private.htpasswd}, 'the Basic recipe is in the README') or diag($basic);
 
 my $t = SL::Httpd::_tdir();
@@ -46,9 +48,9 @@ EOT
 
 my $ua = HTTP::Tiny->new(timeout => 10, max_redirect => 0);
 sub login {
-    my ($account, $pwd) = @_;
+    my ($account, $pwd, $ip) = @_;
     return $ua->request('POST', $h->url . '/wordpress/wp-login.php',
-        {   headers => { 'X-Forwarded-For' => fresh_ip(),
+        {   headers => { 'X-Forwarded-For' => $ip // fresh_ip(),
                 'Content-Type' => 'application/x-www-form-urlencoded' },
             content => "log=$account&pwd=$pwd&wp-submit=Log+In&redirect_to=%2Fwp-admin%2F&testcookie=1"
         });
@@ -67,6 +69,20 @@ sub login {
     my @get = map { $ua->request('GET', $h->url . '/wordpress/wp-login.php',
         { headers => { 'X-Forwarded-For' => fresh_ip() } })->{status} } 1 .. 6;
     is("@get", '200 200 200 200 200 200', '... the form\'s GET never counts');
+}
+
+{
+    my $ip = fresh_ip();
+    my @st = map { login("name$_-" . tag(), 'wrong', $ip)->{status} } 1 .. 6;
+    is("@st", '200 200 200 200 200 429', 'WordPress: one address, six account names: the 6th refused');
+    is(login('other-' . tag(), 'wrong')->{status}, 200, '... another address is not');
+    my $bare = fresh_ip();
+    @st = map {
+        $ua->request('POST', $h->url . '/wordpress/wp-login.php',
+            {   headers => { 'X-Forwarded-For' => $bare, 'Content-Type' => 'application/x-www-form-urlencoded' },
+                content => "pwd=wrong$_" })->{status}
+    } 1 .. 6;
+    is("@st", '200 200 200 200 200 429', 'WordPress: POSTs without log count by their address: the 6th refused');
 }
 
 sub private {

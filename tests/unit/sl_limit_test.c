@@ -502,6 +502,52 @@ static void test_distinct(apr_pool_t *p)
     }
 }
 
+/* key=: the source's text kept for the configuration to parse, once per
+ * line; a line alike but for key= is a limit of its own, a line without it
+ * keeps the id it had. */
+static void test_key(apr_pool_t *p)
+{
+    static const char *const bad[] = {
+        "5 10m key=",
+        "5 10m key=ip key=user",
+        "5 10m key=ip KEY=form:log",
+        "5 10m kee=ip",
+    };
+    const char *err;
+    sl_limit_t *a, *b, *c, *d, *e;
+    size_t i;
+
+    a = limit(p, "5 15m count=200 key=form:log", "<Location /x>\n", &err);
+    EXPECT(!err && a && !strcmp(a->key, "form:log") && a->count &&
+               a->algorithm == SL_ALG_UNSET,
+           "key=form:log: %s", err ? err : "parsed");
+    b = limit(p, "5 15m count=200 key=ip", "<Location /x>\n", &err);
+    c = limit(p, "5 15m count=200", "<Location /x>\n", &err);
+    d = limit(p, "5 15m count=200 key=none", "<Location /x>\n", &err);
+    EXPECT(a && b && c && d && strcmp(a->id, b->id) && strcmp(a->id, c->id) &&
+               strcmp(b->id, c->id) && strcmp(d->id, c->id) &&
+               strcmp(d->id, a->id) && !c->key,
+           "four keys of one line in one section are four limits");
+    e = limit(p, "5 15m name=login key=form:log", "<Location /x>\n", &err);
+    c = limit(p, "5 15m name=login", "<Location /y>\n", &err);
+    EXPECT(e && c && !strcmp(e->id, c->id),
+           "a name is one id whatever the key (the configuration checks "
+           "that its uses agree)");
+    e = limit(p, "5 10m distinct=form:log key=ip block=1h", "", &err);
+    EXPECT(!err && e && e->algorithm == SL_ALG_DISTINCT &&
+               !strcmp(e->key, "ip") && !strcmp(e->distinct, "form:log"),
+           "key= with distinct=: %s", err ? err : "parsed");
+    e = limit(p, "5 10m key=user:nocase,any-address algorithm=gcra burst=2", "",
+              &err);
+    EXPECT(!err && e && !strcmp(e->key, "user:nocase,any-address"),
+           "key= keeps the source as written: %s", err ? err : "parsed");
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        a = limit(p, bad[i], "", &err);
+        EXPECT(err != NULL && (i == 3 || strstr(err, "key")),
+               "'%s' is refused: %s", bad[i], err ? err : "accepted");
+    }
+}
+
 int main(void)
 {
     apr_pool_t *p;
@@ -517,6 +563,7 @@ int main(void)
     test_quota_expr(p);
     test_cost_after(p);
     test_distinct(p);
+    test_key(p);
     printf("sl_limit: %d passed, %d failed\n", passed, failed);
     apr_terminate();
     return failed ? 1 : 0;
