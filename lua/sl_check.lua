@@ -74,6 +74,9 @@ local MAX_WINDOW = 366 * 86400 * 1000000
 -- The longest wait a concurrency limit announces (src/sl_limit.h
 -- SL_LEASE_WAIT).
 local LEASE_WAIT = 1000000
+-- A log's TTL runs this many ms past its window: an allotment's entry
+-- (lua/sl_allot.lua) is scored up to 1 s ahead and must outlive it.
+local ALLOT_TTL = 1000
 
 -- Writes after TIME: Redis replicates such a script by its effects (the
 -- commands it ran) only. 7.0 always does; 5.0 and 6.x unless
@@ -196,7 +199,8 @@ if solo and (alg1 == 'c' or alg1 == 'l') and ARGV[6] == '1'
                 k = k + 1
                 m = base .. ':' .. k
             end
-            redis.call('PEXPIRE', key, format('%d', ceil(win / 1000) + 1))
+            redis.call('PEXPIRE', key,
+                format('%d', ceil(win / 1000) + 1 + ALLOT_TTL))
             return { sec, usec, 1, 1, limit - units - 1, rs }
         end
     end
@@ -483,7 +487,7 @@ for i = 1, n do
             rs = at and ceil(at + win - now) or win
             rs0 = rs
         end
-        value, ttl = false, ceil(win / 1000) + 1
+        value, ttl = false, ceil(win / 1000) + 1 + ALLOT_TTL
 
     elseif alg == 'c' then
         -- Approximated sliding window: current fixed window plus the

@@ -106,6 +106,7 @@ typedef struct sl_dir_conf {
     int fail_status;
     int dry_run;
     int delay_max;       /* SlidingLimitDelayMax; -1: unset (sl_delay.h) */
+    int allotment;       /* SlidingLimitAllotment auto; -1: unset (off) */
     const char *section; /* identifies unnamed limits */
     /* Read from .htaccess under SlidingLimitOverride add: its limits are
      * added to the ones it inherits instead of replacing them. */

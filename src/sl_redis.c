@@ -104,6 +104,7 @@ apr_status_t sl_redis_create(apr_pool_t *p, const sl_store_url_t *url,
     sl_script_init(p, &rs->give_back, sl_script_give_back);
     sl_script_init(p, &rs->renew, sl_script_renew);
     sl_script_init(p, &rs->charge, sl_script_charge);
+    sl_script_init(p, &rs->allot, sl_script_allot);
     rv = apr_thread_mutex_create(&rs->mutex, APR_THREAD_MUTEX_DEFAULT, p);
     if (rv == APR_SUCCESS && url->kind == SL_URL_SENTINEL) {
         rs->master.sentinel.url = url;
@@ -569,6 +570,42 @@ apr_status_t sl_redis_reset(sl_redis_t *rs, apr_pool_t *p,
             rv = APR_EGENERAL;
         }
         freeReplyObject(reply);
+    }
+    return rv;
+}
+
+/* lua/sl_allot.lua (sl_redis.h). */
+apr_status_t sl_redis_allot(sl_redis_t *rs, apr_pool_t *p,
+                            const sl_budget_t *budgets, int n,
+                            const char *member, apr_size_t member_len,
+                            const sl_allot_arg_t *args, int nargs,
+                            const long long **v, apr_size_t *nv,
+                            const char **err)
+{
+    redisReply *reply = NULL;
+    apr_size_t size = sl_script_size(budgets, n, member_len, nargs);
+    char *buf, *o;
+    sl_ints_t ints = {.cap = 3 + 3 * (apr_size_t) n};
+    int i, trips = 0;
+    apr_status_t rv;
+
+    for (i = 0; i < nargs; i++) {
+        size += args[i].word ? SL_RESP_ARG_MAX(args[i].len) : 0;
+    }
+    buf = apr_palloc(p, size);
+    o = sl_script_head(buf, 4 + n + nargs, &rs->allot, budgets, n, member,
+                       member_len);
+    for (i = 0; i < nargs; i++) {
+        o = args[i].word ? sl_resp_arg(o, args[i].word, args[i].len)
+                         : sl_resp_int(o, args[i].v);
+    }
+    ints.v = apr_palloc(p, sizeof(*ints.v) * ints.cap);
+    rv = sl_redis_call(rs, p, budgets, &rs->allot, buf,
+                       (apr_size_t) (o - buf), &ints, &reply, err, &trips);
+    if (rv == APR_SUCCESS) {
+        *err = sl_reply_values(p, reply, &ints, v, nv);
+        rv = *err ? APR_EGENERAL : APR_SUCCESS;
+        sl_reply_free(reply);
     }
     return rv;
 }
