@@ -8,7 +8,7 @@
 -- KEYS[i]   store key of limit i (one hash tag per call, as the check's)
 -- ARGV[1]   the grant's id: unique per call (the decision's member)
 -- ARGV[2]   D, microseconds (1000 .. 1000000)
--- ARGV[2+9(i-1)+1 .. +9]  algorithm ("l" or "g"), requests, window,
+-- ARGV[2+10(i-1)+1 .. +10]  algorithm ("l" or "g"), requests, window,
 --           burst, cost (units the asking request takes), want (units
 --           asked for, at least cost), then the give-back: the previous
 --           grant's id ("-": none), its units, its log score, and the
@@ -53,7 +53,7 @@ local id, s_d = ARGV[1], ARGV[2]
 local n = #KEYS
 local find, match, format, floor, ceil, sub = string.find, string.match,
     string.format, math.floor, math.ceil, string.sub
-if n == 0 or #ARGV ~= 2 + 9 * n or #id == 0 or not find(s_d, '^%d+$') then
+if n == 0 or #ARGV ~= 2 + 10 * n or #id == 0 or not find(s_d, '^%d+$') then
     return redis.error_reply('ERR slidinglimit: bad arguments')
 end
 local D = s_d + 0
@@ -170,7 +170,7 @@ end
 -- Read and check every limit; give back first.
 local lim = {}
 for i = 1, n do
-    local b = 2 + 9 * (i - 1)
+    local b = 2 + 10 * (i - 1)
     local alg = ARGV[b + 1]
     local limit, win, burst = num(ARGV[b + 2]), num(ARGV[b + 3]),
         num(ARGV[b + 4])

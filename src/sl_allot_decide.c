@@ -23,7 +23,7 @@ static int sl_allot_limit_fits(const sl_limit_t *l, const sl_budget_t *b)
 }
 
 #define SL_ALLOT_MAX_BUDGETS 8
-#define SL_ALLOT_ARGS        9
+#define SL_ALLOT_ARGS        10
 
 /* What a request admitted from allotments is told: remaining is what is
  * left of this child's grant (the store's own remaining is at least that,
