@@ -50,9 +50,8 @@ sl_allot_t *sl_allot_create(apr_pool_t *p, int threaded)
     if (apr_pool_create(&a->pool, p) != APR_SUCCESS) {
         return NULL;
     }
-    if (threaded &&
-        apr_thread_mutex_create(&a->mutex, APR_THREAD_MUTEX_DEFAULT, p) !=
-            APR_SUCCESS) {
+    if (threaded && apr_thread_mutex_create(&a->mutex, APR_THREAD_MUTEX_DEFAULT,
+                                            p) != APR_SUCCESS) {
         /* No lock, no sharing: every request decides at the store. */
         return NULL;
     }
@@ -199,8 +198,7 @@ static void sl_allot_seen(sl_allot_cell_t *c, apr_time_t now)
 
 /* The units to ask for: what this child saw of the key in a period of D,
  * within a grant's cap; 0 when that is less than two requests' worth. */
-static apr_int64_t sl_allot_want(const sl_allot_cell_t *c,
-                                 const sl_budget_t *b)
+static apr_int64_t sl_allot_want(const sl_allot_cell_t *c, const sl_budget_t *b)
 {
     apr_int64_t cost = sl_allot_cost(b);
     apr_int64_t rate = c->seen > c->seen_prev ? c->seen : c->seen_prev;

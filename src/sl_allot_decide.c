@@ -86,8 +86,7 @@ static int sl_allot_args(const sl_case_t *c, const sl_allot_slot_t *slots,
 
 /* The store's grant for an ASK: admitted from it, or not decided here
  * (no room for the request: the check refuses it with the truth). */
-static int sl_allot_ask(sl_case_t *c, sl_allot_slot_t *slots,
-                        sl_decision_t *d)
+static int sl_allot_ask(sl_case_t *c, sl_allot_slot_t *slots, sl_decision_t *d)
 {
     apr_pool_t *p = c->r->pool;
     sl_allot_arg_t *args =
@@ -122,8 +121,8 @@ static int sl_allot_ask(sl_case_t *c, sl_allot_slot_t *slots,
     if (!granted) {
         return -1;
     }
-    sl_allot_answer(c, slots, left,
-                    (apr_time_t) v[0] * APR_USEC_PER_SEC + v[1], d);
+    sl_allot_answer(c, slots, left, (apr_time_t) v[0] * APR_USEC_PER_SEC + v[1],
+                    d);
     return SL_STEP_ADMITTED;
 }
 

@@ -600,8 +600,8 @@ apr_status_t sl_redis_allot(sl_redis_t *rs, apr_pool_t *p,
                          : sl_resp_int(o, args[i].v);
     }
     ints.v = apr_palloc(p, sizeof(*ints.v) * ints.cap);
-    rv = sl_redis_call(rs, p, budgets, &rs->allot, buf,
-                       (apr_size_t) (o - buf), &ints, &reply, err, &trips);
+    rv = sl_redis_call(rs, p, budgets, &rs->allot, buf, (apr_size_t) (o - buf),
+                       &ints, &reply, err, &trips);
     if (rv == APR_SUCCESS) {
         *err = sl_reply_values(p, reply, &ints, v, nv);
         rv = *err ? APR_EGENERAL : APR_SUCCESS;

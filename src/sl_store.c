@@ -292,10 +292,10 @@ apr_status_t sl_store_decide(sl_store_t *st, request_rec *r,
 }
 
 apr_status_t sl_store_allot(sl_store_t *st, request_rec *r,
-                           const sl_budget_t *budgets, int n,
-                           const sl_allot_arg_t *args, int nargs,
-                           const char **id, const long long **v,
-                           apr_size_t *nv)
+                            const sl_budget_t *budgets, int n,
+                            const sl_allot_arg_t *args, int nargs,
+                            const char **id, const long long **v,
+                            apr_size_t *nv)
 {
     sl_call_t c;
     unsigned char member[SL_MEMBER_LEN];
@@ -313,8 +313,8 @@ apr_status_t sl_store_allot(sl_store_t *st, request_rec *r,
     memcpy(member, st->proc->seed, 8);
     memcpy(member + 8, &k, 4);
     *id = apr_pmemdup(r->pool, member, sizeof(member));
-    rv = sl_redis_allot(st->ctx, r->pool, budgets, n, *id, sizeof(member),
-                        args, nargs, v, nv, &c.err);
+    rv = sl_redis_allot(st->ctx, r->pool, budgets, n, *id, sizeof(member), args,
+                        nargs, v, nv, &c.err);
     return sl_call_end(&c, rv);
 }
 
