@@ -10,7 +10,9 @@
 -- ARGV[2]   D, microseconds (1000 .. 1000000)
 -- ARGV[2+10(i-1)+1 .. +10]  algorithm ("l" or "g"), requests, window,
 --           burst, cost (units the asking request takes), want (units
---           asked for, at least cost), then the give-back: the previous
+--           asked for, at least cost; 0 in every limit: a give-back
+--           alone, of a grant its child no longer uses), then the
+--           give-back: the previous
 --           grant's id ("-": none), its units, its log score, and the
 --           units of it never used
 --
@@ -180,7 +182,7 @@ for i = 1, n do
     if (alg ~= 'l' and alg ~= 'g') or not limit or limit < 1
         or limit > MAX_REQUESTS or not win or win < 1000 or win > MAX_WINDOW
         or not burst or burst < 1 or burst > MAX_REQUESTS or not cost
-        or cost < 1 or not want or want < cost
+        or cost < 1 or not want or want < cost and want ~= 0
         or want > (alg == 'g' and burst or limit) or not gk or not gscore
         or not unused then
         return redis.error_reply('ERR slidinglimit: bad limit ' .. i)
@@ -195,36 +197,45 @@ for i = 1, n do
             gcra_give_back(key, gid, T, tau, unused)
         end
     end
-    local room
-    local L = { key = key, alg = alg, limit = limit, win = win, T = T,
-        tau = tau, cost = cost, want = want }
-    if alg == 'l' then
-        local ok, units, nreq, tname = pcall(log_units, key, win)
-        if not ok then
-            -- A key of another type: the check replaces it; no allotment.
+    -- A give-back alone: nothing to read or grant.
+    if want > 0 then
+        local room
+        local L = { key = key, alg = alg, limit = limit, win = win, T = T,
+            tau = tau, cost = cost, want = want }
+        if alg == 'l' then
+            local ok, units, nreq, tname = pcall(log_units, key, win)
+            if not ok then
+                -- A key of another type: the check replaces it; no allotment.
+                return { sec, usec, 0 }
+            end
+            L.units, L.nreq, L.tname = units, nreq, tname
+            room = limit - units
+        else
+            L.tat = gcra_tat(key, T, tau)
+            room = floor((tau - (L.tat - now)) / T + 0.5 / T)
+        end
+        if room < cost then
             return { sec, usec, 0 }
         end
-        L.units, L.nreq, L.tname = units, nreq, tname
-        room = limit - units
-    else
-        L.tat = gcra_tat(key, T, tau)
-        room = floor((tau - (L.tat - now)) / T + 0.5 / T)
+        -- Half of what is left at most: the servers that ask next find room.
+        local k = floor(room / 2)
+        if k > want then
+            k = want
+        end
+        if k < cost then
+            k = cost
+        end
+        L.k = k
+        lim[i] = L
     end
-    if room < cost then
-        return { sec, usec, 0 }
-    end
-    -- Half of what is left at most: the servers that ask next find room.
-    local k = floor(room / 2)
-    if k > want then
-        k = want
-    end
-    if k < cost then
-        k = cost
-    end
-    L.k = k
-    lim[i] = L
 end
 
+-- A give-back alone (or a limit that asked for nothing) grants nothing.
+for i = 1, n do
+    if not lim[i] then
+        return { sec, usec, 0 }
+    end
+end
 local out = { sec, usec, 1 }
 for i = 1, n do
     local L = lim[i]

@@ -41,6 +41,7 @@ struct sl_allot {
     sl_allot_cell_t *cells;
     sl_allot_cell_t *buckets[SL_ALLOT_BUCKETS];
     int nused;
+    int sweep; /* the next cell sl_allot_stale looks at */
 };
 
 sl_allot_t *sl_allot_create(apr_pool_t *p, int threaded)
@@ -315,6 +316,61 @@ void sl_allot_settle(sl_allot_t *a, const sl_budget_t *b, int n,
         }
         slots[i].left = c->left;
     }
+    if (locked) {
+        apr_thread_mutex_unlock(a->mutex);
+    }
+}
+
+/* Cells sl_allot_stale looks at per call: a bounded cost on the request
+ * that pays for it. */
+#define SL_ALLOT_SWEEP 8
+
+int sl_allot_stale(sl_allot_t *a, apr_time_t now, sl_budget_t *b,
+                   sl_allot_slot_t *slot)
+{
+    int i, found = 0;
+
+    if (a->mutex && apr_thread_mutex_lock(a->mutex) != APR_SUCCESS) {
+        return 0;
+    }
+    for (i = 0; i < SL_ALLOT_SWEEP && a->nused > 0 && !found; i++) {
+        sl_allot_cell_t *c = &a->cells[a->sweep++ % a->nused];
+        if (!c->used || c->pending || c->k <= 0 || c->left <= 0 ||
+            now < c->deadline + SL_ALLOT_DEADLINE) {
+            continue;
+        }
+        memset(slot, 0, sizeof(*slot));
+        memset(b, 0, sizeof(*b));
+        slot->cell = c;
+        slot->give = 1;
+        memcpy(slot->give_id, c->id, SL_ALLOT_ID_LEN);
+        slot->give_k = c->k;
+        slot->give_score = c->score;
+        slot->give_unused = c->left;
+        b->key = c->key;
+        b->key_len = c->key_len;
+        b->store_tag = c->tag;
+        b->algorithm = c->algorithm;
+        b->requests = c->requests;
+        b->window = c->window;
+        b->burst = c->burst;
+        b->cost = 1;
+        c->k = c->left = 0;
+        c->pending = 1;
+        found = 1;
+    }
+    a->sweep %= a->nused > 0 ? a->nused : 1;
+    if (a->mutex) {
+        apr_thread_mutex_unlock(a->mutex);
+    }
+    return found;
+}
+
+void sl_allot_release(sl_allot_t *a, sl_allot_slot_t *slot)
+{
+    int locked = a->mutex && apr_thread_mutex_lock(a->mutex) == APR_SUCCESS;
+
+    slot->cell->pending = 0;
     if (locked) {
         apr_thread_mutex_unlock(a->mutex);
     }

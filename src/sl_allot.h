@@ -78,4 +78,13 @@ void sl_allot_settle(sl_allot_t *a, const sl_budget_t *b, int n,
                      sl_allot_slot_t *slots, const char *id, apr_time_t asked,
                      const apr_int64_t *k, const apr_int64_t *score);
 
+/* A grant this child no longer uses: its deadline a D past, units left
+ * (its key went idle here). Found among the next few cells, marked
+ * pending, its give-back in *slot and its key in *b (pointing into the
+ * cell, which stays while pending): 1; 0 when none. The caller gives it
+ * back (lua/sl_allot.lua asking for nothing), then sl_allot_release. */
+int sl_allot_stale(sl_allot_t *a, apr_time_t now, sl_budget_t *b,
+                   sl_allot_slot_t *slot);
+void sl_allot_release(sl_allot_t *a, sl_allot_slot_t *slot);
+
 #endif

@@ -10,6 +10,8 @@
 #include "sl_allot.h"
 #include "sl_redis.h"
 
+#include <string.h>
+
 APLOG_USE_MODULE(slidinglimit);
 
 /* Limits decided at the store only: a count= reservation, a cost=after:
@@ -84,6 +86,33 @@ static int sl_allot_args(const sl_case_t *c, const sl_allot_slot_t *slots,
     return k;
 }
 
+/* One grant of this child that its key no longer uses goes back, by a
+ * request that made a store call anyway: idle keys' units return to the
+ * other servers instead of aging out a window later. */
+static void sl_allot_sweep(sl_case_t *c)
+{
+    sl_allot_slot_t slot;
+    sl_budget_t b;
+    sl_allot_arg_t args[1 + SL_ALLOT_ARGS];
+    sl_case_t one = *c;
+    const long long *v;
+    const char *id;
+    apr_size_t nv;
+
+    if (!sl_allot_stale(c->proc->allot, sl_allot_clock(), &b, &slot)) {
+        return;
+    }
+    memset(args, 0, sizeof(args));
+    one.budgets = &b;
+    one.n = 1;
+    slot.want = 0;
+    sl_allot_args(&one, &slot, args);
+    /* A store that does not answer: the units age out, counted. */
+    sl_store_allot(c->store, c->r, &b, 1, args, 1 + SL_ALLOT_ARGS, &id, &v,
+                   &nv);
+    sl_allot_release(c->proc->allot, &slot);
+}
+
 /* The store's grant for an ASK: admitted from it, or not decided here
  * (no room for the request: the check refuses it with the truth). */
 static int sl_allot_ask(sl_case_t *c, sl_allot_slot_t *slots, sl_decision_t *d)
@@ -118,6 +147,9 @@ static int sl_allot_ask(sl_case_t *c, sl_allot_slot_t *slots, sl_decision_t *d)
     }
     sl_allot_settle(c->proc->allot, c->budgets, c->n, slots, id, asked,
                     granted ? k : NULL, granted ? score : NULL);
+    if (rv == APR_SUCCESS) {
+        sl_allot_sweep(c);
+    }
     if (!granted) {
         return -1;
     }

@@ -101,6 +101,13 @@ static void test_flow(apr_pool_t *p)
                !memcmp(s.give_id, "BBBBBBBBBBBB", SL_ALLOT_ID_LEN),
            "the rest goes back, named by its grant (%d %d)", (int) s.give,
            (int) s.give_unused);
+    /* Idle since: not stale before its deadline is a D past. */
+    {
+        sl_budget_t sb;
+        sl_allot_slot_t ss;
+        EXPECT(!sl_allot_stale(a, t + 100 + SL_ALLOT_DEADLINE, &sb, &ss),
+               "pending: not stale");
+    }
     /* No room: nothing held, and no asking for D. */
     sl_allot_settle(a, &b, 1, &s, "CCCCCCCCCCCC", t + 100 + SL_ALLOT_DEADLINE,
                     NULL, NULL);
@@ -113,6 +120,29 @@ static void test_flow(apr_pool_t *p)
                !s.give,
            "given back once only");
     sl_allot_settle(a, &b, 1, &s, "DDDDDDDDDDDD", t, NULL, NULL);
+    /* A grant whose key goes idle goes back once, a D after its
+     * deadline. */
+    t += 10 * SL_ALLOT_DEADLINE;
+    EXPECT(sl_allot_take(a, &b, 1, t, &s) == SL_ALLOT_NONE, "new period");
+    EXPECT(sl_allot_take(a, &b, 1, t + 1, &s) == SL_ALLOT_ASK, "asks");
+    EXPECT(grant(a, &b, t, 2, "GGGGGGGGGGGG", &s) == 1, "1 left");
+    {
+        sl_budget_t sb;
+        sl_allot_slot_t ss;
+        EXPECT(!sl_allot_stale(a, t + SL_ALLOT_DEADLINE, &sb, &ss),
+               "not stale at its deadline");
+        EXPECT(sl_allot_stale(a, t + 2 * SL_ALLOT_DEADLINE, &sb, &ss) &&
+                   ss.give && ss.give_unused == 1 && ss.give_k == 2 &&
+                   !memcmp(ss.give_id, "GGGGGGGGGGGG", SL_ALLOT_ID_LEN) &&
+                   sb.key_len == 3 && !memcmp(sb.key, "key", 3),
+               "stale a D past its deadline: its give-back");
+        EXPECT(sl_allot_take(a, &b, 1, t + 2 * SL_ALLOT_DEADLINE, &s) ==
+                   SL_ALLOT_NONE,
+               "while it goes back: none");
+        sl_allot_release(a, &ss);
+        EXPECT(!sl_allot_stale(a, t + 3 * SL_ALLOT_DEADLINE, &sb, &ss),
+               "given back once");
+    }
 }
 
 static void test_caps(apr_pool_t *p)
