@@ -205,6 +205,7 @@ const char *sl_cmd_allotment(cmd_parms *cmd, void *dconf, const char *arg)
     }
     else if (!strcasecmp(arg, "auto")) {
         dc->allotment = 1;
+        sl_allot_note(cmd);
     }
     else {
         return sl_err(cmd, apr_pstrcat(cmd->pool, "needs off or auto, not '",

@@ -17,7 +17,7 @@ use Time::HiRes qw(time sleep);
 use SL::Test;
 use SL::Httpd;
 
-plan tests => 2 * 5 + 2 + 2 * 3 + 3;
+plan tests => 2 * 6 + 2 + 2 * 3 + 3;
 
 my $second = SL::Httpd->start(conf => ['allot.conf'], name => 'allot');
 my @servers = (server_url(), $second->url);
@@ -50,6 +50,13 @@ for my $alg (qw(log gcra)) {
     ok($used > 0 && $used <= 0.5 * $ok,
         sprintf("$alg: %d store calls for %d admissions (%.3f per admission)",
             $used, $ok, $ok ? $used / $ok : 0));
+    # Whoever answers (from its grant or from the store), the remaining it
+    # announces is never more than what is left of the limit.
+    my $res = HTTP::Tiny->new->get("$servers[1]/allot/big-$alg/",
+        { headers => { 'X-Forwarded-For' => $ip } });
+    my ($r) = ($res->{headers}{ratelimit} // '') =~ /;r=(\d+)/;
+    ok(defined $r && $r <= 5000 - 1201,
+        "$alg: remaining announced " . ($r // 'none') . ", at most " . (5000 - 1201));
     if ($alg eq 'log') {
         my $members = redis('ZRANGE', $key, 0, -1);
         ok(scalar(grep {/^\d+\*[ar]/} @$members) > 0, 'log: the window holds allotments');
