@@ -30,11 +30,17 @@
 -- lua/sl_check.lua keeps its TTL at least D_MAX past a window, so a later
 -- admission does not shorten it.
 --
--- GCRA: the TAT moves by k intervals at the grant (the k units stand in
--- the queue like k requests). A give-back moves it back by the part of the
--- unused units' intervals still ahead of now, at most u intervals: what
--- has decayed since was free anyway, and later admissions stacked after
--- the grant stay charged.
+-- GCRA: the k units may be used at any time from g to g + D. They must
+-- fit the tolerance as if all arrived at g, and every later decision must
+-- see them as if they arrived at g + D: the TAT becomes max(TAT, g + D) +
+-- k intervals, at most g + tolerance (the check reads a TAT further ahead
+-- as a clock that stepped back). Charging them at g alone would let a
+-- burst of the units used late meet a TAT already decayed by then (up to
+-- D / T units over the burst). A limit whose tolerance is under D gets no
+-- grant. A give-back moves the TAT back by the part of the unused units'
+-- intervals still ahead of now, at most u intervals: what has decayed
+-- since was free anyway, and later admissions stacked after the grant stay
+-- charged.
 --
 -- Ownership: a give-back names the grant. Log: the entry's exact name
 -- (its units, id and score): ZREM answers 1 once, so a repeated or late
@@ -212,7 +218,11 @@ for i = 1, n do
             room = limit - units
         else
             L.tat = gcra_tat(key, T, tau)
-            room = floor((tau - (L.tat - now)) / T + 0.5 / T)
+            -- The k units arrive at any time up to now + D: they are
+            -- checked as arriving now (the tolerance) and charged as
+            -- arriving at now + D (later requests wait for that).
+            L.base = L.tat > now + D and L.tat or now + D
+            room = floor((tau + 0.5 - (L.base - now)) / T)
         end
         if room < cost then
             return { sec, usec, 0 }
@@ -258,10 +268,10 @@ for i = 1, n do
             L.limit - L.units, score
     else
         -- Never past the tolerance (the check's own test).
-        while k > L.cost and L.tat + k * L.T - now > L.tau + 0.5 do
+        while k > L.cost and L.base + k * L.T - now > L.tau + 0.5 do
             k = k - 1
         end
-        local new_tat = L.tat + k * L.T
+        local new_tat = L.base + k * L.T
         local ttl = ceil((new_tat - now) / 1000) + 1
         redis.call('SET', key, format('%.17g', new_tat), 'PX',
             format('%d', ttl))

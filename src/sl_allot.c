@@ -80,9 +80,20 @@ static apr_int64_t sl_allot_cost(const sl_budget_t *b)
     return b->cost > 1 ? b->cost : 1;
 }
 
+/* gcra: the tolerance in microseconds, which must hold a grant's D (the
+ * units are charged as arriving D late, lua/sl_allot.lua) with room to
+ * spare. */
+static int sl_allot_gcra_fits(const sl_budget_t *b)
+{
+    apr_int64_t burst = b->burst ? b->burst : b->requests;
+
+    return b->window / b->requests * burst >= 2 * SL_ALLOT_DEADLINE;
+}
+
 int sl_allot_fits(const sl_budget_t *b)
 {
-    return (b->algorithm == SL_ALG_LOG || b->algorithm == SL_ALG_GCRA) &&
+    return (b->algorithm == SL_ALG_LOG ||
+            (b->algorithm == SL_ALG_GCRA && sl_allot_gcra_fits(b))) &&
            b->requests >= SL_ALLOT_MIN_REQUESTS && !b->block &&
            b->key_len <= SL_ALLOT_KEY_MAX &&
            2 * sl_allot_cost(b) <= sl_allot_cap(b);

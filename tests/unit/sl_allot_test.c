@@ -33,6 +33,10 @@ static void test_fits(void)
     EXPECT(sl_allot_fits(&b), "a log of 1000 fits");
     b.algorithm = SL_ALG_GCRA;
     EXPECT(sl_allot_fits(&b), "a gcra of 1000 fits");
+    b.window = APR_USEC_PER_SEC;
+    EXPECT(!sl_allot_fits(&b),
+           "a gcra whose tolerance is under 2 D never fits");
+    b.window = 60 * APR_USEC_PER_SEC;
     b.algorithm = SL_ALG_COUNTER;
     EXPECT(!sl_allot_fits(&b), "a counter never fits");
     b.algorithm = SL_ALG_CONCURRENT;
