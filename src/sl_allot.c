@@ -41,7 +41,8 @@ struct sl_allot {
     sl_allot_cell_t *cells;
     sl_allot_cell_t *buckets[SL_ALLOT_BUCKETS];
     int nused;
-    int sweep; /* the next cell sl_allot_stale looks at */
+    int sweep;      /* the next cell sl_allot_stale looks at */
+    unsigned evict; /* the next cell sl_allot_free_cell looks at */
 };
 
 sl_allot_t *sl_allot_create(apr_pool_t *p, int threaded)
@@ -128,8 +129,13 @@ static void sl_allot_unlink(sl_allot_t *a, sl_allot_cell_t *c, unsigned h)
     }
 }
 
-/* A cell for a new key: a free one, else the one idle longest that holds
- * nothing usable (its unused units, if any, age out in the store). */
+/* Cells a full table looks at for one new key: a bounded cost under the
+ * lock, whatever the number of keys. */
+#define SL_ALLOT_EVICT 32
+
+/* A cell for a new key: a free one, else, among the next few, the one idle
+ * longest that holds nothing usable (its unused units, if any, go back
+ * never: they age out in the store, counted). */
 static sl_allot_cell_t *sl_allot_free_cell(sl_allot_t *a, apr_time_t now)
 {
     sl_allot_cell_t *victim = NULL;
@@ -138,8 +144,8 @@ static sl_allot_cell_t *sl_allot_free_cell(sl_allot_t *a, apr_time_t now)
     if (a->nused < SL_ALLOT_CELLS) {
         return &a->cells[a->nused++];
     }
-    for (i = 0; i < SL_ALLOT_CELLS; i++) {
-        sl_allot_cell_t *c = &a->cells[i];
+    for (i = 0; i < SL_ALLOT_EVICT; i++) {
+        sl_allot_cell_t *c = &a->cells[a->evict++ % SL_ALLOT_CELLS];
         if (c->pending || (c->left > 0 && now < c->deadline)) {
             continue;
         }

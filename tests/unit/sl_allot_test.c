@@ -182,6 +182,36 @@ static void test_caps(apr_pool_t *p)
     }
 }
 
+/* More keys than cells: old idle cells are reused, a key holding a
+ * usable grant is not. */
+static void test_full(apr_pool_t *p)
+{
+    sl_allot_t *a = sl_allot_create(p, 0);
+    sl_budget_t b, held = budget("held", SL_ALG_LOG, 8000);
+    sl_allot_slot_t s;
+    apr_time_t t = 7 * APR_USEC_PER_SEC;
+    char key[32];
+    int i, asked = 0;
+
+    sl_allot_take(a, &held, 1, t, &s);
+    EXPECT(sl_allot_take(a, &held, 1, t, &s) == SL_ALLOT_ASK, "held: asks");
+    EXPECT(grant(a, &held, t, 100, "HHHHHHHHHHHH", &s) == 99, "held: 99");
+    for (i = 0; i < 3 * SL_ALLOT_CELLS; i++) {
+        snprintf(key, sizeof(key), "k%d", i);
+        b = budget(key, SL_ALG_LOG, 8000);
+        sl_allot_take(a, &b, 1, t + 10 + 2 * i, &s);
+        if (sl_allot_take(a, &b, 1, t + 11 + 2 * i, &s) == SL_ALLOT_ASK) {
+            asked++;
+            sl_allot_settle(a, &b, 1, &s, "IIIIIIIIIIII", t, NULL, NULL);
+        }
+    }
+    EXPECT(asked == 3 * SL_ALLOT_CELLS, "every new key found a cell (%d)",
+           asked);
+    EXPECT(sl_allot_take(a, &held, 1, t + 100000, &s) == SL_ALLOT_TAKEN &&
+               s.left == 98,
+           "the key with a usable grant kept its cell");
+}
+
 int main(void)
 {
     apr_pool_t *p;
@@ -191,6 +221,7 @@ int main(void)
     test_fits();
     test_flow(p);
     test_caps(p);
+    test_full(p);
     printf("%d passed, %d failed\n", passed, failed);
     apr_terminate();
     return failed ? 1 : 0;
