@@ -103,11 +103,12 @@ DEPS_BENCH = wrk gnuplot-nox libapache2-mod-evasive libapache2-mod-qos libpcre3 
 all: $(MODULE)
 
 src/sl_scripts.h: lua/sl_prelude.lua lua/sl_check.lua lua/sl_give_back.lua lua/sl_renew.lua lua/sl_charge.lua \
-                  src/sl_script_layout.h tools/embed-lua.sh
+                  lua/sl_allot.lua src/sl_script_layout.h tools/embed-lua.sh
 	{ sh tools/embed-lua.sh lua/sl_check.lua sl_script_check && \
 	  sh tools/embed-lua.sh lua/sl_give_back.lua sl_script_give_back && \
 	  sh tools/embed-lua.sh lua/sl_renew.lua sl_script_renew && \
-	  sh tools/embed-lua.sh lua/sl_charge.lua sl_script_charge; } > $@.tmp && \
+	  sh tools/embed-lua.sh lua/sl_charge.lua sl_script_charge && \
+	  sh tools/embed-lua.sh lua/sl_allot.lua sl_script_allot; } > $@.tmp && \
 	    mv $@.tmp $@
 
 # An object depends on the headers its last compile read (-MMD: the .d

@@ -66,6 +66,7 @@ static int sl_post_config(apr_pool_t *pconf, apr_pool_t *plog,
     }
     sl_quota_check(pconf, ptemp, s);
     sl_delay_check(pconf, ptemp, s);
+    sl_allot_check(pconf, ptemp, s);
     sl_inherit_check(ptemp, s);
     return OK;
 }
@@ -74,6 +75,7 @@ static int sl_post_config(apr_pool_t *pconf, apr_pool_t *plog,
 static void sl_test_config(apr_pool_t *pconf, server_rec *s)
 {
     sl_delay_check(pconf, pconf, s);
+    sl_allot_check(pconf, pconf, s);
     sl_inherit_check(pconf, s);
 }
 

@@ -249,6 +249,12 @@ SlidingLimitKeyPrefix slbench
 CONF
 }
 
+# SlidingLimitAllotment auto on the same limit: admissions from units the
+# store allots each child ahead (src/sl_allot.c).
+allot_conf() { # store algorithm requests window
+    sl_conf "$@" | sed 's|^    SlidingLimit .*|&\n    SlidingLimitAllotment auto|'
+}
+
 # SlidingLimitConcurrent: each request takes a lease at its decision and
 # gives it back at its end, two store calls per request.
 conc_conf() { # store in-flight
@@ -904,6 +910,30 @@ run_case flood-counter-redis-prefork prefork $CONNS flood \
 run_case flood-gcra-redis-prefork prefork $CONNS flood \
     "one address, SlidingLimit $FLOOD 1s algorithm=gcra, Redis" \
     "$(sl_conf "$REDIS" gcra $FLOOD 1s)"
+
+# SlidingLimitAllotment auto: store calls per admitted request (EVALSHA/req:
+# every request is admitted), beside the rows without it above and here;
+# RETURNING client addresses return often enough (a few per second each
+# per child) for a grant to fill, the pool's 4096 seldom do.
+RETURNING=64
+run_case log-redis-allot event $CONNS $POOL \
+    "SlidingLimit $HIGH 1m algorithm=log, Redis, SlidingLimitAllotment auto" \
+    "$(allot_conf "$REDIS" log $HIGH 1m)"
+run_case gcra-redis-allot event $CONNS $POOL \
+    "SlidingLimit $HIGH 1m algorithm=gcra, Redis, SlidingLimitAllotment auto" \
+    "$(allot_conf "$REDIS" gcra $HIGH 1m)"
+run_case log-redis-r$RETURNING event $CONNS $RETURNING \
+    "$RETURNING addresses, SlidingLimit $HIGH 1m algorithm=log, Redis" \
+    "$(sl_conf "$REDIS" log $HIGH 1m)"
+run_case log-redis-allot-r$RETURNING event $CONNS $RETURNING \
+    "$RETURNING addresses, SlidingLimit $HIGH 1m algorithm=log, Redis, SlidingLimitAllotment auto" \
+    "$(allot_conf "$REDIS" log $HIGH 1m)"
+run_case gcra-redis-allot-r$RETURNING event $CONNS $RETURNING \
+    "$RETURNING addresses, SlidingLimit $HIGH 1m algorithm=gcra, Redis, SlidingLimitAllotment auto" \
+    "$(allot_conf "$REDIS" gcra $HIGH 1m)"
+run_case log-shm-r$RETURNING event $CONNS $RETURNING \
+    "$RETURNING addresses, SlidingLimit $HIGH 1m algorithm=log, shm" \
+    "$(sl_conf shm log $HIGH 1m)"
 
 run_case baseline-c4 event $LOWCONNS $POOL \
     "no module (static file)" ""

@@ -73,6 +73,9 @@ local MAX_WINDOW = 366 * 86400 * 1000000
 -- The longest wait a concurrency limit announces (src/sl_limit.h
 -- SL_LEASE_WAIT).
 local LEASE_WAIT = 1000000
+-- A log's TTL runs this many ms past its window: an allotment's entry
+-- (lua/sl_allot.lua) is scored up to 1 s ahead and must outlive it.
+local ALLOT_TTL = 1000
 
 -- (lua/sl_prelude.lua comes first: the store's time, member, and the
 -- log's insertion.)
@@ -176,7 +179,8 @@ if solo and (alg1 == 'c' or alg1 == 'l') and ARGV[ARGV_HEAD + 5] == '1'
                 return { sec, usec, 0, 0, 0, rs }
             end
             log_insert(key, 1)
-            redis.call('PEXPIRE', key, format('%d', ceil(win / 1000) + 1))
+            redis.call('PEXPIRE', key,
+                format('%d', ceil(win / 1000) + 1 + ALLOT_TTL))
             return { sec, usec, 1, 1, limit - units - 1, rs }
         end
     end
@@ -463,7 +467,7 @@ for i = 1, n do
             rs = at and ceil(at + win - now) or win
             rs0 = rs
         end
-        value, ttl = false, ceil(win / 1000) + 1
+        value, ttl = false, ceil(win / 1000) + 1 + ALLOT_TTL
 
     elseif alg == 'c' then
         -- Approximated sliding window: current fixed window plus the

@@ -149,6 +149,7 @@ void *sl_create_dir_conf(apr_pool_t *p, char *dir)
     c->fail_status = -1;
     c->dry_run = -1;
     c->delay_max = -1;
+    c->allotment = -1;
     c->section = dir;
     return c;
 }
@@ -192,6 +193,7 @@ void *sl_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     SL_MERGE_INT(fail_status);
     SL_MERGE_INT(dry_run);
     SL_MERGE_INT(delay_max);
+    SL_MERGE_INT(allotment);
     c->section = add->section ? add->section : base->section;
     return c;
 }
@@ -360,6 +362,10 @@ const command_rec sl_cmds[] = {
                   "requests of one child that may wait for delay= at once; "
                   "0: none waits (default a quarter of ThreadsPerChild, 0 "
                   "under prefork)"),
+    AP_INIT_TAKE1("SlidingLimitAllotment", sl_cmd_allotment, NULL,
+                  RSRC_CONF | ACCESS_CONF,
+                  "off or auto: admit from units the store allots this "
+                  "server ahead, never more than the limit (default off)"),
     AP_INIT_TAKE1(
         "SlidingLimitStatusPage", sl_cmd_status_page, NULL,
         RSRC_CONF | ACCESS_CONF,

@@ -106,6 +106,7 @@ typedef struct sl_dir_conf {
     int fail_status;
     int dry_run;
     int delay_max;       /* SlidingLimitDelayMax; -1: unset (sl_delay.h) */
+    int allotment;       /* SlidingLimitAllotment auto; -1: unset (off) */
     const char *section; /* identifies unnamed limits */
     /* Read from .htaccess under SlidingLimitOverride add: its limits are
      * added to the ones it inherits instead of replacing them. */
@@ -140,6 +141,13 @@ void sl_inherit_check(apr_pool_t *ptemp, server_rec *s);
  * fork, as root, like mod_ssl's, so that a key file readable by root only
  * works; no connection is opened before fork. */
 const char *sl_config_tls_setup(apr_pool_t *p, sl_server_conf_t *sc);
+
+/* SlidingLimitAllotment auto lines, kept as they are read
+ * (sl_allot_note), and at start-up and under httpd -t one warning for each
+ * counter limit in their sections, which takes no allotments
+ * (src/sl_allot_check.c). */
+void sl_allot_note(cmd_parms *cmd);
+void sl_allot_check(apr_pool_t *pconf, apr_pool_t *ptemp, server_rec *s);
 
 /* Effective values, defaults applied. */
 #define SL_OR(v, d) ((v) == -1 ? (d) : (v))

@@ -194,6 +194,26 @@ const char *sl_cmd_fallback(cmd_parms *cmd, void *dconf, const char *arg)
     return err ? err : sl_htaccess_check(cmd, !dc->local_fallback, arg);
 }
 
+/* SlidingLimitAllotment off|auto (not in .htaccess: the directive's
+ * context). */
+const char *sl_cmd_allotment(cmd_parms *cmd, void *dconf, const char *arg)
+{
+    sl_dir_conf_t *dc = dconf;
+
+    if (!strcasecmp(arg, "off")) {
+        dc->allotment = 0;
+    }
+    else if (!strcasecmp(arg, "auto")) {
+        dc->allotment = 1;
+        sl_allot_note(cmd);
+    }
+    else {
+        return sl_err(cmd, apr_pstrcat(cmd->pool, "needs off or auto, not '",
+                                       arg, "'", NULL));
+    }
+    return NULL;
+}
+
 const char *sl_cmd_dry_run(cmd_parms *cmd, void *dconf, const char *arg)
 {
     sl_dir_conf_t *dc = dconf;

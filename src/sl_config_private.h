@@ -44,6 +44,7 @@ const char *sl_cmd_key(cmd_parms *cmd, void *dconf, int argc,
 const char *sl_cmd_ipv6(cmd_parms *cmd, void *dconf, const char *arg);
 const char *sl_cmd_fail_mode(cmd_parms *cmd, void *dconf, const char *arg);
 const char *sl_cmd_fallback(cmd_parms *cmd, void *dconf, const char *arg);
+const char *sl_cmd_allotment(cmd_parms *cmd, void *dconf, const char *arg);
 const char *sl_cmd_dry_run(cmd_parms *cmd, void *dconf, const char *arg);
 const char *sl_cmd_headers(cmd_parms *cmd, void *dconf, int argc,
                            char *const argv[]);

@@ -311,6 +311,9 @@ static int sl_decide_by_store(sl_case_t *c, sl_decision_t *d)
         }
         return sl_step(rv, d);
     }
+    if (sl_allot_decide(c, d) == SL_STEP_ADMITTED) {
+        return SL_STEP_ADMITTED;
+    }
     /* A key refused until T stays refused until T whatever happens (nothing
      * frees quota earlier), so it is answered here without a store call. */
     retry_at = apr_pcalloc(p, sizeof(*retry_at) * c->n);

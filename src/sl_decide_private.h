@@ -125,4 +125,9 @@ apr_off_t sl_sent_body(request_rec *r, const sl_note_t *first);
 void sl_after_keep(const sl_case_t *c, sl_store_t *store,
                    const sl_decision_t *d);
 
+/* sl_allot_decide.c: SlidingLimitAllotment auto: SL_STEP_ADMITTED with *d
+ * filled when c is admitted from this child's allotments or a new grant;
+ * -1: decide as without them. */
+int sl_allot_decide(sl_case_t *c, sl_decision_t *d);
+
 #endif

@@ -10,6 +10,7 @@
 #include "ap_mpm.h"
 
 #include "sl_config.h"
+#include "sl_allot.h"
 #include "sl_delay.h"
 #include "sl_store.h"
 
@@ -108,6 +109,7 @@ void sl_proc_child_init(apr_pool_t *pchild, server_rec *s, sl_proc_t *proc)
     proc->denycache =
         sl_denycache_create(pchild, proc->denycache_shm, threads > 1);
     proc->memo = sl_memo_create(pchild, threads);
+    proc->allot = sl_allot_create(pchild, threads > 1);
     sl_store_child_init(pchild, s, proc, threads);
     /* After the stores: its cleanup, which stops the renewer, runs before
      * theirs. */

@@ -24,6 +24,7 @@ typedef struct sl_proc {
     sl_memo_t *memo;            /* the identities this child made */
     struct sl_store *shm_store; /* the shm store (child) */
     struct sl_leases *leases;   /* this child's leases (sl_lease.h) */
+    struct sl_allot *allot;     /* this child's allotments (sl_allot.h) */
     unsigned char seed[8];
     volatile apr_uint32_t counter;
     /* delay=: the requests this child holds now, and SlidingLimitDelayMax

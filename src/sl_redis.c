@@ -105,6 +105,7 @@ apr_status_t sl_redis_create(apr_pool_t *p, const sl_store_url_t *url,
     sl_script_init(p, &rs->give_back, sl_script_give_back);
     sl_script_init(p, &rs->renew, sl_script_renew);
     sl_script_init(p, &rs->charge, sl_script_charge);
+    sl_script_init(p, &rs->allot, sl_script_allot);
     rv = apr_thread_mutex_create(&rs->mutex, APR_THREAD_MUTEX_DEFAULT, p);
     if (rv == APR_SUCCESS && url->kind == SL_URL_SENTINEL) {
         rs->master.sentinel.url = url;
@@ -563,7 +564,7 @@ apr_status_t sl_redis_peek(sl_redis_t *rs, apr_pool_t *p,
 apr_status_t sl_redis_reset(sl_redis_t *rs, apr_pool_t *p,
                             const sl_budget_t *budgets, int n, const char **err)
 {
-    int argc = 1 + 2 * n, i, trips;
+    int argc = 1 + 3 * n, i, trips;
     const char **argv = apr_palloc(p, sizeof(*argv) * argc);
     size_t *argvlen = apr_palloc(p, sizeof(*argvlen) * argc);
     redisReply *reply = NULL;
@@ -572,14 +573,17 @@ apr_status_t sl_redis_reset(sl_redis_t *rs, apr_pool_t *p,
     apr_status_t rv;
 
     /* One DEL: every key of one identity shares a hash tag, hence a node,
-     * and KEY.b (a block) carries the same tag. */
+     * and so do KEY.b (a block) and KEY.a (the epoch of its allotments:
+     * without it, a grant made before the reset gives back nothing). */
     argv[0] = "DEL";
     argvlen[0] = 3;
     for (i = 0; i < n; i++) {
-        argv[1 + 2 * i] = budgets[i].key;
-        argvlen[1 + 2 * i] = budgets[i].key_len;
-        argv[2 + 2 * i] = apr_pstrcat(p, budgets[i].key, ".b", NULL);
-        argvlen[2 + 2 * i] = budgets[i].key_len + 2;
+        argv[1 + 3 * i] = budgets[i].key;
+        argvlen[1 + 3 * i] = budgets[i].key_len;
+        argv[2 + 3 * i] = apr_pstrcat(p, budgets[i].key, ".b", NULL);
+        argvlen[2 + 3 * i] = budgets[i].key_len + 2;
+        argv[3 + 3 * i] = apr_pstrcat(p, budgets[i].key, ".a", NULL);
+        argvlen[3 + 3 * i] = budgets[i].key_len + 2;
     }
     buf = sl_resp_format(p, argc, argv, argvlen, &len);
     rv = sl_redis_call(rs, p, budgets, NULL, buf, len, NULL, &reply, err,
@@ -590,6 +594,42 @@ apr_status_t sl_redis_reset(sl_redis_t *rs, apr_pool_t *p,
             rv = APR_EGENERAL;
         }
         freeReplyObject(reply);
+    }
+    return rv;
+}
+
+/* lua/sl_allot.lua (sl_redis.h). */
+apr_status_t sl_redis_allot(sl_redis_t *rs, apr_pool_t *p,
+                            const sl_budget_t *budgets, int n,
+                            const char *member, apr_size_t member_len,
+                            const sl_allot_arg_t *args, int nargs,
+                            const long long **v, apr_size_t *nv,
+                            const char **err)
+{
+    redisReply *reply = NULL;
+    apr_size_t size = sl_script_size(budgets, n, member_len, nargs);
+    char *buf, *o;
+    sl_ints_t ints = {.cap = 3 + 3 * (apr_size_t) n};
+    int i, trips = 0;
+    apr_status_t rv;
+
+    for (i = 0; i < nargs; i++) {
+        size += args[i].word ? SL_RESP_ARG_MAX(args[i].len) : 0;
+    }
+    buf = apr_palloc(p, size);
+    o = sl_script_head(buf, 4 + n + nargs, &rs->allot, budgets, n, member,
+                       member_len);
+    for (i = 0; i < nargs; i++) {
+        o = args[i].word ? sl_resp_arg(o, args[i].word, args[i].len)
+                         : sl_resp_int(o, args[i].v);
+    }
+    ints.v = apr_palloc(p, sizeof(*ints.v) * ints.cap);
+    rv = sl_redis_call(rs, p, budgets, &rs->allot, buf, (apr_size_t) (o - buf),
+                       &ints, &reply, err, &trips);
+    if (rv == APR_SUCCESS) {
+        *err = sl_reply_values(p, reply, &ints, v, nv);
+        rv = *err ? APR_EGENERAL : APR_SUCCESS;
+        sl_reply_free(reply);
     }
     return rv;
 }

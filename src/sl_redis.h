@@ -56,6 +56,22 @@ apr_status_t sl_redis_charge(sl_redis_t *rs, apr_pool_t *p,
                              const char *member, apr_size_t member_len,
                              const char **err);
 
+/* SlidingLimitAllotment: lua/sl_allot.lua over budgets, grant id member,
+ * with its arguments after the member: each a word (word not NULL, len
+ * bytes) or an integer v. *v is the reply's integers (nv of them), in
+ * p. */
+typedef struct sl_allot_arg {
+    const char *word;
+    apr_size_t len;
+    apr_int64_t v;
+} sl_allot_arg_t;
+apr_status_t sl_redis_allot(sl_redis_t *rs, apr_pool_t *p,
+                            const sl_budget_t *budgets, int n,
+                            const char *member, apr_size_t member_len,
+                            const sl_allot_arg_t *args, int nargs,
+                            const long long **v, apr_size_t *nv,
+                            const char **err);
+
 /* The operator's look at budgets (the status handler): the check script's
  * peek, which changes nothing. *d is the state now (quota[i]: whether the
  * next request of the budget's cost fits, remaining, reset), blocked[i]

@@ -176,6 +176,7 @@ struct sl_redis {
     sl_script_t give_back; /* lua/sl_give_back.lua: give-backs (count=) */
     sl_script_t renew;     /* lua/sl_renew.lua: leases renewed */
     sl_script_t charge;    /* lua/sl_charge.lua: charges (cost=after:) */
+    sl_script_t allot;     /* lua/sl_allot.lua: allotments */
     sl_redis_claim_fn *prereq_claim; /* sl_redis_prereq_set */
     sl_redis_info_fn *prereq_info;
     void *prereq_ctx;

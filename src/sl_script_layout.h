@@ -33,4 +33,9 @@
 #define SL_RENEW_ARGV_HEAD 1
 #define SL_RENEW_ARGV_PER  1
 
+/* lua/sl_allot.lua: grant id, deadline; algorithm, requests, window,
+ * burst, cost, want, and the give-back's grant id, units, score, unused */
+#define SL_ALLOT_ARGV_HEAD 2
+#define SL_ALLOT_ARGV_PER  10
+
 #endif

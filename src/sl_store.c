@@ -4,6 +4,7 @@
  * sl_store.h); what each kind of store does is its own file
  * (sl_store_kind.h). */
 #include "sl_store_kind.h"
+#include "sl_redis.h"
 
 #include "http_config.h"
 #include "http_log.h"
@@ -287,6 +288,33 @@ apr_status_t sl_store_decide(sl_store_t *st, request_rec *r,
     c.trips = 0;
     rv = st->ops->decide(st, r->pool, budgets, n, (const char *) member,
                          sizeof(member), c.start, d, &c.err, &c.trips);
+    return sl_call_end(&c, rv);
+}
+
+apr_status_t sl_store_allot(sl_store_t *st, request_rec *r,
+                            const sl_budget_t *budgets, int n,
+                            const sl_allot_arg_t *args, int nargs,
+                            const char **id, const long long **v,
+                            apr_size_t *nv)
+{
+    sl_call_t c;
+    unsigned char member[SL_MEMBER_LEN];
+    apr_uint32_t k;
+    apr_status_t rv;
+
+    if (!st->url) {
+        return APR_ENOTIMPL;
+    }
+    if ((rv = sl_call_begin(&c, st, r, "allotment")) != APR_SUCCESS) {
+        return rv;
+    }
+    /* The grant's id is unique as a decision's member is. */
+    k = apr_atomic_inc32(&st->proc->counter);
+    memcpy(member, st->proc->seed, 8);
+    memcpy(member + 8, &k, 4);
+    *id = apr_pmemdup(r->pool, member, sizeof(member));
+    rv = sl_redis_allot(st->ctx, r->pool, budgets, n, *id, sizeof(member), args,
+                        nargs, v, nv, &c.err);
     return sl_call_end(&c, rv);
 }
 

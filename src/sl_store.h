@@ -61,6 +61,16 @@ apr_status_t sl_store_decide(sl_store_t *st, request_rec *r,
                              const sl_budget_t *budgets, int n,
                              sl_decision_t *d, const char **member);
 
+struct sl_allot_arg;
+/* SlidingLimitAllotment: lua/sl_allot.lua on a Redis store (APR_ENOTIMPL
+ * on the shm store) through its breaker, args as sl_redis_allot's; *id
+ * the grant's (SL_ALLOT_ID_LEN bytes, in r's pool), *v the reply. */
+apr_status_t sl_store_allot(sl_store_t *st, request_rec *r,
+                            const sl_budget_t *budgets, int n,
+                            const struct sl_allot_arg *args, int nargs,
+                            const char **id, const long long **v,
+                            apr_size_t *nv);
+
 /* The give-back of count=: what the decision with member (from
  * sl_store_decide) at store time at consumed on budgets goes back. A store
  * that is down keeps the reservation until it expires. */

@@ -117,8 +117,8 @@ static void test_unknown_option(apr_pool_t *p)
     limit(p, "10 1m leaky=1", "/", &err);
     EXPECT(err && !strcmp(err, "unknown option 'leaky=1' (expected name=, "
                                "algorithm=, burst=, cost=, cost-unit=, "
-                               "block=, delay=, count=, quota-default= or "
-                               "distinct=)"),
+                               "block=, delay=, count=, quota-default=, "
+                               "distinct= or key=)"),
            "an unknown option: %s", err ? err : "(accepted)");
 }
 

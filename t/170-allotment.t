@@ -1,0 +1,168 @@
+# SPDX-License-Identifier: Apache-2.0
+# SlidingLimitAllotment auto over two httpd servers sharing one Redis: a
+# burst within a large limit is admitted from allotments (far fewer store
+# calls than admissions, every admission counted by the store), a load far
+# above a short window's limit never puts more than the limit in any
+# rolling window (measured from the clients' own send and receive times),
+# and a small limit never gets an allotment. The early refusals (what the
+# clients were refused while the limit still had room) are measured.
+# Runs under each MPM: per-child allotments, with threads or processes.
+use strict;
+use warnings;
+
+use Apache::Test qw(-withtestmore);
+use Apache::TestUtil;
+use HTTP::Tiny;
+use Time::HiRes qw(time sleep);
+use SL::Test;
+use SL::Httpd;
+
+plan tests => 2 * 6 + 2 + 2 * 3 + 3 + 1;
+
+my $second = SL::Httpd->start(conf => ['allot.conf'], name => 'allot', extra => <<'EOT');
+<Location /allot-reset>
+    SetHandler slidinglimit-status
+    SlidingLimitStatusPage reset
+    SlidingLimit off
+    Require ip 127.0.0.1 ::1
+</Location>
+EOT
+my @servers = (server_url(), $second->url);
+
+# The units the log's window holds now: its total when it keeps one, else
+# one per member.
+sub log_units {
+    my ($key) = @_;
+    my $first = redis('ZRANGE', $key, 0, 0, 'WITHSCORES');
+    return -$first->[1] if @$first && $first->[0] =~ /^#\d+$/ && $first->[1] < 0;
+    return redis('ZCARD', $key);
+}
+
+# A burst of 1200 requests within a limit of 5000: all admitted, mostly
+# from allotments.
+for my $alg (qw(log gcra)) {
+    my $ip    = fresh_ip();
+    my $key   = sl_key(ip => $ip, policy => "allot-big-$alg", alg => substr($alg, 0, 1));
+    my $calls = script_calls();
+    my $t0    = redis('TIME');
+    my ($all, $per) = burst([ map {"$_/allot/big-$alg/"} @servers ],
+        total => 1200, workers => 8, headers => { 'X-Forwarded-For' => $ip });
+    my $used = script_calls() - $calls;
+    my $ok   = $all->{200} // 0;
+    t_debug("$alg: " . join(' ', map {"$_=$all->{$_}"} sort keys %$all) . " store calls $used");
+    ok t_cmp($ok, 1200, "$alg: all 1200 admitted within the limit of 5000");
+    ok(($per->{"$servers[0]/allot/big-$alg/"}{200} // 0) > 0
+          && ($per->{"$servers[1]/allot/big-$alg/"}{200} // 0) > 0,
+        "$alg: both servers admitted");
+    ok($used > 0 && $used <= 0.5 * $ok,
+        sprintf("$alg: %d store calls for %d admissions (%.3f per admission)",
+            $used, $ok, $ok ? $used / $ok : 0));
+    # Whoever answers (from its grant or from the store), the remaining it
+    # announces is never more than what is left of the limit.
+    my $res = HTTP::Tiny->new->get("$servers[1]/allot/big-$alg/",
+        { headers => { 'X-Forwarded-For' => $ip } });
+    my ($r) = ($res->{headers}{ratelimit} // '') =~ /;r=(\d+)/;
+    ok(defined $r && $r <= 5000 - 1201,
+        "$alg: remaining announced " . ($r // 'none') . ", at most " . (5000 - 1201));
+    if ($alg eq 'log') {
+        my $members = redis('ZRANGE', $key, 0, -1);
+        ok(scalar(grep {/^\d+\*[ar]/} @$members) > 0, 'log: the window holds allotments');
+        # Every admission is counted, the unused rest of the grants too
+        # until it is given back or ages out.
+        my $units = log_units($key);
+        ok($units >= $ok && $units <= 5000, "log: the store counts $units units for $ok admissions");
+        # Idle now: the children's next grants (for another client, 2 s
+        # later) give back what this key's grants left unused, and only
+        # that.
+        sleep 2.1;
+        my $other = fresh_ip();
+        burst([ map {"$_/allot/big-log/"} @servers ],
+            total => 600, workers => 8, headers => { 'X-Forwarded-For' => $other });
+        my $after = log_units($key);
+        t_debug("log: $units units before the others' grants, $after after");
+        ok($after < $units, "log: idle grants were given back ($units units, then $after)");
+        ok($after >= $ok, "log: never below the $ok admissions ($after units)");
+    }
+    else {
+        # The TAT stands one emission interval (120 ms) per unit counted
+        # past the burst's start (far ahead of now all along): at least
+        # one per admission.
+        my $tat = redis('GET', $key) // 0;
+        my $units = ($tat - ($t0->[0] * 1e6 + $t0->[1])) / 120e3;
+        ok(redis('EXISTS', "$key.a") == 1, 'gcra: the key has an allotment epoch');
+        ok($units >= $ok - 0.01,
+            sprintf("gcra: the TAT holds %.0f units for %d admissions", $units, $ok));
+        # An operator's reset takes the epoch with the key: a grant made
+        # before it gives nothing back into the new budget.
+        HTTP::Tiny->new(timeout => 10)->post("$servers[1]/allot-reset?path=/allot/big-gcra/&ip=$ip",
+            { headers => { 'X-SlidingLimit-Reset' => 1 } });
+        ok t_cmp(redis('EXISTS', $key) + redis('EXISTS', "$key.a"), 0, 'gcra: a reset deletes the key and its epoch');
+    }
+}
+
+# A load many times the limit of 64 per 3 s over both servers for 7.5 s:
+# no window of 3 s holds more than the algorithm allows: 64 for the log,
+# 64 + 64 for gcra (a full burst, then one per emission interval of 3 s /
+# 64, as without allotments). An admission happened
+# between its request's send and its response's receipt: those whose whole
+# span lies in [x, x + 3 s) were admitted in it, whatever the delays.
+for my $alg (qw(log gcra)) {
+    my $ip   = fresh_ip();
+    my $secs = 7.5;
+    my $file = Apache::Test::vars('t_dir') . "/tmp/allot-$alg-$$";
+    my $got  = workers(6, sub {
+        my ($w) = @_;
+        my $url = $servers[ $w % 2 ] . "/allot/edge-$alg/";
+        my $ua  = HTTP::Tiny->new(timeout => 10, keep_alive => 1);
+        my (%count, @spans);
+        my $end = time + $secs;
+        while (time < $end) {
+            my $t0  = time;
+            my $res = $ua->get($url, { headers => { 'X-Forwarded-For' => $ip } });
+            my $t1  = time;
+            $count{ $res->{status} }++;
+            push @spans, "$t0 $t1" if $res->{status} == 200;
+        }
+        open my $fh, '>', "$file.$w" or die "$file.$w: $!";
+        print $fh "$_\n" for @spans;
+        close $fh;
+        return \%count;
+    })->();
+    my @spans;
+    for my $w (0 .. 5) {
+        open my $fh, '<', "$file.$w" or die "$file.$w: $!";
+        push @spans, map { [ split ' ' ] } <$fh>;
+        close $fh;
+        unlink "$file.$w";
+    }
+    @spans = sort { $a->[0] <=> $b->[0] } @spans;
+    my $max = 0;
+    for my $i (0 .. $#spans) {
+        my $x = $spans[$i][0];
+        my $n = grep { $_->[0] >= $x && $_->[1] < $x + 3 } @spans[ $i .. $#spans ];
+        $max = $n if $n > $max;
+    }
+    my $ok = $got->{200} // 0;
+    # Demand far above the limit: what an exact limiter admits in 7.5 s.
+    # The log: 64 at once, 64 again as each batch leaves the window (at
+    # 3 s and 6 s). gcra: a burst of 64, then one per 3 s / 64.
+    my $ideal = $alg eq 'log' ? 64 * 3 : int(64 + $secs / 3 * 64);
+    t_debug("$alg: " . join(' ', map {"$_=$got->{$_}"} sort keys %$got));
+    my $bound = $alg eq 'log' ? 64 : 128;
+    ok($max <= $bound, "$alg: no 3 s window holds more than $bound admissions (at most $max)");
+    ok(($got->{429} // 0) > 0, "$alg: the load was refused beyond the limit");
+    ok($ok > 0 && $ok <= $ideal, sprintf("$alg: %d admitted of an exact limiter's %d (%.0f%%;"
+                . " the rest refused early)", $ok, $ideal, 100 * $ok / $ideal));
+}
+
+# A small limit: exactly 5 admitted, never an allotment.
+{
+    my $ip  = fresh_ip();
+    my $key = sl_key(ip => $ip, policy => 'allot-small', alg => 'l');
+    my $all = burst([ map {"$_/allot/small/"} @servers ],
+        total => 40, workers => 4, headers => { 'X-Forwarded-For' => $ip });
+    ok t_cmp($all->{200} // 0, 5, 'small: exactly 5 of 40 admitted');
+    my $members = redis('ZRANGE', $key, 0, -1);
+    ok t_cmp(scalar(grep {/^\d+\*[ar]/} @$members), 0, 'small: no allotment in its log');
+    ok t_cmp(scalar(@$members), 5, 'small: one entry per admission');
+}

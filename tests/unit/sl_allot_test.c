@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Unit tests of one child's allotments (src/sl_allot.c): which budgets may
+ * use them, when a child asks, that it never admits from a grant past its
+ * deadline nor more than the grant holds, and that the rest goes back once,
+ * named by its grant. No server needed. */
+#include "sl_allot.h"
+
+#include <apr_general.h>
+
+#include <string.h>
+
+#include "sl_expect.h"
+
+static sl_budget_t budget(const char *key, int alg, apr_int64_t requests)
+{
+    sl_budget_t b;
+
+    memset(&b, 0, sizeof(b));
+    b.key = key;
+    b.key_len = strlen(key);
+    b.store_tag = 7;
+    b.algorithm = alg;
+    b.requests = requests;
+    b.window = 60 * APR_USEC_PER_SEC;
+    b.cost = 1;
+    return b;
+}
+
+static void test_fits(void)
+{
+    sl_budget_t b = budget("k", SL_ALG_LOG, 1000);
+
+    EXPECT(sl_allot_fits(&b), "a log of 1000 fits");
+    b.algorithm = SL_ALG_GCRA;
+    EXPECT(sl_allot_fits(&b), "a gcra of 1000 fits");
+    b.window = APR_USEC_PER_SEC;
+    EXPECT(!sl_allot_fits(&b),
+           "a gcra whose tolerance is under 2 D never fits");
+    b.window = 60 * APR_USEC_PER_SEC;
+    b.algorithm = SL_ALG_COUNTER;
+    EXPECT(!sl_allot_fits(&b), "a counter never fits");
+    b.algorithm = SL_ALG_CONCURRENT;
+    EXPECT(!sl_allot_fits(&b), "in-flight leases never fit");
+    b = budget("k", SL_ALG_LOG, 5);
+    EXPECT(!sl_allot_fits(&b), "a limit of 5 never fits");
+    b = budget("k", SL_ALG_LOG, SL_ALLOT_MIN_REQUESTS - 1);
+    EXPECT(!sl_allot_fits(&b), "a limit under the minimum never fits");
+    b = budget("k", SL_ALG_LOG, 1000);
+    b.block = APR_USEC_PER_SEC;
+    EXPECT(!sl_allot_fits(&b), "block= never fits");
+    b.block = 0;
+    b.cost = 1000 / 16 + 1;
+    EXPECT(!sl_allot_fits(&b), "a cost above a sixteenth never fits");
+}
+
+/* A grant of k at time t; returns the units left after the asking
+ * request. */
+static apr_int64_t grant(sl_allot_t *a, sl_budget_t *b, apr_time_t t,
+                         apr_int64_t k, const char *id, sl_allot_slot_t *s)
+{
+    apr_int64_t score = 12345;
+
+    sl_allot_settle(a, b, 1, s, id, t, &k, &score);
+    return s->left;
+}
+
+static void test_flow(apr_pool_t *p)
+{
+    sl_allot_t *a = sl_allot_create(p, 1);
+    sl_budget_t b = budget("key", SL_ALG_LOG, 8000);
+    sl_allot_slot_t s, s2;
+    apr_time_t t = 100 * APR_USEC_PER_SEC;
+    int i, how = SL_ALLOT_NONE, taken = 0;
+
+    EXPECT(a != NULL, "made");
+    /* The first requests of a key see no rate: the store decides. */
+    EXPECT(sl_allot_take(a, &b, 1, t, &s) == SL_ALLOT_NONE, "first: none");
+    EXPECT(sl_allot_take(a, &b, 1, t + 1, &s) == SL_ALLOT_ASK,
+           "second in the period: ask");
+    EXPECT(s.want == 2 && !s.give, "asks for what it saw, gives nothing");
+    /* While one thread asks, the others decide at the store. */
+    EXPECT(sl_allot_take(a, &b, 1, t + 2, &s2) == SL_ALLOT_NONE,
+           "pending: none");
+    EXPECT(grant(a, &b, t, 10, "AAAAAAAAAAAA", &s) == 9, "9 left of 10");
+    for (i = 0; i < 20; i++) {
+        how = sl_allot_take(a, &b, 1, t + 10 + i, &s);
+        if (how != SL_ALLOT_TAKEN) {
+            break;
+        }
+        taken++;
+        EXPECT(s.left == 9 - taken, "left counts down");
+    }
+    EXPECT(taken == 9, "never more than the grant (%d)", taken);
+    /* Used up: the next asks and gives nothing back (nothing unused). */
+    EXPECT(how == SL_ALLOT_ASK, "ask again");
+    EXPECT(!s.give, "nothing unused to give back");
+    EXPECT(grant(a, &b, t + 100, 50, "BBBBBBBBBBBB", &s) == 49, "49 left");
+    EXPECT(sl_allot_take(a, &b, 1, t + 101, &s) == SL_ALLOT_TAKEN, "taken");
+    /* At the deadline, measured from the ask, never after. */
+    EXPECT(sl_allot_take(a, &b, 1, t + 100 + SL_ALLOT_DEADLINE, &s) ==
+               SL_ALLOT_ASK,
+           "past the deadline: ask");
+    EXPECT(s.give && s.give_unused == 48 && s.give_k == 50 &&
+               s.give_score == 12345 &&
+               !memcmp(s.give_id, "BBBBBBBBBBBB", SL_ALLOT_ID_LEN),
+           "the rest goes back, named by its grant (%d %d)", (int) s.give,
+           (int) s.give_unused);
+    /* Idle since: not stale before its deadline is a D past. */
+    {
+        sl_budget_t sb;
+        sl_allot_slot_t ss;
+        EXPECT(!sl_allot_stale(a, t + 100 + SL_ALLOT_DEADLINE, &sb, &ss),
+               "pending: not stale");
+    }
+    /* No room: nothing held, and no asking for D. */
+    sl_allot_settle(a, &b, 1, &s, "CCCCCCCCCCCC", t + 100 + SL_ALLOT_DEADLINE,
+                    NULL, NULL);
+    EXPECT(sl_allot_take(a, &b, 1, t + 101 + SL_ALLOT_DEADLINE, &s) ==
+               SL_ALLOT_NONE,
+           "dry: none");
+    /* The rest went back once: the next ask gives nothing. */
+    EXPECT(sl_allot_take(a, &b, 1, t + 100 + 2 * SL_ALLOT_DEADLINE, &s) ==
+                   SL_ALLOT_ASK &&
+               !s.give,
+           "given back once only");
+    sl_allot_settle(a, &b, 1, &s, "DDDDDDDDDDDD", t, NULL, NULL);
+    /* A grant whose key goes idle goes back once, a D after its
+     * deadline. */
+    t += 10 * SL_ALLOT_DEADLINE;
+    EXPECT(sl_allot_take(a, &b, 1, t, &s) == SL_ALLOT_NONE, "new period");
+    EXPECT(sl_allot_take(a, &b, 1, t + 1, &s) == SL_ALLOT_ASK, "asks");
+    EXPECT(grant(a, &b, t, 2, "GGGGGGGGGGGG", &s) == 1, "1 left");
+    {
+        sl_budget_t sb;
+        sl_allot_slot_t ss;
+        EXPECT(!sl_allot_stale(a, t + SL_ALLOT_DEADLINE, &sb, &ss),
+               "not stale at its deadline");
+        EXPECT(sl_allot_stale(a, t + 2 * SL_ALLOT_DEADLINE, &sb, &ss) &&
+                   ss.give && ss.give_unused == 1 && ss.give_k == 2 &&
+                   !memcmp(ss.give_id, "GGGGGGGGGGGG", SL_ALLOT_ID_LEN) &&
+                   sb.key_len == 3 && !memcmp(sb.key, "key", 3),
+               "stale a D past its deadline: its give-back");
+        EXPECT(sl_allot_take(a, &b, 1, t + 2 * SL_ALLOT_DEADLINE, &s) ==
+                   SL_ALLOT_NONE,
+               "while it goes back: none");
+        sl_allot_release(a, &ss);
+        EXPECT(!sl_allot_stale(a, t + 3 * SL_ALLOT_DEADLINE, &sb, &ss),
+               "given back once");
+    }
+}
+
+static void test_caps(apr_pool_t *p)
+{
+    sl_allot_t *a = sl_allot_create(p, 0);
+    sl_budget_t b = budget("cap", SL_ALG_GCRA, 800);
+    sl_allot_slot_t s;
+    apr_time_t t = 5 * APR_USEC_PER_SEC;
+    int i;
+
+    for (i = 0; i < 1000; i++) {
+        sl_allot_take(a, &b, 1, t + i, &s);
+        if (s.cell && s.want) {
+            sl_allot_settle(a, &b, 1, &s, "EEEEEEEEEEEE", t, NULL, NULL);
+        }
+    }
+    /* The next period: the rate seen in the last one, capped. */
+    t += SL_ALLOT_DEADLINE;
+    EXPECT(sl_allot_take(a, &b, 1, t, &s) == SL_ALLOT_ASK, "asks");
+    EXPECT(s.want == 800 / SL_ALLOT_FRACTION,
+           "a grant asks an eighth at most "
+           "(%d)",
+           (int) s.want);
+    sl_allot_settle(a, &b, 1, &s, "FFFFFFFFFFFF", t, NULL, NULL);
+    {
+        /* Two limits on one key are one budget: decided at the store. */
+        sl_budget_t two[2];
+        sl_allot_slot_t ss[2];
+        two[0] = b;
+        two[1] = b;
+        EXPECT(sl_allot_take(a, two, 2, t + 5000, ss) == SL_ALLOT_NONE,
+               "one key twice: none");
+    }
+}
+
+/* More keys than cells: old idle cells are reused, a key holding a
+ * usable grant is not. */
+static void test_full(apr_pool_t *p)
+{
+    sl_allot_t *a = sl_allot_create(p, 0);
+    sl_budget_t b, held = budget("held", SL_ALG_LOG, 8000);
+    sl_allot_slot_t s;
+    apr_time_t t = 7 * APR_USEC_PER_SEC;
+    char key[32];
+    int i, asked = 0;
+
+    sl_allot_take(a, &held, 1, t, &s);
+    EXPECT(sl_allot_take(a, &held, 1, t, &s) == SL_ALLOT_ASK, "held: asks");
+    EXPECT(grant(a, &held, t, 100, "HHHHHHHHHHHH", &s) == 99, "held: 99");
+    for (i = 0; i < 3 * SL_ALLOT_CELLS; i++) {
+        snprintf(key, sizeof(key), "k%d", i);
+        b = budget(key, SL_ALG_LOG, 8000);
+        sl_allot_take(a, &b, 1, t + 10 + 2 * i, &s);
+        if (sl_allot_take(a, &b, 1, t + 11 + 2 * i, &s) == SL_ALLOT_ASK) {
+            asked++;
+            sl_allot_settle(a, &b, 1, &s, "IIIIIIIIIIII", t, NULL, NULL);
+        }
+    }
+    EXPECT(asked == 3 * SL_ALLOT_CELLS, "every new key found a cell (%d)",
+           asked);
+    EXPECT(sl_allot_take(a, &held, 1, t + 100000, &s) == SL_ALLOT_TAKEN &&
+               s.left == 98,
+           "the key with a usable grant kept its cell");
+}
+
+int main(void)
+{
+    apr_pool_t *p;
+
+    apr_initialize();
+    apr_pool_create(&p, NULL);
+    test_fits();
+    test_flow(p);
+    test_caps(p);
+    test_full(p);
+    printf("%d passed, %d failed\n", passed, failed);
+    apr_terminate();
+    return failed ? 1 : 0;
+}
