@@ -70,8 +70,9 @@ sub keyed_policy {
 }
 
 # The fixed shape of every store key: prefix, a 16-character hash tag, a
-# 16-character policy id and the algorithm.
-sub shape_ok { return $_[0] =~ m{\Asltest:\{[A-Za-z0-9+/]{16}\}[A-Za-z0-9+/]{16}\.(?:[lcg](?:\.b)?|d)\z} }
+# 16-character policy id and the algorithm; then a block's .b, or an
+# allotment's .a (its epoch) with a grant's 12-byte id (its record).
+sub shape_ok { return $_[0] =~ m{\Asltest:\{[A-Za-z0-9+/]{16}\}[A-Za-z0-9+/]{16}\.(?:[lcg](?:\.b|\.a(?:.{12})?)?|d)\z}s }
 
 sub top_dir {
     require Apache::Test;
