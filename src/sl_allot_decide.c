@@ -113,8 +113,7 @@ static void sl_allot_sweep(sl_case_t *c)
     slot.want = 0;
     sl_allot_args(&one, &slot, args);
     /* A store that does not answer: the units age out, counted. */
-    sl_store_allot(c->store, c->r, &b, 1, args, SL_ALLOT_ARGS(1), &id, &v,
-                   &nv);
+    sl_store_allot(c->store, c->r, &b, 1, args, SL_ALLOT_ARGS(1), &id, &v, &nv);
     sl_allot_release(c->proc->allot, &slot);
 }
 

@@ -109,12 +109,5 @@ void sl_budget_look(apr_pool_t *p, const sl_server_conf_t *sc,
 
 int sl_budget_counts(const sl_dir_conf_t *dc)
 {
-    int i;
-
-    for (i = 0; dc->limits && i < dc->limits->nelts; i++) {
-        if (APR_ARRAY_IDX(dc->limits, i, sl_limit_t *)->count) {
-            return 1;
-        }
-    }
-    return 0;
+    return (dc->needs & SL_NEEDS_COUNT) != 0;
 }

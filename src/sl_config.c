@@ -166,23 +166,30 @@ void *sl_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
      * stay when a section merged after the file (a <Location>, an <If>)
      * sets its own. Everything else merges value by value. */
     c->added = base->added;
+    c->added_needs = base->added_needs;
     if (add->limits && add->htaccess_add) {
-        c->limits = base->limits && !base->limits_off
-                        ? apr_array_append(p, base->limits, add->limits)
-                        : add->limits;
+        int inherit = base->limits && !base->limits_off;
+
+        c->limits = inherit ? apr_array_append(p, base->limits, add->limits)
+                            : add->limits;
+        c->needs = (inherit ? base->needs : 0) | add->needs;
         c->added = base->added ? apr_array_append(p, base->added, add->limits)
                                : add->limits;
+        c->added_needs = base->added_needs | add->needs;
     }
     else if (add->limits) {
         c->limits = base->added ? apr_array_append(p, add->limits, base->added)
                                 : add->limits;
+        c->needs = add->needs | base->added_needs;
         c->limits_off = add->limits_off && !base->added;
     }
     else {
         c->limits = base->limits;
+        c->needs = base->needs;
         c->limits_off = base->limits_off;
     }
     c->keys = add->keys ? add->keys : base->keys;
+    c->keys_needs = add->keys ? add->keys_needs : base->keys_needs;
     SL_MERGE_INT(ipv6_prefix);
     SL_MERGE_INT(algorithm);
     SL_MERGE_INT(fail_mode);

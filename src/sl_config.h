@@ -91,12 +91,22 @@ typedef struct sl_server_conf {
     struct sl_store *store; /* the store that decides here (sl_store.c) */
 } sl_server_conf_t;
 
+/* What a section's lines read of a request beyond its key, kept as bits
+ * with the lists at start-up and in each merge, so that a decision skips
+ * the scans no line needs. */
+#define SL_NEEDS_COUNT    1 /* a count= line: decided before authentication */
+#define SL_NEEDS_KEY      2 /* a key= line */
+#define SL_NEEDS_DISTINCT 4 /* a distinct= line */
+#define SL_NEEDS_FORM     8 /* a form: source, in any of them: the body */
+
 typedef struct sl_dir_conf {
     /* sl_limit_t *; NULL: inherit; empty with limits_off: "SlidingLimit off" */
     apr_array_header_t *limits;
     int limits_off;
     apr_array_header_t *keys; /* sl_key_source_t; NULL: inherit */
-    int ipv6_prefix;          /* -1: unset, as below */
+    /* SL_NEEDS_* of limits, of added and of keys */
+    unsigned int needs, added_needs, keys_needs;
+    int ipv6_prefix; /* -1: unset, as below */
     int algorithm;
     int fail_mode;
     int local_fallback;

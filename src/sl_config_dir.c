@@ -86,6 +86,7 @@ const char *sl_cmd_key(cmd_parms *cmd, void *dconf, int argc,
         return sl_err(cmd, "needs at least one source");
     }
     dc->keys = apr_array_make(cmd->pool, argc, sizeof(sl_key_source_t));
+    dc->keys_needs = 0;
     for (i = 0; i < argc; i++) {
         sl_key_source_t *k = apr_array_push(dc->keys);
         const char *a = argv[i];
@@ -135,6 +136,7 @@ const char *sl_cmd_key(cmd_parms *cmd, void *dconf, int argc,
         }
         else if (!strncasecmp(a, "form:", 5)) {
             k->type = SL_KEY_FORM;
+            dc->keys_needs = SL_NEEDS_FORM;
             k->name = a + 5;
             if ((err = sl_form_check(cmd->pool, a))) {
                 return sl_err(cmd, err);

@@ -441,6 +441,21 @@ static const char *sl_limit_unique(cmd_parms *cmd, sl_dir_conf_t *dc,
     return NULL;
 }
 
+/* SL_NEEDS_FORM when the sources keys (sl_key_source_t, or NULL) read a
+ * form field. */
+static unsigned int sl_keys_need(const void *sources)
+{
+    const apr_array_header_t *keys = sources;
+    int i;
+
+    for (i = 0; keys && i < keys->nelts; i++) {
+        if (APR_ARRAY_IDX(keys, i, sl_key_source_t).type == SL_KEY_FORM) {
+            return SL_NEEDS_FORM;
+        }
+    }
+    return 0;
+}
+
 /* The limit joins its section, and an unnamed one its virtual host. */
 static void sl_limit_keep(cmd_parms *cmd, sl_dir_conf_t *dc, sl_limit_t *l)
 {
@@ -450,6 +465,10 @@ static void sl_limit_keep(cmd_parms *cmd, sl_dir_conf_t *dc, sl_limit_t *l)
     sl_wire_limit(cmd->pool, l);
     sl_redis_limit_args(cmd->pool, l);
     APR_ARRAY_PUSH(dc->limits, sl_limit_t *) = l;
+    dc->needs |= (l->count ? SL_NEEDS_COUNT : 0) |
+                 (l->key_keys ? SL_NEEDS_KEY : 0) |
+                 (l->distinct_keys ? SL_NEEDS_DISTINCT : 0) |
+                 (sl_keys_need(l->key_keys) | sl_keys_need(l->distinct_keys));
     if (!l->named && cmd->server->is_virtual && sl_in_htaccess(cmd)) {
         /* The whole configuration is read by now: the host's names are
          * known, and this line is the host's own at once. */

@@ -52,17 +52,21 @@ static void sl_budgets_of(sl_case_t *c, const sl_server_conf_t *sc)
      * only an internal redirect that skipped it): its user is the name
      * attempted in every phase, so the redirect finds the budgets already
      * decided, and the give-back returns the budgets taken here. */
-    const char *identity =
-        sl_key_identity(c->target, c->dc, sl_budget_counts(c->dc));
+    int counts = sl_budget_counts(c->dc);
+    const char *identity = sl_key_identity(c->target, c->dc, counts);
 
     c->n = c->limits->nelts;
     c->budgets =
         sl_budgets_build(c->r->pool, sc, c->dc, c->limits, identity,
                          sc->proc ? sc->proc->memo : NULL, &c->reserve);
-    sl_key_lines(c->target, c->dc, c->limits, c->budgets,
-                 sl_budget_counts(c->dc));
-    sl_distinct_values(c->target, c->dc, c->limits, c->budgets,
-                       sl_budget_counts(c->dc));
+    /* Lines of their own key or a distinct= value: none in most sections
+     * (c->limits is the section's until sl_budgets_undecided). */
+    if (c->dc->needs & SL_NEEDS_KEY || c->limits != c->dc->limits) {
+        sl_key_lines(c->target, c->dc, c->limits, c->budgets, counts);
+    }
+    if (c->dc->needs & SL_NEEDS_DISTINCT || c->limits != c->dc->limits) {
+        sl_distinct_values(c->target, c->dc, c->limits, c->budgets, counts);
+    }
 }
 
 /* cost=expr:: each such limit's cost for this request. Returns

@@ -67,20 +67,10 @@ static int sl_form_list(const sl_dir_conf_t *dc, int at,
     return 1;
 }
 
-/* Whether dc has a form: source. */
+/* Whether dc has a form: source (sl_form_list's, kept as a bit). */
 static int sl_form_wanted(const sl_dir_conf_t *dc)
 {
-    const apr_array_header_t *keys;
-    int at, i;
-
-    for (at = 0; sl_form_list(dc, at, &keys); at++) {
-        for (i = 0; keys && i < keys->nelts; i++) {
-            if (APR_ARRAY_IDX(keys, i, sl_key_source_t).type == SL_KEY_FORM) {
-                return 1;
-            }
-        }
-    }
-    return 0;
+    return ((dc->needs | dc->keys_needs) & SL_NEEDS_FORM) != 0;
 }
 
 /* The status a body that could not be read answers, as httpd's own
