@@ -10,9 +10,9 @@
 
 /* The policy's part of l's keys under sc (sl_store_policy): under a
  * secret an HMAC, made once where there is a memo. */
-static const char *sl_budget_policy(apr_pool_t *p, sl_memo_t *m,
-                                    const sl_server_conf_t *sc,
-                                    const sl_limit_t *l)
+static APR_INLINE const char *sl_budget_policy(apr_pool_t *p, sl_memo_t *m,
+                                               const sl_server_conf_t *sc,
+                                               const sl_limit_t *l)
 {
     apr_size_t len = strlen(l->id) + 1;
     const char *policy;

@@ -315,7 +315,8 @@ static int sl_decide_by_store(sl_case_t *c, sl_decision_t *d)
         }
         return sl_step(rv, d);
     }
-    if (sl_allot_decide(c, d) == SL_STEP_ADMITTED) {
+    /* Asked here only where allotments are on: most sections never. */
+    if (c->dc->allotment == 1 && sl_allot_decide(c, d) == SL_STEP_ADMITTED) {
         return SL_STEP_ADMITTED;
     }
     /* A key refused until T stays refused until T whatever happens (nothing
@@ -428,7 +429,8 @@ static int sl_decide_for(request_rec *r, request_rec *target,
         return DECLINED;
     }
     /* A form: key's field is read from the body before any budget. */
-    if ((why = sl_form_read(r, dc)) != OK) {
+    if ((dc->needs | dc->keys_needs) & SL_NEEDS_FORM &&
+        (why = sl_form_read(r, dc)) != OK) {
         return why;
     }
     if (target == r) {
