@@ -158,7 +158,7 @@ static void sl_give_back(request_rec *r, sl_reserved_t *res, int status)
         /* Failed and good logins are both "allowed" decisions: this tells
          * them apart on the status page. */
         counts = sl_limit_counts(l, status);
-        sl_stats_counted(res->proc->stats, sl_limit_label(l), counts);
+        sl_stats_counted(res->proc->stats, l, counts);
         if (!counts) {
             back[k++] = res->budgets[i];
         }

@@ -180,7 +180,7 @@ int sl_refuse_cost(const sl_case_t *c, const sl_mode_t *m, int why, int at)
     int status =
         why == SL_COST_BAD ? HTTP_BAD_REQUEST : HTTP_REQUEST_ENTITY_TOO_LARGE;
 
-    sl_stats_decision(c->proc->stats, sl_limit_label(l), result);
+    sl_stats_decision(c->proc->stats, l, result);
     sl_case_env(c, result, l->name, NULL);
     if (m->dry_run) {
         return DECLINED;
@@ -236,7 +236,7 @@ int sl_answer(const sl_case_t *c, const sl_outcome_t *o, const sl_decision_t *d)
     int pick;
 
     if (!o->quota) {
-        sl_stats_decision(c->proc->stats, "-", o->result);
+        sl_stats_decision(c->proc->stats, NULL, o->result);
         sl_case_env(c, o->result, NULL, NULL);
         return o->status ? sl_refuse(c, o->status, o->unavailable,
                                      sl_ceil_seconds(sl_store_wait(
@@ -268,7 +268,7 @@ int sl_answer(const sl_case_t *c, const sl_outcome_t *o, const sl_decision_t *d)
     sl_case_env(c, o->result, decider->name,
                 remaining ? remaining
                           : sl_i64toa(r->pool, d->quota[pick].remaining));
-    sl_stats_decision(c->proc->stats, sl_limit_label(decider), o->result);
+    sl_stats_decision(c->proc->stats, decider, o->result);
     if (!o->status) {
         return DECLINED;
     }

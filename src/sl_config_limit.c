@@ -462,6 +462,7 @@ static void sl_limit_keep(cmd_parms *cmd, sl_dir_conf_t *dc, sl_limit_t *l)
     /* Made here, not per decision: it scans the section's text. */
     l->htaccess = sl_in_htaccess(cmd);
     l->label = sl_stats_policy(cmd->pool, l);
+    l->stats_cell = apr_pcalloc(cmd->pool, sizeof(*l->stats_cell));
     sl_wire_limit(cmd->pool, l);
     sl_redis_limit_args(cmd->pool, l);
     APR_ARRAY_PUSH(dc->limits, sl_limit_t *) = l;

@@ -104,6 +104,9 @@ typedef struct sl_limit {
     /* the metrics' policy label (sl_stats_policy), made once when the line
      * is read; NULL: name */
     const char *label;
+    /* Its metrics cell in this process, plus one (0: not looked up yet):
+     * sl_stats.c finds it by label once, not on every decision. */
+    volatile apr_uint32_t *stats_cell;
     apr_int64_t cost; /* units per request (cost=); 1 by default */
     /* cost=expr:STRING: the expression's text (NULL: cost= is fixed), its
      * compiled form (an ap_expr_info_t *, made by sl_config_limit.c: the core

@@ -201,18 +201,37 @@ const char *sl_stats_policy(apr_pool_t *p, const sl_limit_t *l)
                        apr_pstrmemdup(p, sec, (apr_size_t) (end - sec)), NULL);
 }
 
-void sl_stats_decision(sl_stats_t *st, const char *policy, int result)
+/* l's cell (NULL: the "-" of a decision no limit made), found by its label
+ * once per process and then by the index kept in l: a cell keeps its name
+ * while the segment lives, and a restart reads the limits anew. */
+static sl_policy_cell_t *sl_limit_cell(sl_stats_t *st, const sl_limit_t *l)
+{
+    apr_uint32_t at = l && l->stats_cell ? apr_atomic_read32(l->stats_cell) : 0;
+    sl_policy_cell_t *cell;
+
+    if (at) {
+        return &st->seg->policies[at - 1];
+    }
+    cell = sl_policy_cell(st, l ? sl_limit_label(l) : "-");
+    if (cell && l && l->stats_cell) {
+        apr_atomic_set32(l->stats_cell,
+                         (apr_uint32_t) (cell - st->seg->policies) + 1);
+    }
+    return cell;
+}
+
+void sl_stats_decision(sl_stats_t *st, const sl_limit_t *l, int result)
 {
     sl_policy_cell_t *cell;
 
     if (!st || result < 0 || result >= SL_RESULT_COUNT) {
         return;
     }
-    cell = sl_policy_cell(st, policy);
+    cell = sl_limit_cell(st, l);
     sl_atomic_inc64(cell ? &cell->count[result] : &st->seg->other[result]);
 }
 
-void sl_stats_counted(sl_stats_t *st, const char *policy, int counted)
+void sl_stats_counted(sl_stats_t *st, const sl_limit_t *l, int counted)
 {
     sl_policy_cell_t *cell;
     int k = counted ? SL_COUNTED : SL_GIVEN_BACK;
@@ -220,7 +239,7 @@ void sl_stats_counted(sl_stats_t *st, const char *policy, int counted)
     if (!st) {
         return;
     }
-    cell = sl_policy_cell(st, policy);
+    cell = sl_limit_cell(st, l);
     sl_atomic_inc64(cell ? &cell->counted[k] : &st->seg->other_counted[k]);
 }
 

@@ -30,10 +30,11 @@ const char *sl_stats_policy(apr_pool_t *p, const sl_limit_t *l);
 /* The label sl_stats_policy made when the limit was read. */
 #define sl_limit_label(l) ((l)->label ? (l)->label : (l)->name)
 
-void sl_stats_decision(sl_stats_t *st, const char *policy, int result);
-/* A count= policy's admission once the status is known: counted (1) or
+/* A decision of limit l (NULL: of none, shown as policy "-"). */
+void sl_stats_decision(sl_stats_t *st, const sl_limit_t *l, int result);
+/* A count= limit's admission once the status is known: counted (1) or
  * given back (0). */
-void sl_stats_counted(sl_stats_t *st, const char *policy, int counted);
+void sl_stats_counted(sl_stats_t *st, const sl_limit_t *l, int counted);
 /* One call to the Redis store shown as name (its URL's display, whose
  * sl_fnv1a is name_hash: sl_store_url_t's display_hash): its time,
  * whether it failed, and the round trips it made itself (several calls
