@@ -152,10 +152,11 @@ run_row() {
     mkdir -p "$M/src"
     # The tree as a clone has it: what the host built (test binaries linked
     # against the host's hiredis, objects, node_modules) stays out, so the
-    # root builds everything against its own libraries.
+    # root builds everything against its own libraries. A file deleted but
+    # not yet committed is skipped with tar's warning.
     if git -C "$ROOT" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
         (cd "$ROOT" && git ls-files -z -co --exclude-standard |
-            tar --null -T - --no-recursion --ignore-failed-read -cf - 2>/dev/null) | tar -C "$M/src" -xf -
+            tar --null -T - --no-recursion --ignore-failed-read -cf -) | tar -C "$M/src" -xf -
     else
         tar -C "$ROOT" --exclude=.git --exclude=./t/logs --exclude=./.libs --exclude=./build \
             --exclude=./t/sf/node_modules --exclude='*.lo' --exclude='*.slo' --exclude='*.la' \
