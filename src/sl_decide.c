@@ -429,8 +429,7 @@ static int sl_decide_for(request_rec *r, request_rec *target,
         return DECLINED;
     }
     /* A form: key's field is read from the body before any budget. */
-    if ((dc->needs | dc->keys_needs) & SL_NEEDS_FORM &&
-        (why = sl_form_read(r, dc)) != OK) {
+    if (sl_form_wanted(dc) && (why = sl_form_read(r, dc)) != OK) {
         return why;
     }
     if (target == r) {

@@ -67,8 +67,7 @@ static int sl_form_list(const sl_dir_conf_t *dc, int at,
     return 1;
 }
 
-/* Whether dc has a form: source (sl_form_list's, kept as a bit). */
-static int sl_form_wanted(const sl_dir_conf_t *dc)
+int sl_form_wanted(const sl_dir_conf_t *dc)
 {
     return ((dc->needs | dc->keys_needs) & SL_NEEDS_FORM) != 0;
 }

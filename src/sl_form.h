@@ -24,6 +24,10 @@
  * within Timeout: 408). */
 int sl_form_read(request_rec *r, const sl_dir_conf_t *dc);
 
+/* Whether dc has a form: source, in its keys or its lines' key= and
+ * distinct= (kept as a bit: no scan). */
+int sl_form_wanted(const sl_dir_conf_t *dc);
+
 /* What the form: source field found for r (any request of the client's
  * one: a subrequest or an internal redirect asks the first), with *v the
  * normalised value for SL_FORM_VALUE. */
