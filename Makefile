@@ -45,7 +45,8 @@ AP_INCDIR := $(word 2,$(AP_VARS))
 APR_CONFIG := $(or $(word 3,$(AP_VARS)),apr-1-config)
 APU_CONFIG := $(or $(word 4,$(AP_VARS)),apu-1-config)
 AP_LIBEXEC := $(or $(word 5,$(AP_VARS)),/usr/lib/apache2/modules)
-LIBTOOL   := $(shell $(APR_CONFIG) --apr-libtool 2>/dev/null) --silent
+AP_LIBTOOL := $(shell $(APR_CONFIG) --apr-libtool 2>/dev/null)
+LIBTOOL   := $(AP_LIBTOOL) --silent
 AP_CFLAGS := $(subst ;;, ,$(shell $(APXS) -q SHLTCFLAGS CFLAGS CPPFLAGS \
                 NOTEST_CPPFLAGS EXTRA_CPPFLAGS EXTRA_CFLAGS 2>/dev/null)) \
              -I$(AP_INCDIR) $(shell $(APR_CONFIG) --includes 2>/dev/null) \
@@ -96,7 +97,7 @@ DEPS_DEB   = debhelper fakeroot lintian dpkg-dev
 DEPS_BENCH = wrk gnuplot-nox libapache2-mod-evasive libapache2-mod-qos libpcre3 \
              libapache2-mod-security2 linux-perf valgrind
 
-.PHONY: all install clean deps deps-bench test check unit sf demo demo-stop bench soak format \
+.PHONY: all toolchain install clean deps deps-bench test check unit sf demo demo-stop bench soak format \
         accuracy memory sanitize uninstall deb test-package compat compat-ci abi-check \
         test-wordpress test-wordpress-remove bench-stuffing
 
@@ -113,10 +114,17 @@ src/sl_scripts.h: lua/sl_prelude.lua lua/sl_check.lua lua/sl_give_back.lua lua/s
 
 # An object depends on the headers its last compile read (-MMD: the .d
 # next to it); before the first, every object waits for sl_scripts.h.
-%.lo: %.c src/.cflags | src/sl_scripts.h
+%.lo: %.c src/.cflags | src/sl_scripts.h toolchain
 	$(COMPILE) -MMD -MP -MF $*.d -MT $@ -c -o $@ $<
 
 -include $(SRCS:.c=.d)
+
+# Without apxs and APR's libtool (apache2-dev) there is nothing to compile
+# with: one clear error instead of commands that cannot run.
+toolchain:
+	@test -n "$(AP_INCDIR)" -a -n "$(AP_LIBTOOL)" || { \
+	  echo "mod_slidinglimit: apxs or APR's libtool not found: run 'make deps' as root," \
+	       "or install $(DEPS_BUILD)" >&2; exit 1; }
 
 $(MODULE): $(OBJS) src/exports.map src/.ldflags
 	$(LINK) -o mod_slidinglimit.la $(OBJS)
