@@ -4,7 +4,8 @@
 # differ in key= are refused with a message naming the directive and the
 # token. In an .htaccess file (SlidingLimitOverride all) key= is refused:
 # the request gets a 500 and the error log says why; a tenant's line keyed
-# by none never reaches the server's budget of the same shape.
+# by none never reaches the server's budget of the same shape. With a
+# Redis Cluster store httpd refuses key= at start.
 use strict;
 use warnings;
 
@@ -14,7 +15,7 @@ use SL::Test;
 use SL::Keys qw(httpd_check tag);
 use SL::Httpd;
 
-plan tests => 9;
+plan tests => 11;
 
 my ($rc, $out) = httpd_check(<<'EOT');
 <Location /login>
@@ -68,4 +69,18 @@ my @l = grep { /key=none' belongs in the server configuration, not in \.htaccess
 ok(scalar @l >= 1, '... the error log says why');
 $h->stop;
 
-
+# A Redis Cluster store runs a script over one hash slot only: key= there
+# is refused at start, with the reason, whatever section holds it.
+my $started = eval {
+    SL::Httpd->start(name => 'k161-cluster-' . ($ENV{SL_TEST_MPM} || 'event'),
+        store => 'cluster://127.0.0.1:1', extra => <<'EOT');
+<Location /login>
+    SlidingLimit 5 15m key=form:log
+</Location>
+EOT
+};
+my $why = $@;
+$started->stop if $started;
+ok(!$started, 'key= with a cluster:// store: httpd does not start');
+like($why, qr/SlidingLimit key= needs one Redis server .*Redis Cluster store cannot/,
+    '... and its error log says why');
