@@ -91,7 +91,7 @@ $(call sl_flags,src/.ldflags,$(LINK))
 
 # Packages the build, the suite and the demo need (Debian names).
 DEPS_BUILD = build-essential apache2 apache2-dev libhiredis-dev libssl-dev
-DEPS_TEST  = redis-server redis-tools libapache2-mod-perl2 libwww-perl curl faketime \
+DEPS_TEST  = redis-server redis-tools libapache2-mod-perl2 libwww-perl curl faketime gdb \
              openssl prometheus fail2ban
 DEPS_DEB   = debhelper fakeroot lintian dpkg-dev
 DEPS_BENCH = wrk gnuplot-nox libapache2-mod-evasive libapache2-mod-qos libpcre3 \

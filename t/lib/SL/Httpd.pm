@@ -110,6 +110,8 @@ PidFile "$t/tmp/$name.pid"
 DefaultRuntimeDir "$dir/run"
 Mutex file:$dir/run default
 ErrorLog "$dir/logs/error_log"
+# A crashed child leaves its core here too (t/run reports it).
+CoreDumpDirectory "$dir"
 LogLevel warn
 LogFormat "%h %>s %U sl=%{SLIDINGLIMIT_RESULT}e rem=%{SLIDINGLIMIT_REMAINING}e" slaccess
 CustomLog "$dir/logs/access_log" slaccess
