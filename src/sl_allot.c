@@ -6,6 +6,7 @@
 
 #include <apr_thread_mutex.h>
 
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -35,9 +36,11 @@ struct sl_allot_cell {
 
 struct sl_allot {
     apr_thread_mutex_t *mutex; /* NULL: one thread */
-    /* The cells' own pool: made at the first use under the lock, so that a
-     * child whose sections leave allotments off keeps none. */
-    apr_pool_t *pool;
+    /* Made at the first use under the lock, so that a child whose
+     * sections leave allotments off keeps none; with calloc, as a pool of
+     * the child's (its allocator too) is one thread's at a time, and
+     * other threads (another store's waiters, httpd's own) use it. Freed
+     * at child exit. */
     sl_allot_cell_t *cells;
     sl_allot_cell_t *buckets[SL_ALLOT_BUCKETS];
     int nused;
@@ -45,13 +48,20 @@ struct sl_allot {
     unsigned evict; /* the next cell sl_allot_free_cell looks at */
 };
 
+static apr_status_t sl_allot_cleanup(void *data)
+{
+    sl_allot_t *a = data;
+
+    free(a->cells);
+    a->cells = NULL;
+    return APR_SUCCESS;
+}
+
 sl_allot_t *sl_allot_create(apr_pool_t *p, int threaded)
 {
     sl_allot_t *a = apr_pcalloc(p, sizeof(*a));
 
-    if (apr_pool_create(&a->pool, p) != APR_SUCCESS) {
-        return NULL;
-    }
+    apr_pool_cleanup_register(p, a, sl_allot_cleanup, apr_pool_cleanup_null);
     if (threaded && apr_thread_mutex_create(&a->mutex, APR_THREAD_MUTEX_DEFAULT,
                                             p) != APR_SUCCESS) {
         /* No lock, no sharing: every request decides at the store. */
@@ -240,8 +250,8 @@ static int sl_allot_take_locked(sl_allot_t *a, const sl_budget_t *b, int n,
 {
     int i, j, usable = 1, ask = 1;
 
-    if (!a->cells) {
-        a->cells = apr_pcalloc(a->pool, sizeof(*a->cells) * SL_ALLOT_CELLS);
+    if (!a->cells && !(a->cells = calloc(SL_ALLOT_CELLS, sizeof(*a->cells)))) {
+        return SL_ALLOT_NONE;
     }
 
     for (i = 0; i < n; i++) {

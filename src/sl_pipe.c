@@ -8,6 +8,7 @@
 #include <apr_strings.h>
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -41,19 +42,21 @@ typedef struct sl_pcmd {
 
 static void sl_waiter_release(void *data);
 
+/* Child exit, the workers and the lease renewer joined (their cleanups
+ * run first): no thread waits any more, and none that exits later hands a
+ * waiter back. */
 static apr_status_t sl_waiter_key_cleanup(void *data)
 {
     sl_redis_t *rs = data;
+    sl_waiter_t *w;
 
     apr_threadkey_private_delete(rs->waiter_key);
-    return APR_SUCCESS;
-}
-
-static apr_status_t sl_waiter_cleanup(void *data)
-{
-    sl_waiter_t *w = data;
-
-    sem_destroy(&w->sem);
+    while ((w = rs->made) != NULL) {
+        rs->made = w->made;
+        sem_destroy(&w->sem);
+        free(w);
+    }
+    rs->spare = NULL;
     return APR_SUCCESS;
 }
 
@@ -71,8 +74,11 @@ static void sl_waiter_release(void *data)
     apr_thread_mutex_unlock(rs->mutex);
 }
 
-/* This thread's waiter for rs: a spare, else a new one from the child's
- * pool (under rs->mutex); NULL if that failed. */
+/* This thread's waiter for rs: a spare, else a new one; NULL if that
+ * failed. Made with calloc, not from the child's pool: threads of the
+ * child make theirs at once, and a pool (its allocator too) is one
+ * thread's at a time; rs->mutex orders this client's threads only, not
+ * another store's or httpd's own users of that pool. */
 static sl_waiter_t *sl_waiter(sl_redis_t *rs)
 {
     void *data = NULL;
@@ -87,14 +93,14 @@ static sl_waiter_t *sl_waiter(sl_redis_t *rs)
         rs->spare = w->next;
         w->next = NULL;
     }
-    else {
-        w = apr_pcalloc(rs->pool, sizeof(*w));
-        w->rs = rs;
+    else if ((w = calloc(1, sizeof(*w))) != NULL) {
         if (sem_init(&w->sem, 0, 0) == 0) {
-            apr_pool_cleanup_register(rs->pool, w, sl_waiter_cleanup,
-                                      apr_pool_cleanup_null);
+            w->rs = rs;
+            w->made = rs->made;
+            rs->made = w;
         }
         else {
+            free(w);
             w = NULL;
         }
     }
@@ -375,7 +381,8 @@ apr_status_t sl_pipe_init(sl_redis_t *rs, apr_pool_t *p)
 
     if (rv == APR_SUCCESS) {
         /* Registered after the Redis client's mutex, so run before its
-         * destruction: no thread that exits later hands a waiter back. */
+         * destruction, and before the lease renewer is made: run after
+         * it is joined. */
         apr_pool_cleanup_register(p, rs, sl_waiter_key_cleanup,
                                   apr_pool_cleanup_null);
     }

@@ -112,6 +112,7 @@ typedef struct sl_waiter {
     sem_t sem;
     struct sl_redis *rs;
     struct sl_waiter *next; /* in rs->spare */
+    struct sl_waiter *made; /* every waiter of rs, freed at child exit */
 } sl_waiter_t;
 
 /* The nodes a Redis client knows and, for a cluster, which serves each slot.
@@ -172,6 +173,7 @@ struct sl_redis {
     apr_interval_time_t queue_timeout; /* connect + command timeouts */
     apr_threadkey_t *waiter_key;       /* this thread's sl_waiter_t */
     sl_waiter_t *spare;                /* of exited threads, under mutex */
+    sl_waiter_t *made;                 /* all of them, under mutex */
     sl_script_t check;     /* lua/sl_check.lua: decisions and looks */
     sl_script_t give_back; /* lua/sl_give_back.lua: give-backs (count=) */
     sl_script_t renew;     /* lua/sl_renew.lua: leases renewed */

@@ -61,6 +61,8 @@ sl_node_t *sl_topo_node(sl_topology_t *t, const char *host, apr_size_t hostlen,
         }
         t->nnodes++;
     }
+    /* A new slot holds what realloc left there until the node is made. */
+    t->nodes[i] = NULL;
     node = t->node_new(t->ctx, host, hostlen, port);
     if (!node) {
         return NULL;
