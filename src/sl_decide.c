@@ -62,10 +62,12 @@ static void sl_budgets_of(sl_case_t *c, const sl_server_conf_t *sc)
     /* Lines of their own key or a distinct= value: none in most sections
      * (c->limits is the section's until sl_budgets_undecided). */
     if (c->dc->needs & SL_NEEDS_KEY || c->limits != c->dc->limits) {
-        sl_key_lines(c->target, c->dc, c->limits, c->budgets, counts);
+        sl_key_lines(c->r->pool, c->target, c->dc, c->limits, c->budgets,
+                     counts);
     }
     if (c->dc->needs & SL_NEEDS_DISTINCT || c->limits != c->dc->limits) {
-        sl_distinct_values(c->target, c->dc, c->limits, c->budgets, counts);
+        sl_distinct_values(c->r->pool, c->target, c->dc, c->limits, c->budgets,
+                           counts);
     }
 }
 

@@ -9,7 +9,7 @@
 
 #include <string.h>
 
-void sl_distinct_values(request_rec *r, const sl_dir_conf_t *dc,
+void sl_distinct_values(apr_pool_t *p, request_rec *r, const sl_dir_conf_t *dc,
                         const apr_array_header_t *limits, sl_budget_t *budgets,
                         int before_auth)
 {
@@ -30,6 +30,9 @@ void sl_distinct_values(request_rec *r, const sl_dir_conf_t *dc,
         one = *dc;
         one.keys = (apr_array_header_t *) l->distinct_keys;
         budgets[i].distinct = sl_key_identity(r, &one, before_auth);
+        if (budgets[i].distinct && p != r->pool) {
+            budgets[i].distinct = apr_pstrdup(p, budgets[i].distinct);
+        }
     }
 }
 

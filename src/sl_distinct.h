@@ -14,8 +14,9 @@
  * sl_budgets_build) gets the request's value of its source: the identity
  * the key source alone would give the request (hashed as keys are, with
  * that source's case folding and its fallback where it has no value), so
- * a request without one brings one value of its own. */
-void sl_distinct_values(request_rec *r, const sl_dir_conf_t *dc,
+ * a request without one brings one value of its own. The values are
+ * copied into p, as sl_key_lines makes its keys. */
+void sl_distinct_values(apr_pool_t *p, request_rec *r, const sl_dir_conf_t *dc,
                         const apr_array_header_t *limits, sl_budget_t *budgets,
                         int before_auth);
 

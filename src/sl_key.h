@@ -37,8 +37,10 @@ int sl_key_takes(const sl_dir_conf_t *dc, const char *source);
 /* key=SOURCE (sl_key_line.c): the budgets of the limits (sl_limit_t *)
  * with a key= of their own made for the identity that source gives the
  * request r, by sl_key_identity under dc with that one source; the others
- * keep the section's, which budgets already hold. */
-void sl_key_lines(request_rec *r, const sl_dir_conf_t *dc,
+ * keep the section's, which budgets already hold. The keys are made in p:
+ * the client's request's pool, which outlives mod_dir's look-up (r) that
+ * the request may be decided for (its give-back reads them). */
+void sl_key_lines(apr_pool_t *p, request_rec *r, const sl_dir_conf_t *dc,
                   const apr_array_header_t *limits, sl_budget_t *budgets,
                   int before_auth);
 

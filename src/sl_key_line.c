@@ -27,7 +27,7 @@ const sl_dir_conf_t *sl_key_line_conf(const sl_dir_conf_t *dc,
     return one;
 }
 
-void sl_key_lines(request_rec *r, const sl_dir_conf_t *dc,
+void sl_key_lines(apr_pool_t *p, request_rec *r, const sl_dir_conf_t *dc,
                   const apr_array_header_t *limits, sl_budget_t *budgets,
                   int before_auth)
 {
@@ -42,7 +42,7 @@ void sl_key_lines(request_rec *r, const sl_dir_conf_t *dc,
             continue;
         }
         sl_budget_rekey(
-            r->pool, sc, l,
+            p, sc, l,
             sl_key_identity(r, sl_key_line_conf(dc, l, &one), before_auth),
             sc->proc ? sc->proc->memo : NULL, &budgets[i]);
     }
