@@ -49,12 +49,13 @@
 -- its use u changes no decision after u (the same window's C holds it
 -- either way, and the next window's P), and decisions between g and u
 -- see one unit more, not less. The grant needs the estimate at g plus k
--- within the limit, prev * (win - (g - start)) / win + C + k <= limit,
--- and the weighted P only falls within a window: at every u, the
--- estimate with every unit of the grant counted (whether used yet or
--- not) stays within the limit, so each admission from the grant is one
--- the counter would have made had it been decided at the store at u. No
--- server ever admits beyond what the counter admits with each unit
+-- within the limit, prev * (win - (g - start)) / win + C + k <= limit;
+-- every later rise of C (an admission at the store, another grant) is
+-- checked the same way, and the weighted P only falls within a window:
+-- at every u, the estimate with every unit of the grant counted (used
+-- yet or not) stays within the limit, so each admission from the grant
+-- is one the counter would have made had it been decided at the store at
+-- u. No server ever admits beyond what the counter admits with each unit
 -- counted at its use; in particular no fixed window of store time holds
 -- more than the limit. A grant whose D would cross the window's end is
 -- not made (nothing granted: the caller decides at the store): units
