@@ -8,7 +8,7 @@
 -- KEYS[i]   store key of limit i (one hash tag per call, as the check's)
 -- ARGV[1]   the grant's id: unique per call (the decision's member)
 -- ARGV[2]   D, microseconds (1000 .. 1000000)
--- ARGV[2+10(i-1)+1 .. +10]  algorithm ("l" or "g"), requests, window,
+-- ARGV[2+10(i-1)+1 .. +10]  algorithm ("l", "g" or "c"), requests, window,
 --           burst, cost (units the asking request takes), want (units
 --           asked for, at least cost; 0 in every limit: a give-back
 --           alone, of a grant its child no longer uses), then the
@@ -19,7 +19,7 @@
 -- Returns: now seconds, now microseconds, 1 if granted (0: some limit
 -- has no room for cost, nothing granted), then per limit: units granted,
 -- the store's remaining after the grant, the grant's log score (0 for
--- gcra).
+-- gcra and the counter).
 --
 -- Why no rolling window ever holds more than the limit (log): the k units
 -- are one entry scored g + D, g = now, counted (from the grant on) by
@@ -42,12 +42,39 @@
 -- since was free anyway, and later admissions stacked after the grant stay
 -- charged.
 --
+-- Counter: the k units are added to the current fixed window's count C at
+-- g, and only when g + D < (idx + 1) * win, idx = floor(g / win): every
+-- admission made from them, at a time u in [g, g + D], falls inside the
+-- window in which they are counted. Counting a unit at g rather than at
+-- its use u changes no decision after u (the same window's C holds it
+-- either way, and the next window's P), and decisions between g and u
+-- see one unit more, not less. The grant needs the estimate at g plus k
+-- within the limit, prev * (win - (g - start)) / win + C + k <= limit;
+-- every later rise of C (an admission at the store, another grant) is
+-- checked the same way, and the weighted P only falls within a window:
+-- at every u, the estimate with every unit of the grant counted (used
+-- yet or not) stays within the limit, so each admission from the grant
+-- is one the counter would have made had it been decided at the store at
+-- u. No server ever admits beyond what the counter admits with each unit
+-- counted at its use; in particular no fixed window of store time holds
+-- more than the limit. A grant whose D would cross the window's end is
+-- not made (nothing granted: the caller decides at the store): units
+-- used in the next window but counted in this one would weigh there as
+-- P, a fraction, not as C. A window under COUNTER_SPANS D gets no grant:
+-- its last D, more than half of it, would be decided at the store
+-- anyway, and the unused rest of a grant goes back only within its own
+-- window, so most of it would stay counted.
+--
 -- Ownership: a give-back names the grant. Log: the entry's exact name
 -- (its units, id and score): ZREM answers 1 once, so a repeated or late
 -- give-back (the entry expired, the key reset or reused) does nothing.
 -- GCRA: KEY.a<id> holds the grant's TAT and epoch; KEY.a holds the key's
 -- epoch, which an operator's reset deletes with the key: a record of
--- another epoch gives back nothing.
+-- another epoch gives back nothing. Counter: KEY.a<id> holds the grant's
+-- window index, its units and the epoch; units go back only while that
+-- window is still the current one and the stored one (into C, never
+-- below 0): in the next window they weigh as P, where taking them back
+-- would count less than the window held when they were granted.
 --
 -- Only the commands of the check (the ACL of docs/REFERENCE.md).
 
@@ -169,6 +196,60 @@ local function gcra_give_back(key, gid, T, tau, unused)
     end
 end
 
+-- The counter's key as lua/sl_check.lua reads it at now: the current
+-- window's index, the previous window's count and the current one, and
+-- the stored tag when it is the current window's (else false); false
+-- alone when the key holds another type (the check replaces it).
+local function counter_read(key, win)
+    local idx = floor(now / win)
+    local v = redis.pcall('GET', key)
+    local prev, cur, tag = 0, 0, false
+    if type(v) == 'table' then
+        return false
+    elseif type(v) == 'string' then
+        local stp, sc = match(v,
+            '^([1-8]%d%d%d%d%d%d%d%d%d)(%d%d%d%d%d%d%d%d%d)$')
+        if stp then
+            local tp = stp + 0
+            local t = floor(tp / 1000000000)
+            if t == idx % 8 + 1 then
+                cur, prev, tag = sc + 0, tp - t * 1000000000, t
+            elseif t == (idx - 1) % 8 + 1 then
+                prev = sc + 0
+            end
+        end
+    end
+    return idx, prev, cur, tag
+end
+
+local function counter_give_back(key, gid, win, unused)
+    local rec = key .. '.a' .. gid
+    local v = redis.pcall('GET', rec)
+    if type(v) ~= 'string' or redis.call('DEL', rec) ~= 1 then
+        return
+    end
+    local s_idx, s_k, epoch = match(v, '^c(%d+):(%d+):(.*)$')
+    if not epoch or epoch ~= redis.pcall('GET', key .. '.a') then
+        return
+    end
+    local idx, prev, cur, tag = counter_read(key, win)
+    if not idx or not tag or s_idx + 0 ~= idx then
+        return
+    end
+    local back = unused
+    if back > s_k + 0 then
+        back = s_k + 0
+    end
+    if back > cur then
+        back = cur
+    end
+    local pttl = back > 0 and redis.call('PTTL', key)
+    if pttl and pttl > 0 then
+        redis.call('SET', key, format('%d%09d%09d', tag, prev, cur - back),
+            'PX', pttl)
+    end
+end
+
 -- Read and check every limit; give back first.
 local lim = {}
 for i = 1, n do
@@ -179,7 +260,7 @@ for i = 1, n do
     local cost, want = num(ARGV[b + 5]), num(ARGV[b + 6])
     local gid, gk, gscore, unused = ARGV[b + 7], num(ARGV[b + 8]),
         num(ARGV[b + 9]), num(ARGV[b + 10])
-    if (alg ~= 'l' and alg ~= 'g') or not limit or limit < 1
+    if (alg ~= 'l' and alg ~= 'g' and alg ~= 'c') or not limit or limit < 1
         or limit > MAX_REQUESTS or not win or win < 1000 or win > MAX_WINDOW
         or not burst or burst < 1 or burst > MAX_REQUESTS or not cost
         or cost < 1 or not want or want < cost and want ~= 0
@@ -193,6 +274,8 @@ for i = 1, n do
     if gid ~= '-' and gk > 0 then
         if alg == 'l' then
             log_give_back(key, gid, gk, format('%d', gscore), unused)
+        elseif alg == 'c' then
+            counter_give_back(key, gid, win, unused)
         else
             gcra_give_back(key, gid, T, tau, unused)
         end
@@ -210,6 +293,18 @@ for i = 1, n do
             end
             L.units, L.nreq, L.tname = units, nreq, tname
             room = limit - units
+        elseif alg == 'c' then
+            local idx, prev, cur = counter_read(key, win)
+            -- The window-end rule: every use of the units (up to now + D)
+            -- inside the window that counts them. A key of another type:
+            -- the check replaces it.
+            if not idx or win < COUNTER_SPANS * D
+                or now + D >= (idx + 1) * win then
+                return { sec, usec, 0 }
+            end
+            L.idx, L.prev, L.cur = idx, prev, cur
+            L.w = prev * (win - (now - idx * win)) / win
+            room = floor(limit - (L.w + cur))
         else
             L.tat = gcra_tat(key, T, tau)
             -- The k units arrive at any time up to now + D: they are
@@ -260,6 +355,26 @@ for i = 1, n do
         redis.call('PEXPIRE', key, format('%d', ceil((L.win + D) / 1000) + 1))
         out[3 * i + 1], out[3 * i + 2], out[3 * i + 3] = k,
             L.limit - L.units, score
+    elseif L.alg == 'c' then
+        -- k <= room: the estimate plus k stays within the limit.
+        local c = L.cur + k
+        local ttl = ceil(((L.idx + 2) * L.win - now) / 1000) + 1
+        redis.call('SET', key, format('%d%09d%09d', L.idx % 8 + 1, L.prev, c),
+            'PX', format('%d', ttl))
+        local ekey = key .. '.a'
+        local epoch = redis.pcall('GET', ekey)
+        if type(epoch) ~= 'string' then
+            epoch = id
+        end
+        -- The epoch lives as long as the key, past every record naming
+        -- it; a record, until its window ends (no give-back after that).
+        redis.call('SET', ekey, epoch, 'PX', format('%d', ttl))
+        redis.call('SET', key .. '.a' .. id,
+            format('c%d:%d:', L.idx, k) .. epoch, 'PX',
+            format('%d', ceil(((L.idx + 1) * L.win - now) / 1000) + 1))
+        local rr = floor(L.limit - (L.w + c))
+        out[3 * i + 1], out[3 * i + 2], out[3 * i + 3] = k,
+            rr < 0 and 0 or rr, 0
     else
         -- Never past the tolerance (the check's own test).
         while k > L.cost and L.base + k * L.T - now > L.tau + 0.5 do

@@ -3,6 +3,7 @@
  * key, found by a hash of the key and its store; a mutex under a threaded
  * MPM. */
 #include "sl_allot.h"
+#include "sl_script_layout.h"
 
 #include <apr_thread_mutex.h>
 
@@ -101,12 +102,37 @@ static int sl_allot_gcra_fits(const sl_budget_t *b)
     return b->window / b->requests * burst >= 2 * SL_ALLOT_DEADLINE;
 }
 
+/* counter: a window in which most of the time lies more than D before
+ * its end (a grant's every use falls in the window that counts it,
+ * lua/sl_allot.lua, which refuses shorter windows too). */
+int sl_allot_counter_fits(const sl_budget_t *b)
+{
+    return b->window >= SL_ALLOT_COUNTER_SPANS * SL_ALLOT_DEADLINE;
+}
+
+/* Whether lua/sl_allot.lua can grant units of b's algorithm: an
+ * admission from them must be counted where every later decision sees it
+ * (docs/REFERENCE.md, SlidingLimitAllotment). */
+static int sl_allot_algorithm_fits(const sl_budget_t *b)
+{
+    switch ((sl_alg_t) b->algorithm) {
+    case SL_ALG_LOG:
+        return 1;
+    case SL_ALG_COUNTER:
+        return sl_allot_counter_fits(b);
+    case SL_ALG_GCRA:
+        return sl_allot_gcra_fits(b);
+    case SL_ALG_CONCURRENT:
+    case SL_ALG_DISTINCT:
+        return 0;
+    }
+    return 0;
+}
+
 int sl_allot_fits(const sl_budget_t *b)
 {
-    return (b->algorithm == SL_ALG_LOG ||
-            (b->algorithm == SL_ALG_GCRA && sl_allot_gcra_fits(b))) &&
-           b->requests >= SL_ALLOT_MIN_REQUESTS && !b->block &&
-           b->key_len <= SL_ALLOT_KEY_MAX &&
+    return sl_allot_algorithm_fits(b) && b->requests >= SL_ALLOT_MIN_REQUESTS &&
+           !b->block && b->key_len <= SL_ALLOT_KEY_MAX &&
            2 * sl_allot_cost(b) <= sl_allot_cap(b);
 }
 

@@ -39,11 +39,15 @@ sl_allot_t *sl_allot_create(apr_pool_t *p, int threaded);
  * another host's clock moves a deadline. */
 apr_time_t sl_allot_clock(void);
 
-/* Whether a budget may be decided from allotments at all (algorithm log
- * or gcra, a limit of at least SL_ALLOT_MIN_REQUESTS, a cost of at most
- * a grant). The caller excludes what this cannot see (count=, block=,
- * cost=after:, expr: quotas). */
+/* Whether a budget may be decided from allotments at all (algorithm log,
+ * gcra with a tolerance of 2 D, or counter with a window of
+ * SL_ALLOT_COUNTER_SPANS D; a limit of at least SL_ALLOT_MIN_REQUESTS, a
+ * cost of at most a grant). The caller excludes what this cannot see
+ * (count=, block=, cost=after:, expr: quotas). */
 int sl_allot_fits(const sl_budget_t *b);
+/* Whether a counter budget's window is long enough for grants (its
+ * algorithm not looked at: sl_allot_check.c warns by it at start-up). */
+int sl_allot_counter_fits(const sl_budget_t *b);
 
 /* What sl_allot_take says of one budget of a request. */
 typedef struct sl_allot_slot {

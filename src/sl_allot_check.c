@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* SlidingLimitAllotment auto where it cannot apply: at start-up (and under
  * httpd -t), one warning for each SlidingLimit line of the counter
- * algorithm in the section of a "SlidingLimitAllotment auto" line or in a
- * section nested in it. The counter's two fixed windows have no place for
- * units used in the future, so its requests are always decided at the
- * store (docs/REFERENCE.md, SlidingLimitAllotment); an operator would
- * otherwise learn that only from the store's load. Read from the
- * configuration's tree (ap_conftree), as sl_delay_check.c reads it: a
- * section that only merges by URL (a <Location> outside the one with the
- * auto line) is not seen. */
+ * algorithm whose window is under SL_ALLOT_COUNTER_SPANS deadlines, in the
+ * section of a "SlidingLimitAllotment auto" line or in a section nested in
+ * it. A counter grant's every use must fall inside the fixed window that
+ * counts it, so the last D of each window is always decided at the store,
+ * and such short windows get no grants at all (docs/REFERENCE.md,
+ * SlidingLimitAllotment); an operator would otherwise learn that only from
+ * the store's load. Read from the configuration's tree (ap_conftree), as
+ * sl_delay_check.c reads it: a section that only merges by URL (a
+ * <Location> outside the one with the auto line) is not seen. */
 #include "sl_config.h"
 
 #include "http_config.h"
@@ -17,6 +18,9 @@
 
 #include "apr_hash.h"
 #include "apr_strings.h"
+
+#include "sl_allot.h"
+#include "sl_script_layout.h"
 
 #include <string.h>
 
@@ -75,8 +79,24 @@ static int sl_is_counter(const ap_directive_t *line)
     return sl_default_counter(line);
 }
 
-/* Every SlidingLimit line of the counter among d and its siblings and
- * their sections, warned about once (seen: the lines already). */
+/* Whether a counter line's window (its second word) is too short for
+ * grants; a window that does not parse is refused elsewhere. */
+static int sl_window_short(apr_pool_t *p, const ap_directive_t *line)
+{
+    const char *args = line->args;
+    sl_budget_t b = {0};
+
+    ap_getword_conf(p, &args);
+    if (sl_parse_duration(p, ap_getword_conf(p, &args), &b.window)) {
+        return 0;
+    }
+    b.algorithm = SL_ALG_COUNTER;
+    return !sl_allot_counter_fits(&b);
+}
+
+/* Every SlidingLimit line of the counter with a short window among d and
+ * its siblings and their sections, warned about once (seen: the lines
+ * already). */
 static void sl_walk(apr_pool_t *p, server_rec *s, const ap_directive_t *d,
                     const ap_directive_t *auto_line, apr_hash_t *seen)
 {
@@ -85,18 +105,21 @@ static void sl_walk(apr_pool_t *p, server_rec *s, const ap_directive_t *d,
             sl_walk(p, s, d->first_child, auto_line, seen);
         }
         if (strcasecmp(d->directive, "SlidingLimit") || !sl_is_counter(d) ||
-            apr_hash_get(seen, &d, sizeof(d))) {
+            apr_hash_get(seen, &d, sizeof(d)) || !sl_window_short(p, d)) {
             continue;
         }
         apr_hash_set(seen, apr_pmemdup(p, &d, sizeof(d)), sizeof(d), "");
-        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
-                     "mod_slidinglimit: SlidingLimit %s (%s:%d): the counter "
-                     "algorithm takes no allotments: SlidingLimitAllotment "
-                     "auto (%s:%d) leaves its requests to the store, one "
-                     "call each. Use algorithm=log or gcra for allotments "
-                     "(docs/REFERENCE.md, SlidingLimitAllotment)",
-                     d->args, d->filename, d->line_num, auto_line->filename,
-                     auto_line->line_num);
+        ap_log_error(
+            APLOG_MARK, APLOG_WARNING, 0, s,
+            "mod_slidinglimit: SlidingLimit %s (%s:%d): a counter "
+            "window under %s takes no allotments: "
+            "SlidingLimitAllotment auto (%s:%d) leaves its requests "
+            "to the store, one call each. Use a longer window, or "
+            "algorithm=log (docs/REFERENCE.md, "
+            "SlidingLimitAllotment)",
+            d->args, d->filename, d->line_num,
+            sl_format_duration(p, SL_ALLOT_COUNTER_SPANS * SL_ALLOT_DEADLINE),
+            auto_line->filename, auto_line->line_num);
     }
 }
 

@@ -19,7 +19,7 @@ APLOG_USE_MODULE(slidinglimit);
 /* Limits decided at the store only: a count= reservation, a cost=after:
  * charge, a block (a refusal elsewhere must stop this server at once), an
  * expr: quota (it may change under a grant), distinct= and in-flight
- * leases (sl_allot_fits: log and gcra only). */
+ * leases (sl_allot_fits: log, gcra and counter only). */
 static int sl_allot_limit_fits(const sl_limit_t *l, const sl_budget_t *b)
 {
     return !l->ncount && !l->after && !l->block && !l->quota_prog &&
@@ -35,11 +35,16 @@ static int sl_allot_limit_fits(const sl_limit_t *l, const sl_budget_t *b)
  * left of this child's grant (the store's own remaining is at least that,
  * unless others spent it: never more than the truth), reset the latest
  * time the whole quota can be back (a window, or a gcra tolerance, after
- * the last grant's deadline). */
+ * the last grant's deadline; for the counter, two windows from now: every
+ * unit counted so far is in the current window or the one before, and
+ * none of them weighs anything once the next window ends). */
 static apr_int64_t sl_allot_reset(const sl_budget_t *b)
 {
     apr_int64_t span = b->window;
 
+    if (b->algorithm == SL_ALG_COUNTER) {
+        return 2 * b->window;
+    }
     if (b->algorithm == SL_ALG_GCRA && b->burst > b->requests) {
         span = b->window / b->requests * b->burst;
     }

@@ -37,5 +37,8 @@
  * burst, cost, want, and the give-back's grant id, units, score, unused */
 #define SL_ALLOT_ARGV_HEAD 2
 #define SL_ALLOT_ARGV_PER  10
+/* The shortest counter window that gets grants, in deadlines (D): the
+ * script's COUNTER_SPANS, sl_allot.c's and sl_allot_check.c's too */
+#define SL_ALLOT_COUNTER_SPANS 2
 
 #endif

@@ -4,6 +4,7 @@
  * deadline nor more than the grant holds, and that the rest goes back once,
  * named by its grant. No server needed. */
 #include "sl_allot.h"
+#include "sl_script_layout.h"
 
 #include <apr_general.h>
 
@@ -38,7 +39,13 @@ static void test_fits(void)
            "a gcra whose tolerance is under 2 D never fits");
     b.window = 60 * APR_USEC_PER_SEC;
     b.algorithm = SL_ALG_COUNTER;
-    EXPECT(!sl_allot_fits(&b), "a counter never fits");
+    EXPECT(sl_allot_fits(&b), "a counter of 1000 per minute fits");
+    b.window = SL_ALLOT_COUNTER_SPANS * SL_ALLOT_DEADLINE;
+    EXPECT(sl_allot_fits(&b), "a counter window of exactly its spans of D "
+                              "fits");
+    b.window--;
+    EXPECT(!sl_allot_fits(&b), "a shorter counter window never fits");
+    b.window = 60 * APR_USEC_PER_SEC;
     b.algorithm = SL_ALG_CONCURRENT;
     EXPECT(!sl_allot_fits(&b), "in-flight leases never fit");
     b = budget("k", SL_ALG_LOG, 5);
