@@ -20,6 +20,7 @@ use warnings;
 use Apache::Test qw(-withtestmore);
 use Apache::TestUtil;
 use Time::HiRes qw(sleep time);
+use HTTP::Tiny;
 use SL::Test;
 use SL::Fault;
 use SL::Httpd;
@@ -33,13 +34,18 @@ my $tmp = Apache::Test::vars('serverroot') . '/tmp';
 mkdir $tmp;
 
 # Starts a request to $url that waits at wait.cgi; returns [pid, pipe].
+# Its status is reported once a second request on the same kept-alive
+# connection has been answered: httpd charges the first (log_transaction)
+# before it reads the second, so a look after finish() sees the charge.
 sub held {
-    my ($url, $ip) = @_;
+    my ($base, $path, $ip) = @_;
     pipe(my $rd, my $wr) or die "pipe: $!";
     my $pid = fork // die "fork: $!";
     if (!$pid) {
         close $rd;
-        my $r = http_get({ timeout => 30 }, $url, 'X-Forwarded-For' => $ip);
+        my $ua = HTTP::Tiny->new(keep_alive => 1, timeout => 30);
+        my $r  = $ua->get($base . $path, { headers => { 'X-Forwarded-For' => $ip } });
+        $ua->get("$base/af-status?path=/&ip=$ip");
         print {$wr} "$r->{status}\n";
         close $wr;
         POSIX::_exit(0);
@@ -79,7 +85,7 @@ for my $h ($second, $shm) {
     my $o     = { base => $h->url };
     my $ip    = fresh_ip();
     my $token = $store . int(rand(1e9));
-    my @kids  = map { held($h->url . "/af/wait.cgi?$token-2", $ip) } 1 .. 3;
+    my @kids  = map { held($h->url, "/af/wait.cgi?$token-2", $ip) } 1 .. 3;
     # Bounded: the three are admitted, whatever the machine's speed.
     wait_until(sub { af_used($o, '/af/wait.cgi', $ip, 'af-wait') == 3 }, 15);
     ok t_cmp(af_used($o, '/af/wait.cgi', $ip, 'af-wait'), 3, "$store: 3 requests held in flight hold a unit each");
@@ -129,7 +135,7 @@ EOT
     my $f0    = $failed->();
     my $ip    = fresh_ip();
     my $token = 'down' . int(rand(1e9));
-    my $k = held(server_url('sl_fault') . "/af/wait.cgi?$token-3", $ip);
+    my $k = held(server_url('sl_fault'), "/af/wait.cgi?$token-3", $ip);
     wait_until(sub { af_used({ vhost => 'sl_fault' }, '/af/wait.cgi', $ip, 'af-wait') == 1 }, 15);
     fault_stop();
     release($token);
