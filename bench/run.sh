@@ -916,6 +916,9 @@ run_case flood-gcra-redis-prefork prefork $CONNS flood \
 # RETURNING client addresses return often enough (a few per second each
 # per child) for a grant to fill, the pool's 4096 seldom do.
 RETURNING=64
+run_case counter-redis-allot event $CONNS $POOL \
+    "SlidingLimit $HIGH 1m algorithm=counter, Redis, SlidingLimitAllotment auto" \
+    "$(allot_conf "$REDIS" counter $HIGH 1m)"
 run_case log-redis-allot event $CONNS $POOL \
     "SlidingLimit $HIGH 1m algorithm=log, Redis, SlidingLimitAllotment auto" \
     "$(allot_conf "$REDIS" log $HIGH 1m)"
@@ -925,6 +928,12 @@ run_case gcra-redis-allot event $CONNS $POOL \
 run_case log-redis-r$RETURNING event $CONNS $RETURNING \
     "$RETURNING addresses, SlidingLimit $HIGH 1m algorithm=log, Redis" \
     "$(sl_conf "$REDIS" log $HIGH 1m)"
+run_case counter-redis-r$RETURNING event $CONNS $RETURNING \
+    "$RETURNING addresses, SlidingLimit $HIGH 1m algorithm=counter, Redis" \
+    "$(sl_conf "$REDIS" counter $HIGH 1m)"
+run_case counter-redis-allot-r$RETURNING event $CONNS $RETURNING \
+    "$RETURNING addresses, SlidingLimit $HIGH 1m algorithm=counter, Redis, SlidingLimitAllotment auto" \
+    "$(allot_conf "$REDIS" counter $HIGH 1m)"
 run_case log-redis-allot-r$RETURNING event $CONNS $RETURNING \
     "$RETURNING addresses, SlidingLimit $HIGH 1m algorithm=log, Redis, SlidingLimitAllotment auto" \
     "$(allot_conf "$REDIS" log $HIGH 1m)"
