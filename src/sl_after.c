@@ -74,7 +74,17 @@ static void sl_leases_hold(sl_reserved_t *res)
     }
     res->held = sl_lease_hold(res->proc->leases, r->pool, res->store,
                               res->leases, res->nleases, res->member, res->at);
-    apr_pool_cleanup_register(r->pool, res, sl_release, apr_pool_cleanup_null);
+    /* A pre-cleanup: APR destroys a pool's subpools before its cleanups,
+     * and the leases of a request decided in mod_dir's look-up point into
+     * that look-up's pool (its section's merged limits, their script
+     * arguments), which the renewer reads until the lease is dropped. */
+    apr_pool_pre_cleanup_register(r->pool, res, sl_release);
+}
+
+const apr_array_header_t *sl_limits_kept(const sl_case_t *c)
+{
+    return c->target == c->r ? c->limits
+                             : apr_array_copy(c->r->pool, c->limits);
 }
 
 static int sl_leases_taken(const sl_case_t *c)
@@ -109,7 +119,7 @@ static void sl_charge_keep(const sl_case_t *c, sl_store_t *store)
     ch = apr_palloc(c->r->pool, sizeof(*ch));
     ch->store = store;
     ch->proc = c->proc;
-    ch->limits = c->limits;
+    ch->limits = sl_limits_kept(c);
     ch->budgets = c->budgets;
     ch->n = c->n;
     ch->member = c->member;
@@ -127,7 +137,7 @@ void sl_after_keep(const sl_case_t *c, sl_store_t *store,
         sl_reserved_t *res = apr_palloc(r->pool, sizeof(*res));
         res->store = store;
         res->proc = c->proc;
-        res->limits = c->limits;
+        res->limits = sl_limits_kept(c);
         res->budgets = c->budgets;
         res->n = c->n;
         res->member = c->member;

@@ -96,6 +96,12 @@ typedef struct sl_note {
 /* The request's note (r->request_config), made on first use. */
 sl_note_t *sl_note(request_rec *r);
 
+/* c's limits as what outlives its decision keeps them: a look-up's (mod_dir's
+ * subrequest) merged list lives in the look-up's pool, which mod_dir
+ * destroys when it takes another candidate, before the request's end reads
+ * the list (sl_after.c). */
+const apr_array_header_t *sl_limits_kept(const sl_case_t *c);
+
 /* sl_answer.c: the answer to c's decision d under o (headers, environment,
  * statistics, the refusal), and the refusal of a request whose cost is
  * bad (why, SL_COST_*) for its limit at. */

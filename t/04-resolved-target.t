@@ -18,8 +18,10 @@ use Apache::TestUtil;
 use SL::Test;
 use SL::Keys qw(basic);
 use SL::Wire;
+use SL::Fault qw(error_log_lines);
+use SL::After;
 
-plan tests => 39;
+plan tests => 44;
 
 sub get { my ($path, $ip) = @_; return http_get($path, 'X-Forwarded-For' => $ip) }
 
@@ -147,3 +149,23 @@ ok t_cmp(redis('ZCARD', sl_key(ip => $ip, policy => 'res-files')), 0, '... nor t
 my $line = wire_log($id, 1)->[0] // {};
 ok t_cmp(($line->{result} // '?') . ' ' . ($line->{policy} // '?'), '- -',
     '... nor one into a count= section, which only look-ups of mod_dir decide');
+
+# FallbackResource into a directory of its own .htaccess, which only
+# mod_dir's look-up reads: its lease and its count= reservation are given
+# back at the request's end from what the look-up's pool holds. Five
+# requests, each with its lease and its reservation, of a limit of 1 in
+# flight and of 3 a minute: all answered, nothing left in the store. One
+# kept-alive connection: httpd ends a request (its log_transaction, its
+# pool) before it reads the next (SL::After).
+$ip = fresh_ip();
+my $crashed = sub { scalar(() = error_log_lines(qr/AH00052|exit signal/)) };
+my $crashes = $crashed->();
+my @st = map { af_get({}, "/resolved/fb-hta/no/such/$_", 'X-Forwarded-For' => $ip) } 1 .. 5;
+ok t_cmp(join(' ', map {"$_->{status}"} @st), '200 200 200 200 200',
+    'FallbackResource into an .htaccess directory: every request served');
+ok t_cmp($st[0]{content}, qr/front controller/, '... by the fallback');
+ok(wait_until(sub { redis('ZCARD', sl_key(ip => $ip, policy => 'hta-front-conc', alg => 'n')) == 0 }, 10),
+    '... each lease given back');
+ok(wait_until(sub { redis('ZCARD', sl_key(ip => $ip, policy => 'hta-front')) == 0 }, 10),
+    '... each reservation given back (count=404, the answers were 200)');
+ok t_cmp($crashed->() - $crashes, 0, '... and no child crashed');
