@@ -32,21 +32,6 @@ my $second = SL::Httpd->start(conf => ['allot.conf'], name => 'allot', extra => 
 EOT
 my @servers = (server_url(), $second->url);
 
-# An allotment's member in the log: its units, 'a' (or 'r', what is left
-# of it after a give-back), the 12-byte grant id and its score. A
-# request's own member is its cost, '*' and 12 bytes that may begin with
-# any byte, 'a' and 'r' too.
-sub allotment { $_[0] =~ /^\d+\*[ar].{12}\@\d+\z/s }
-
-# The units the log's window holds now: its total when it keeps one, else
-# one per member.
-sub log_units {
-    my ($key) = @_;
-    my $first = redis('ZRANGE', $key, 0, 0, 'WITHSCORES');
-    return -$first->[1] if @$first && $first->[0] =~ /^#\d+$/ && $first->[1] < 0;
-    return redis('ZCARD', $key);
-}
-
 # The last D (a second) of a counter window of 3 s: a grant made there
 # could be used in the next window while counted in this one, so none is
 # made, and every request is decided at the store. First in the file: no

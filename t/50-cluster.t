@@ -13,7 +13,7 @@ use SL::Httpd;
 use SL::Cluster;
 
 if (my $why = cluster_skip()) { plan skip_all => $why }
-plan tests => 17;
+plan tests => 17 + 3 * 3;
 
 ok(wait_cluster(30), 'cluster up: three masters, every node ok');
 my @m = masters();
@@ -46,6 +46,24 @@ for my $i (0 .. 2) {
     my $sum = join ' ', map {"$_=$count->{$_}"} sort keys %$count;
     t_debug("burst on master $m[$i]: $sum");
     is($sum, '200=10 429=22', "master $m[$i]: exactly 10 of 32 concurrent requests admitted");
+}
+# The same with SlidingLimitAllotment auto, a limit of 200 and 600
+# requests on each master: never more than 200 admitted, every admission
+# counted by the owning master (the unused rest of a grant too, until it
+# goes back), and grants in use.
+for my $i (0 .. 2) {
+    my $who   = identity_on($m[$i], 'cl-allot');
+    my $count = burst([ map { $_->url . '/cl-allot/' } @h[0, 1] ], total => 600,
+        workers => 8, headers => { 'X-Forwarded-For' => $who });
+    my $ok    = $count->{200} // 0;
+    my $key   = sl_key(ip => $who, policy => 'cl-allot');
+    my $units = log_units({ port => $m[$i] }, $key);
+    t_debug("allotments on master $m[$i]: " . join(' ', map {"$_=$count->{$_}"} sort keys %$count)
+          . ", $units units counted");
+    ok($ok > 0 && $ok <= 200, "master $m[$i], auto: $ok of 600 admitted, at most 200");
+    ok($units >= $ok && $units <= 200, "master $m[$i], auto: the master counts $units units for $ok admissions");
+    ok(scalar(grep { allotment($_) } @{ cnode($m[$i], 'ZRANGE', $key, 0, -1) }) > 0,
+        "master $m[$i], auto: its log holds allotments");
 }
 my $errs = 0;
 for my $h (@h) {

@@ -12,6 +12,7 @@ use strict;
 use warnings;
 
 use Apache::Test qw(-withtestmore);
+use Apache::TestUtil;
 use Time::HiRes qw(time sleep);
 use SL::Test;
 use SL::Httpd;
@@ -20,7 +21,7 @@ plan skip_all => 'Sentinel servers not started (t/run starts them)'
   unless $ENV{SL_SENTINEL_PORTS};
 plan skip_all => "runs once, under $ENV{SL_TEST_ONCE_MPM}"
   if ($ENV{SL_TEST_ONCE_MPM} // 'event') ne ($ENV{SL_TEST_MPM} // 'event');
-plan tests => 12;
+plan tests => 12 + 3;
 
 my $dpw = $ENV{SL_TEST_SENTINEL_DATA_PASSWORD};
 my $spw = $ENV{SL_TEST_SENTINEL_PASSWORD};
@@ -58,6 +59,26 @@ sub statuses {
 
 is(sentinel_master(), $old, 'the Sentinels name the first master');
 is(statuses(7), '200 200 200 200 200 429 429', 'limit of 5 exact through the Sentinels');
+
+# SlidingLimitAllotment auto through the Sentinels' master: 600 requests
+# against a limit of 200, never more than 200 admitted, every admission
+# counted by the master (the unused rest of a grant too, until it goes
+# back), grants in use.
+{
+    my $ip    = fresh_ip();
+    my $count = burst($h->url . '/sentinel-allot/', total => 600, workers => 8,
+        headers => { 'X-Forwarded-For' => $ip });
+    my $ok    = $count->{200} // 0;
+    my $key   = sl_key(ip => $ip, policy => 'sentinel-allot');
+    my $to    = { port => $old, password => $dpw };
+    my $units = log_units($to, $key);
+    t_debug('allotments through the Sentinels: ' . join(' ', map {"$_=$count->{$_}"} sort keys %$count)
+          . ", $units units counted");
+    ok($ok > 0 && $ok <= 200, "auto through the Sentinels: $ok of 600 admitted, at most 200");
+    ok($units >= $ok && $units <= 200, "auto: the master counts $units units for $ok admissions");
+    ok(scalar(grep { allotment($_) } @{ redis($to, 'ZRANGE', $key, 0, -1) }) > 0,
+        'auto: the log holds allotments');
+}
 
 # SIGKILL the master under traffic: one request every 50 ms until Redis
 # decides again (fail-closed: 503 meanwhile).

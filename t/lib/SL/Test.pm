@@ -22,7 +22,7 @@ use Time::HiRes qw(sleep time);
 
 our @EXPORT = qw(redis redis_connect sl_identity sl_policy_named sl_key fresh_ip
   burst workers load server_url http_get wait_until free_port script_calls
-  redis_version redis_at_least);
+  redis_version redis_at_least log_units allotment);
 
 sub redis_port { $ENV{SL_TEST_REDIS_PORT} or die "SL_TEST_REDIS_PORT unset" }
 
@@ -114,6 +114,26 @@ sub redis {
     my %to = @args && ref $args[0] eq 'HASH' ? %{ shift @args } : ();
     return redis_connect(%to)->(@args);
 }
+
+# The units a log key's window holds now ({ port => ... } first for
+# another Redis): its total when it keeps one, else each member's units
+# (a request's member and an allotment's begin with them, "N*").
+sub log_units {
+    my @args = @_;
+    my $to = @args && ref $args[0] eq 'HASH' ? shift @args : {};
+    my ($key) = @args;
+    my $first = redis($to, 'ZRANGE', $key, 0, 0, 'WITHSCORES');
+    return -$first->[1] if @$first && $first->[0] =~ /^#\d+$/ && $first->[1] < 0;
+    my $units = 0;
+    $units += /^(\d+)\*/ ? $1 : 1 for @{ redis($to, 'ZRANGE', $key, 0, -1) };
+    return $units;
+}
+
+# Whether a log member is an allotment (SlidingLimitAllotment): its units,
+# 'a' (or 'r', what is left of it after a give-back), the 12-byte grant id
+# and its score. A request's own member is its cost, '*' and 12 bytes that
+# may begin with any byte, 'a' and 'r' too.
+sub allotment { $_[0] =~ /^\d+\*[ar].{12}\@\d+\z/s }
 
 sub _b64 { my $s = encode_base64($_[0], ''); return $s }
 
