@@ -395,7 +395,7 @@ cmdstat() { # file command field -> value
 
 # Commands that the script itself runs inside EVALSHA: counted by INFO
 # commandstats, but they are no round trips.
-SCRIPT_CMDS='time|get|set|del|zadd|zcard|zrange|zrem|zremrangebyscore|pexpire|pttl'
+SCRIPT_CMDS='time|get|set|del|zadd|zcard|zcount|zrange|zrem|zremrangebyscore|zscore|pexpire|pttl'
 # Commands this harness sends to read the figures.
 OWN_CMDS='info|config|dbsize|memory|randomkey|flushall|ping'
 
