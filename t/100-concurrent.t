@@ -66,12 +66,18 @@ wait_until(sub { !grep { !hold_peek($_) } @k }, 20);
 ok t_cmp(join(' ', map { hold_peek($_) } @k), '200 200', 'two held on the second server');
 ok t_cmp($in_flight->($kkey), 2, '... each with its lease');
 my $pid = $second->pid;
+# None of these leases is renewed after the kill, and each is scored
+# with its last renewal: by the store's clock (this host's) each has
+# expired the lease (3 s) after the kill, a tenth more covering a renewal
+# under way at it. The request goes once that much has passed, however
+# long a loaded host then takes to answer it (how late a poll's answer
+# comes tells nothing of the lease).
+my $t0 = time;
 kill 'KILL', -$pid;
 waitpid($pid, 0);
 $second->{pid} = undef;
-my $t0 = time;
-my $back = wait_until(sub { hold_status(hold($servers[0] . '/conc/short.cgi', $kip, quick => 1)) == 200 }, 10);
-my $took = time - $t0;
-ok $back, sprintf('the main server admits again %.1f s after the kill', $took);
-ok $took <= 2 + 1.5, 'within the lease (3 s) and a poll';
+sleep($t0 + 3.1 - time) if time < $t0 + 3.1;
+my $back = hold_status(hold($servers[0] . '/conc/short.cgi', $kip, quick => 1)) == 200;
+ok $back, sprintf('the main server admits again %.1f s after the kill: within the lease (3 s)', time - $t0);
+ok t_cmp($in_flight->($kkey), 0, "... the killed server's leases are gone from the store");
 drop($_) for @k;

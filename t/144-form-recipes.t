@@ -46,7 +46,11 @@ Alias /private "$t/htdocs/form/private"
 </Directory>
 EOT
 
-my $ua = HTTP::Tiny->new(timeout => 10, max_redirect => 0);
+# One kept-alive connection: a right password's reservation is given back
+# after its response (log_transaction), which httpd does before it reads
+# the next request of the connection, so the wrong ones after it find its
+# unit back (SL::After).
+my $ua = HTTP::Tiny->new(timeout => 10, max_redirect => 0, keep_alive => 1);
 sub login {
     my ($account, $pwd, $ip) = @_;
     return $ua->request('POST', $h->url . '/wordpress/wp-login.php',

@@ -32,17 +32,30 @@ for my $vhost (qw(sl_fault sl_shm)) {
     ok t_cmp("@st", '200 200 200 429', "$store: cost=3 on 10 admits 3");
     ok t_cmp("@left", '7 4 1 0', "$store: ... leaving 7, 4, 1");
 
-    $ip = fresh_ip();
-    my $r1 = http_get({ vhost => $vhost }, '/f/block/a', 'X-Forwarded-For' => $ip);
-    my $r2 = http_get({ vhost => $vhost }, '/f/block/a', 'X-Forwarded-For' => $ip);
-    my $t2 = time;
+    # The second request must be decided within 300 ms of the first (both
+    # between $t1 and $t2), and the three after the window within the
+    # block, which starts with the second's decision (after $tb): should
+    # the host stall a request past that, the case runs again with a fresh
+    # client (at most three times). The stores' clock is this host's.
+    my ($r1, $r2, $t1, $tb, $t2, $calls, @b, $in_block);
+    for my $attempt (1 .. 3) {
+        $ip = fresh_ip();
+        $t1 = time;
+        $r1 = http_get({ vhost => $vhost }, '/f/block/a', 'X-Forwarded-For' => $ip);
+        $tb = time;
+        $r2 = http_get({ vhost => $vhost }, '/f/block/a', 'X-Forwarded-For' => $ip);
+        $t2 = time;
+        # The 300 ms window has passed: only the block refuses now.
+        sleep 0.5;
+        $calls = $store eq 'redis' && !$calls_skip ? script_calls($fault) : 0;
+        @b = map { http_get({ vhost => $vhost }, '/f/block/a', 'X-Forwarded-For' => $ip) } 1 .. 3;
+        $in_block = time < $tb + 3;
+        last if $t2 - $t1 < 0.3 && $in_block;
+        t_debug(sprintf "$store (attempt $attempt): the two requests took %.3f s, the three "
+              . 'after the window ended %.3f s after the block began', $t2 - $t1, time - $tb);
+    }
     ok t_cmp("$r1->{status} $r2->{status}", '200 429', "$store: block=3s: the second request in 300 ms is refused");
     ok t_cmp($r2->{headers}{'retry-after'}, 3, "$store: ... with the block's end as Retry-After");
-    # The 300 ms window has passed: only the block refuses now.
-    sleep 0.5;
-    my $calls = $store eq 'redis' && !$calls_skip ? script_calls($fault) : 0;
-    my @b = map { http_get({ vhost => $vhost }, '/f/block/a', 'X-Forwarded-For' => $ip) } 1 .. 3;
-    my $in_block = time - $t2 < 2.5;
     ok($in_block && !grep({ $_->{status} != 429 } @b) && $b[0]{headers}{'retry-after'} =~ /^[123]$/,
         "$store: after the window freed, still refused (Retry-After $b[0]{headers}{'retry-after'})");
     if ($store eq 'redis') {

@@ -18,15 +18,19 @@ use Apache::TestUtil;
 use SL::Test;
 use SL::Fault;
 use SL::Keys qw(basic);
+use SL::After;
 
 plan tests => 2 * 8 + 1;
 
 for my $vhost (qw(sl_fault sl_shm)) {
     my $store = $vhost eq 'sl_shm' ? 'shm' : 'redis';
     my $ip    = fresh_ip();
+    # A good login is given back after its response (log_transaction), and
+    # the next requests count on it: one kept-alive connection, on which
+    # httpd gives it back before it reads the next request (SL::After).
     my $get   = sub {
         my ($path, $user, $pw, $from) = @_;
-        return http_get({ vhost => $vhost }, $path, 'X-Forwarded-For' => $from // $ip,
+        return af_get({ vhost => $vhost }, $path, 'X-Forwarded-For' => $from // $ip,
             Authorization => basic($user, $pw))->{status};
     };
 
