@@ -16,7 +16,7 @@ use SL::Algo;
 
 plan skip_all => 'libfaketime is not installed (Debian package faketime)'
   unless SL::Httpd->faketime_available;
-plan tests => 2 + 3 * 3 + 4;
+plan tests => 2 + 3 * 3 + 3 + 4;
 
 my $ahead  = SL::Httpd->start(conf => ['algorithms.conf'], name => 'ahead',  faketime => '+37m');
 my $behind = SL::Httpd->start(conf => ['algorithms.conf'], name => 'behind', faketime => '-37m');
@@ -73,6 +73,31 @@ for my $alg (qw(log gcra counter)) {
         my ($tag) = redis('GET', $key) =~ /^(\d)/;
         ok($tag == int($t0 / 600e6) % 8 + 1 || $tag == int($t1 / 600e6) % 8 + 1, 'counter: window tag in store time');
     }
+}
+
+# SlidingLimitAllotment auto over the three: a grant's deadline runs on
+# each child's own monotonic clock from before it asked, its units are
+# scored in store time (the grant's, plus D). 600 requests against a
+# limit of 100: never more than 100 admitted, every admission counted,
+# every entry in store time.
+{
+    my $ip  = fresh_ip();
+    my $t0  = store_now();
+    my ($all) = burst([ map {"$_/alg/allot-log/"} @urls ],
+        total => 600, workers => 12, headers => { 'X-Forwarded-For' => $ip });
+    my $t1  = store_now();
+    my $ok  = $all->{200} // 0;
+    my $key = sl_key(ip => $ip, policy => 'alg-allot-log', alg => 'l');
+    my $units = log_units($key);
+    t_debug('allot-log: ' . join(' ', map {"$_=$all->{$_}"} sort keys %$all) . ", $units units counted");
+    ok($ok > 0 && $ok <= 100, "auto: $ok of 600 admitted over three skewed servers, at most 100");
+    ok($units >= $ok && $units <= 100, "auto: the store counts $units units for $ok admissions");
+    my $s = redis('ZRANGE', $key, 0, -1, 'WITHSCORES');
+    my @members = @$s[ grep { !($_ % 2) } 0 .. $#$s ];
+    my @off = grep { $s->[ 2 * $_ + 1 ] < $t0 || $s->[ 2 * $_ + 1 ] > $t1 + 1e6 }
+      grep { $members[$_] !~ /^#/ } 0 .. $#members;
+    ok(!@off && grep({ allotment($_) } @members),
+        'auto: grants in use, every entry stamped with store time (a grant\'s: plus D)');
 }
 
 # The same refusal is answered alike by all three: Retry-After comes from
