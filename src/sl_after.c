@@ -74,17 +74,33 @@ static void sl_leases_hold(sl_reserved_t *res)
     }
     res->held = sl_lease_hold(res->proc->leases, r->pool, res->store,
                               res->leases, res->nleases, res->member, res->at);
-    /* A pre-cleanup: APR destroys a pool's subpools before its cleanups,
-     * and the leases of a request decided in mod_dir's look-up point into
-     * that look-up's pool (its section's merged limits, their script
-     * arguments), which the renewer reads until the lease is dropped. */
+    /* A pre-cleanup: the leases go back first, before APR destroys the
+     * pool's subpools (mod_dir's look-ups and whatever other modules keep
+     * there), whichever of them the request's end still reads. */
     apr_pool_pre_cleanup_register(r->pool, res, sl_release);
 }
 
-const apr_array_header_t *sl_limits_kept(const sl_case_t *c)
+void sl_case_own(sl_case_t *c)
 {
-    return c->target == c->r ? c->limits
-                             : apr_array_copy(c->r->pool, c->limits);
+    apr_pool_t *p = c->r->pool;
+    apr_array_header_t *own;
+    int i;
+
+    if (c->target == c->r) {
+        return;
+    }
+    own = apr_array_make(p, c->n, sizeof(sl_limit_t *));
+    for (i = 0; i < c->n; i++) {
+        sl_limit_t *l =
+            sl_limit_copy(p, APR_ARRAY_IDX(c->limits, i, sl_limit_t *));
+        sl_budget_t *b = &c->budgets[i];
+        APR_ARRAY_PUSH(own, sl_limit_t *) = l;
+        /* As sl_budget.c points it: the copy's arguments, the same text. */
+        if (b->script_args && l->script_args) {
+            b->script_args = &l->script_args[b->algorithm];
+        }
+    }
+    c->limits = own;
 }
 
 static int sl_leases_taken(const sl_case_t *c)
@@ -119,7 +135,7 @@ static void sl_charge_keep(const sl_case_t *c, sl_store_t *store)
     ch = apr_palloc(c->r->pool, sizeof(*ch));
     ch->store = store;
     ch->proc = c->proc;
-    ch->limits = sl_limits_kept(c);
+    ch->limits = c->limits;
     ch->budgets = c->budgets;
     ch->n = c->n;
     ch->member = c->member;
@@ -137,7 +153,7 @@ void sl_after_keep(const sl_case_t *c, sl_store_t *store,
         sl_reserved_t *res = apr_palloc(r->pool, sizeof(*res));
         res->store = store;
         res->proc = c->proc;
-        res->limits = sl_limits_kept(c);
+        res->limits = c->limits;
         res->budgets = c->budgets;
         res->n = c->n;
         res->member = c->member;

@@ -208,7 +208,7 @@ static void sl_shown(const sl_case_t *c, const sl_decision_t *d,
     apr_array_header_t *all;
     int n;
 
-    *limits = sl_limits_kept(c);
+    *limits = c->limits;
     *shown = *d;
     if (note->shown_limits) {
         n = note->shown.n + d->n;

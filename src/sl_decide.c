@@ -467,6 +467,7 @@ static int sl_decide_for(request_rec *r, request_rec *target,
         fallback = sl_decide_by_shm_store(&c, &d);
     }
     sl_outcome_of(&m, store_step, fallback, &o);
+    sl_case_own(&c);
     /* A dry run's admissions consume like any other, so they give back
      * too; its refusals consumed nothing. */
     if (store_step == SL_STEP_ADMITTED || fallback == SL_STEP_ADMITTED) {

@@ -96,11 +96,13 @@ typedef struct sl_note {
 /* The request's note (r->request_config), made on first use. */
 sl_note_t *sl_note(request_rec *r);
 
-/* c's limits as what outlives its decision keeps them: a look-up's (mod_dir's
- * subrequest) merged list lives in the look-up's pool, which mod_dir
- * destroys when it takes another candidate, before the request's end reads
- * the list (sl_after.c). */
-const apr_array_header_t *sl_limits_kept(const sl_case_t *c);
+/* c's limits in its client request's pool, and its budgets' script
+ * arguments pointed into them, when c is mod_dir's look-up (sl_after.c):
+ * what outlives the decision (a count= reservation, a cost=after: charge,
+ * the leases, the quota headers' list) reads them at the request's end,
+ * and mod_dir destroys a look-up it does not take, with the limits an
+ * .htaccess that only it read made. */
+void sl_case_own(sl_case_t *c);
 
 /* sl_answer.c: the answer to c's decision d under o (headers, environment,
  * statistics, the refusal), and the refusal of a request whose cost is

@@ -2,6 +2,7 @@
 #include "sl_limit.h"
 #include "sl_delay.h"
 
+#include <apr_atomic.h>
 #include <apr_base64.h>
 #include <apr_lib.h>
 #include <apr_sha1.h>
@@ -219,6 +220,53 @@ int sl_limit_counts(const sl_limit_t *l, int status)
         }
     }
     return 0;
+}
+
+static const char *sl_dup(apr_pool_t *p, const char *s)
+{
+    return s ? apr_pstrdup(p, s) : NULL;
+}
+
+sl_limit_t *sl_limit_copy(apr_pool_t *p, const sl_limit_t *l)
+{
+    sl_limit_t *c = apr_pmemdup(p, l, sizeof(*l));
+
+    c->name = sl_dup(p, l->name);
+    c->id = sl_dup(p, l->id);
+    c->section = sl_dup(p, l->section);
+    c->label = sl_dup(p, l->label);
+    c->cost_expr = sl_dup(p, l->cost_expr);
+    c->quota_expr = sl_dup(p, l->quota_expr);
+    c->after_header = sl_dup(p, l->after_header);
+    c->requests_text = sl_dup(p, l->requests_text);
+    c->distinct = sl_dup(p, l->distinct);
+    c->key = sl_dup(p, l->key);
+    c->cost_prog = c->quota_prog = c->distinct_keys = c->key_keys = NULL;
+    if (l->sf_name) {
+        c->sf_name = apr_pstrmemdup(p, l->sf_name, l->sf_name_len);
+    }
+    if (l->policy_item) {
+        c->policy_item = apr_pstrmemdup(p, l->policy_item, l->policy_item_len);
+    }
+    if (l->count) {
+        c->count = apr_pmemdup(p, l->count, sizeof(*l->count) * l->ncount);
+    }
+    /* The metrics cell's index lives with the limit it was found for. */
+    if (l->stats_cell) {
+        apr_uint32_t *cell = apr_palloc(p, sizeof(*cell));
+        *cell = apr_atomic_read32(l->stats_cell);
+        c->stats_cell = cell;
+    }
+    if (l->script_args) {
+        sl_script_args_t *a =
+            apr_pmemdup(p, l->script_args, SL_ALG_COUNT * sizeof(*a));
+        int alg;
+        for (alg = 0; alg < SL_ALG_COUNT; alg++) {
+            a[alg].text = apr_pmemdup(p, a[alg].text, a[alg].len);
+        }
+        c->script_args = a;
+    }
+    return c;
 }
 
 static int sl_valid_name(const char *s)

@@ -226,6 +226,12 @@ void sl_limit_scope(apr_pool_t *p, sl_limit_t *l, const char *scope);
 /* Whether a final status counts on a limit with count= (always without). */
 int sl_limit_counts(const sl_limit_t *l, int status);
 
+/* l and what it points to, in p: for what outlives the pool l was read in
+ * (an .htaccess that only mod_dir's look-up read dies with the look-up).
+ * The compiled expressions and key sources serve a decision only and are
+ * NULL in the copy; their texts are kept. */
+sl_limit_t *sl_limit_copy(apr_pool_t *p, const sl_limit_t *l);
+
 /* cost=expr:: what an expression's value v costs under a limit that holds
  * max units: a whole decimal number (digits only: no sign, space, exponent
  * or fraction) divided by unit and rounded up. Every request consumes at

@@ -21,7 +21,7 @@ use SL::Wire;
 use SL::Fault qw(error_log_lines);
 use SL::After;
 
-plan tests => 44;
+plan tests => 48;
 
 sub get { my ($path, $ip) = @_; return http_get($path, 'X-Forwarded-For' => $ip) }
 
@@ -164,8 +164,32 @@ my @st = map { af_get({}, "/resolved/fb-hta/no/such/$_", 'X-Forwarded-For' => $i
 ok t_cmp(join(' ', map {"$_->{status}"} @st), '200 200 200 200 200',
     'FallbackResource into an .htaccess directory: every request served');
 ok t_cmp($st[0]{content}, qr/front controller/, '... by the fallback');
-ok(wait_until(sub { redis('ZCARD', sl_key(ip => $ip, policy => 'hta-front-conc', alg => 'n')) == 0 }, 10),
-    '... each lease given back');
-ok(wait_until(sub { redis('ZCARD', sl_key(ip => $ip, policy => 'hta-front')) == 0 }, 10),
+# A name in an .htaccess is that file's own (its key hashes the file's
+# path too): the client's keys are found by its identity.
+my $units = sub {
+    my ($ip, $alg) = @_;
+    my $n = 0;
+    $n += redis('ZCARD', $_) for grep {/\.\Q$alg\E$/} @{ redis('KEYS', 'sltest:{' . sl_identity('ip', $ip) . '}*') };
+    return $n;
+};
+ok(wait_until(sub { $units->($ip, 'n') == 0 }, 10), '... each lease given back');
+ok(wait_until(sub { $units->($ip, 'l') == 0 }, 10),
     '... each reservation given back (count=404, the answers were 200)');
+ok t_cmp($crashed->() - $crashes, 0, '... and no child crashed');
+
+# The same behind a login: the look-up reserves (count=401), meets the
+# login, and mod_dir destroys it and answers its 401. The reservation is
+# judged at the request's end, by the limit that look-up's pool held: every
+# 401 counts, and the fourth attempt is refused. Under the sanitizers
+# (t/sanitize-httpd: MaxMemFree 1 hands a destroyed pool's memory back to
+# malloc) a read of the destroyed pool is a report.
+$ip = fresh_ip();
+$crashes = $crashed->();
+@st = map { af_get({}, "/resolved/fb-auth/no/such/$_", 'X-Forwarded-For' => $ip) } 1 .. 5;
+ok t_cmp(join(' ', map {"$_->{status}"} @st), '401 401 401 429 429',
+    'FallbackResource into a login: three 401s counted, then refused');
+ok(wait_until(sub { $units->($ip, 'l') == 3 }, 10),
+    '... the store holds the three failed attempts');
+ok t_cmp(scalar(grep { ($_->{headers}{'ratelimit-policy'} // '') =~ /hta-auth/ } @st[3, 4]), 2,
+    '... the refusals name the limit');
 ok t_cmp($crashed->() - $crashes, 0, '... and no child crashed');

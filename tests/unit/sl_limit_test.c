@@ -548,6 +548,81 @@ static void test_key(apr_pool_t *p)
     }
 }
 
+/* A copy outlives the pool its limit was read in (an .htaccess that only
+ * mod_dir's look-up read): nothing in it points there. The pool's own
+ * allocator frees every block when it goes, so under the sanitizers a read
+ * of it is a report. */
+static void test_copy(apr_pool_t *p)
+{
+    apr_allocator_t *a;
+    apr_pool_t *q;
+    sl_limit_t *l, *c;
+    sl_script_args_t *args;
+    apr_uint32_t *cell;
+    const char *err;
+    int alg;
+
+    apr_allocator_create(&a);
+    apr_allocator_max_free_set(a, 1);
+    apr_pool_create_ex(&q, NULL, NULL, a);
+    apr_allocator_owner_set(a, q);
+    l = limit(q, "3 60s name=hta-auth count=401,403", "<Directory /srv>", &err);
+    EXPECT(l && !err, "copy: the line parses (%s)", err ? err : "");
+    if (!l) {
+        apr_pool_destroy(q);
+        return;
+    }
+    /* cost=after: is another line's option; the copy takes either. */
+    l->after = SL_AFTER_HEADER;
+    l->after_header = apr_pstrdup(q, "X-Cost");
+    l->label = apr_pstrdup(q, "hta-auth@/srv");
+    l->sf_name = apr_pstrdup(q, "\"hta-auth\"");
+    l->sf_name_len = strlen(l->sf_name);
+    l->policy_item = apr_pstrdup(q, "\"hta-auth\";q=3;w=60");
+    l->policy_item_len = strlen(l->policy_item);
+    l->requests_text = apr_pstrdup(q, "3");
+    cell = apr_palloc(q, sizeof(*cell));
+    *cell = 7;
+    l->stats_cell = cell;
+    args = apr_palloc(q, SL_ALG_COUNT * sizeof(*args));
+    for (alg = 0; alg < SL_ALG_COUNT; alg++) {
+        args[alg].requests = 3;
+        args[alg].window = 60000000;
+        args[alg].burst = 3;
+        args[alg].text = apr_psprintf(q, "alg%d", alg);
+        args[alg].len = strlen(args[alg].text);
+    }
+    l->script_args = args;
+    l->cost_prog = l; /* any pointer: the copy drops it */
+    c = sl_limit_copy(p, l);
+    apr_pool_destroy(q);
+    EXPECT(!strcmp(c->name, "hta-auth") &&
+               !strcmp(c->section, "<Directory /srv>") &&
+               !strcmp(c->label, "hta-auth@/srv") && strlen(c->id) == 16,
+           "copy: name, section, label and id");
+    EXPECT(c->ncount == 2 && c->count[0] == 401 && c->count[1] == 403 &&
+               sl_limit_counts(c, 403) && !sl_limit_counts(c, 200),
+           "copy: count=");
+    EXPECT(c->after == SL_AFTER_HEADER && !strcmp(c->after_header, "X-Cost"),
+           "copy: cost=after:header:");
+    EXPECT(c->sf_name_len == 10 && !memcmp(c->sf_name, "\"hta-auth\"", 10) &&
+               c->policy_item_len == 19 &&
+               !memcmp(c->policy_item, "\"hta-auth\";q=3;w=60", 19) &&
+               !strcmp(c->requests_text, "3"),
+           "copy: what the headers say of it");
+    EXPECT(c->stats_cell && *c->stats_cell == 7, "copy: its metrics cell");
+    for (alg = 0; alg < SL_ALG_COUNT; alg++) {
+        char want[8];
+        apr_snprintf(want, sizeof(want), "alg%d", alg);
+        EXPECT(c->script_args[alg].len == strlen(want) &&
+                   !memcmp(c->script_args[alg].text, want, strlen(want)) &&
+                   c->script_args[alg].requests == 3,
+               "copy: script arguments of algorithm %d", alg);
+    }
+    EXPECT(!c->cost_prog && !c->quota_prog && !c->key_keys && !c->distinct_keys,
+           "copy: no compiled expression or key source");
+}
+
 int main(void)
 {
     apr_pool_t *p;
@@ -564,6 +639,7 @@ int main(void)
     test_cost_after(p);
     test_distinct(p);
     test_key(p);
+    test_copy(p);
     printf("sl_limit: %d passed, %d failed\n", passed, failed);
     apr_terminate();
     return failed ? 1 : 0;
