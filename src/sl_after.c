@@ -103,6 +103,8 @@ void sl_case_own(sl_case_t *c)
     c->limits = own;
 }
 
+static apr_status_t sl_lookup_dropped(void *data);
+
 static int sl_leases_taken(const sl_case_t *c)
 {
     int i;
@@ -161,8 +163,13 @@ void sl_after_keep(const sl_case_t *c, sl_store_t *store,
         res->next = note->reserved;
         note->reserved = res;
         res->r = r;
+        res->lookup = c->target == r ? NULL : c->target;
         if (sl_leases_taken(c)) {
             sl_leases_hold(res);
+        }
+        if (res->lookup) {
+            apr_pool_cleanup_register(res->lookup->pool, res, sl_lookup_dropped,
+                                      apr_pool_cleanup_null);
         }
     }
     sl_charge_keep(c, store);
@@ -193,6 +200,31 @@ static void sl_give_back(request_rec *r, sl_reserved_t *res, int status)
         return;
     }
     sl_store_give_back(res->store, r, back, k, res->member, res->at);
+}
+
+/* mod_dir destroys a look-up it does not take, before the request's end:
+ * it serves the next index file, or answers the look-up's error itself.
+ * A reservation that look-up made is judged then, by the look-up's status:
+ * the look-up met the file's login, and the password was checked, whatever
+ * the client is then served (with the next index file's 200, a count=401
+ * would give back every guess, and the page served would tell the client
+ * whether it was right). A look-up mod_dir takes ends with the request,
+ * after log_transaction has judged its reservations. */
+static apr_status_t sl_lookup_dropped(void *data)
+{
+    sl_reserved_t *res = data;
+    sl_note_t *note =
+        ap_get_module_config(res->r->request_config, &slidinglimit_module);
+    sl_reserved_t **at;
+
+    for (at = note ? &note->reserved : NULL; at && *at; at = &(*at)->next) {
+        if (*at == res) {
+            *at = res->next;
+            sl_give_back(res->r, res, res->lookup->status);
+            break;
+        }
+    }
+    return APR_SUCCESS;
 }
 
 /* The status a client request's response answered, as count= judges it.

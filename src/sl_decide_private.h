@@ -42,7 +42,10 @@ typedef struct sl_reserved {
     int n;
     const char *member;
     apr_time_t at;
-    request_rec *r;      /* the client's request, whose pool ends the leases */
+    request_rec *r; /* the client's request, whose pool ends the leases */
+    /* mod_dir's look-up that decided it (NULL: r did): the look-up's status
+     * judges it if mod_dir drops the look-up (sl_after.c) */
+    request_rec *lookup;
     sl_budget_t *leases; /* its SlidingLimitConcurrent budgets */
     int nleases;
     sl_lease_t *held; /* renewed while it runs; NULL: not renewed */

@@ -21,7 +21,7 @@ use SL::Wire;
 use SL::Fault qw(error_log_lines);
 use SL::After;
 
-plan tests => 48;
+plan tests => 52;
 
 sub get { my ($path, $ip) = @_; return http_get($path, 'X-Forwarded-For' => $ip) }
 
@@ -130,6 +130,26 @@ $res = http_get('/resolved/login/', 'X-Forwarded-For' => $ip, Authorization => b
 ok t_cmp("$res->{status} $res->{content}", qr/^200 resolved login index page/, '... a good login is let in');
 ok(wait_until(sub { redis('ZCARD', $key) == 0 }, 5), '... and given back');
 
+# The login on the first of two index files: mod_dir drops the look-up
+# that met it (401) and serves the second file. The password was checked, so
+# the attempt counts: were it judged by the 200 the client got, a client
+# could guess passwords through the directory URL with no limit, and learn
+# from which page came back. Once the budget is full the look-up is refused
+# before the password is checked, and even the right one gets the second
+# page.
+$ip  = fresh_ip();
+$key = sl_key(ip => $ip, policy => 'res-login-next');
+@st = map { my $r = http_get('/resolved/login-next/', 'X-Forwarded-For' => $ip,
+    Authorization => basic('alice', "wrong$_")); "$r->{status} " . ($r->{content} =~ /(index|home)/)[0] } 1 .. 4;
+ok t_cmp("@st", '200 home 200 home 200 home 200 home',
+    'count=401 on the first of two index files: the second is served');
+ok(wait_until(sub { redis('ZCARD', $key) == 3 }, 5), '... and the failed logins it hid count');
+$res = http_get('/resolved/login-next/', 'X-Forwarded-For' => $ip, Authorization => basic('alice', 'alice-pw'));
+ok t_cmp($res->{content}, qr/home page/, '... the right password, once the budget is full, is not checked');
+$ip  = fresh_ip();
+$res = http_get('/resolved/login-next/', 'X-Forwarded-For' => $ip, Authorization => basic('alice', 'alice-pw'));
+ok t_cmp($res->{content}, qr/login-next index page/, '... and before, it is let in');
+
 # DirectorySlash answers 301 before any file is chosen: nothing counts.
 $ip  = fresh_ip();
 $key = sl_key(ip => $ip, policy => 'res-files');
@@ -160,7 +180,7 @@ ok t_cmp(($line->{result} // '?') . ' ' . ($line->{policy} // '?'), '- -',
 $ip = fresh_ip();
 my $crashed = sub { scalar(() = error_log_lines(qr/AH00052|exit signal/)) };
 my $crashes = $crashed->();
-my @st = map { af_get({}, "/resolved/fb-hta/no/such/$_", 'X-Forwarded-For' => $ip) } 1 .. 5;
+@st = map { af_get({}, "/resolved/fb-hta/no/such/$_", 'X-Forwarded-For' => $ip) } 1 .. 5;
 ok t_cmp(join(' ', map {"$_->{status}"} @st), '200 200 200 200 200',
     'FallbackResource into an .htaccess directory: every request served');
 ok t_cmp($st[0]{content}, qr/front controller/, '... by the fallback');
