@@ -943,6 +943,15 @@ run_case gcra-redis-allot-r$RETURNING event $CONNS $RETURNING \
 run_case log-shm-r$RETURNING event $CONNS $RETURNING \
     "$RETURNING addresses, SlidingLimit $HIGH 1m algorithm=log, shm" \
     "$(sl_conf shm log $HIGH 1m)"
+# Allotments are per child: prefork's 40 children each take their own
+# grants of the same keys, where event's 2 share theirs among threads. The
+# difference is what one table shared by the children would save.
+run_case counter-redis-r$RETURNING-prefork prefork $CONNS $RETURNING \
+    "$RETURNING addresses, SlidingLimit $HIGH 1m algorithm=counter, Redis" \
+    "$(sl_conf "$REDIS" counter $HIGH 1m)"
+run_case counter-redis-allot-r$RETURNING-prefork prefork $CONNS $RETURNING \
+    "$RETURNING addresses, SlidingLimit $HIGH 1m algorithm=counter, Redis, SlidingLimitAllotment auto" \
+    "$(allot_conf "$REDIS" counter $HIGH 1m)"
 
 run_case baseline-c4 event $LOWCONNS $POOL \
     "no module (static file)" ""
