@@ -1,53 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* One child's allotments (see sl_allot.h): a fixed table of cells, one per
- * key, found by a hash of the key and its store; a mutex under a threaded
- * MPM. */
-#include "sl_allot.h"
+/* The allotments (see sl_allot.h): what a request does with its keys'
+ * cells, and one child's table of them: a fixed table of cells, one per
+ * key, found by a hash of the key and its store, under a mutex when the
+ * MPM is threaded. The table the children share is sl_allot_shared.c. */
+#include "sl_allot_private.h"
 #include "sl_script_layout.h"
-
-#include <apr_thread_mutex.h>
 
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#define SL_ALLOT_BUCKETS 1024
-
-struct sl_allot_cell {
-    sl_allot_cell_t *next; /* in its bucket */
-    int used;              /* holds a key */
-    apr_uint32_t tag;
-    int algorithm;
-    apr_int64_t requests, window, burst;
-    apr_size_t key_len;
-    char key[SL_ALLOT_KEY_MAX];
-    /* The grant held: k units (0: none) of which left are unused, usable
-     * before deadline; score names its log entry. */
-    char id[SL_ALLOT_ID_LEN];
-    apr_int64_t k, left, score;
-    apr_time_t deadline;
-    int pending; /* a thread is asking the store */
-    /* No asking before then: the last ask found no room. */
-    apr_time_t dry_until;
-    /* Requests seen in the current period of D (its index) and the one
-     * before: the key's rate on this child. */
-    apr_int64_t period, seen, seen_prev;
-    apr_time_t touched;
-};
-
-struct sl_allot {
-    apr_thread_mutex_t *mutex; /* NULL: one thread */
-    /* Made at the first use under the lock, so that a child whose
-     * sections leave allotments off keeps none; with calloc, as a pool of
-     * the child's (its allocator too) is one thread's at a time, and
-     * other threads (another store's waiters, httpd's own) use it. Freed
-     * at child exit. */
-    sl_allot_cell_t *cells;
-    sl_allot_cell_t *buckets[SL_ALLOT_BUCKETS];
-    int nused;
-    int sweep;      /* the next cell sl_allot_stale looks at */
-    unsigned evict; /* the next cell sl_allot_free_cell looks at */
-};
 
 static apr_status_t sl_allot_cleanup(void *data)
 {
@@ -58,10 +19,15 @@ static apr_status_t sl_allot_cleanup(void *data)
     return APR_SUCCESS;
 }
 
-sl_allot_t *sl_allot_create(apr_pool_t *p, int threaded)
+sl_allot_t *sl_allot_create(apr_pool_t *p, int threaded,
+                            sl_allot_shared_t *shared)
 {
     sl_allot_t *a = apr_pcalloc(p, sizeof(*a));
 
+    if (shared) {
+        a->shared = shared->table;
+        return a;
+    }
     apr_pool_cleanup_register(p, a, sl_allot_cleanup, apr_pool_cleanup_null);
     if (threaded && apr_thread_mutex_create(&a->mutex, APR_THREAD_MUTEX_DEFAULT,
                                             p) != APR_SUCCESS) {
@@ -147,10 +113,42 @@ static unsigned sl_allot_hash(const sl_budget_t *b)
     return h % SL_ALLOT_BUCKETS;
 }
 
-static int sl_allot_same(const sl_allot_cell_t *c, const sl_budget_t *b)
+int sl_allot_same(const sl_allot_cell_t *c, const sl_budget_t *b)
 {
-    return c->tag == b->store_tag && c->key_len == b->key_len &&
+    return c->used && c->tag == b->store_tag && c->key_len == b->key_len &&
            !memcmp(c->key, b->key, b->key_len);
+}
+
+/* Whether an ask is under way on c: one older than SL_ALLOT_ABANDON is
+ * not (sl_allot_private.h). */
+static int sl_allot_pending(const sl_allot_cell_t *c, apr_time_t now)
+{
+    return c->ask && now - c->ask_since < SL_ALLOT_ABANDON;
+}
+
+int sl_allot_evictable(const sl_allot_cell_t *c, apr_time_t now)
+{
+    return !sl_allot_pending(c, now) && !(c->left > 0 && now < c->deadline);
+}
+
+void sl_allot_fill(sl_allot_cell_t *c, const sl_budget_t *b)
+{
+    apr_uint32_t lock = c->lock;
+    apr_uint64_t hint = c->hint;
+
+    /* A replaced key's unused units, if any, go back never: they age out
+     * in the store, counted. */
+    memset(c, 0, sizeof(*c));
+    c->lock = lock;
+    c->hint = hint;
+    c->used = 1;
+    c->tag = b->store_tag;
+    c->key_len = b->key_len;
+    memcpy(c->key, b->key, b->key_len);
+    c->algorithm = b->algorithm;
+    c->requests = b->requests;
+    c->window = b->window;
+    c->burst = b->burst;
 }
 
 static void sl_allot_unlink(sl_allot_t *a, sl_allot_cell_t *c, unsigned h)
@@ -170,8 +168,7 @@ static void sl_allot_unlink(sl_allot_t *a, sl_allot_cell_t *c, unsigned h)
 #define SL_ALLOT_EVICT 32
 
 /* A cell for a new key: a free one, else, among the next few, the one idle
- * longest that holds nothing usable (its unused units, if any, go back
- * never: they age out in the store, counted). */
+ * longest that holds nothing usable. */
 static sl_allot_cell_t *sl_allot_free_cell(sl_allot_t *a, apr_time_t now)
 {
     sl_allot_cell_t *victim = NULL;
@@ -182,7 +179,7 @@ static sl_allot_cell_t *sl_allot_free_cell(sl_allot_t *a, apr_time_t now)
     }
     for (i = 0; i < SL_ALLOT_EVICT; i++) {
         sl_allot_cell_t *c = &a->cells[a->evict++ % SL_ALLOT_CELLS];
-        if (c->pending || (c->left > 0 && now < c->deadline)) {
+        if (!sl_allot_evictable(c, now)) {
             continue;
         }
         if (!victim || c->touched < victim->touched) {
@@ -192,47 +189,40 @@ static sl_allot_cell_t *sl_allot_free_cell(sl_allot_t *a, apr_time_t now)
     return victim;
 }
 
-static sl_allot_cell_t *sl_allot_find(sl_allot_t *a, const sl_budget_t *b,
-                                      apr_time_t now)
+/* b's cell in the child's table, made when new. */
+static sl_allot_cell_t *sl_allot_own_find(sl_allot_t *a, const sl_budget_t *b,
+                                          apr_time_t now)
 {
     unsigned h = sl_allot_hash(b);
     sl_allot_cell_t *c;
 
     for (c = a->buckets[h]; c; c = c->next) {
         if (sl_allot_same(c, b)) {
-            break;
+            return c;
         }
     }
-    if (!c) {
-        if (!(c = sl_allot_free_cell(a, now))) {
-            return NULL;
-        }
-        if (c->used) {
-            sl_budget_t old = {0};
-            old.key = c->key;
-            old.key_len = c->key_len;
-            old.store_tag = c->tag;
-            sl_allot_unlink(a, c, sl_allot_hash(&old));
-        }
-        memset(c, 0, sizeof(*c));
-        c->used = 1;
-        c->tag = b->store_tag;
-        c->key_len = b->key_len;
-        memcpy(c->key, b->key, b->key_len);
-        c->algorithm = b->algorithm;
-        c->requests = b->requests;
-        c->window = b->window;
-        c->burst = b->burst;
-        c->next = a->buckets[h];
-        a->buckets[h] = c;
-    }
-    /* One key, one limit: another limit's values on it (two lines that
-     * name one budget differently) are decided at the store. */
-    if (c->algorithm != b->algorithm || c->requests != b->requests ||
-        c->window != b->window || c->burst != b->burst) {
+    if (!(c = sl_allot_free_cell(a, now))) {
         return NULL;
     }
+    if (c->used) {
+        sl_budget_t old = {0};
+        old.key = c->key;
+        old.key_len = c->key_len;
+        old.store_tag = c->tag;
+        sl_allot_unlink(a, c, sl_allot_hash(&old));
+    }
+    sl_allot_fill(c, b);
+    c->next = a->buckets[h];
+    a->buckets[h] = c;
     return c;
+}
+
+/* One key, one limit: another limit's values on it (two lines that name
+ * one budget differently) are decided at the store. */
+static int sl_allot_same_limit(const sl_allot_cell_t *c, const sl_budget_t *b)
+{
+    return c->algorithm == b->algorithm && c->requests == b->requests &&
+           c->window == b->window && c->burst == b->burst;
 }
 
 static void sl_allot_seen(sl_allot_cell_t *c, apr_time_t now)
@@ -250,7 +240,7 @@ static void sl_allot_seen(sl_allot_cell_t *c, apr_time_t now)
     c->touched = now;
 }
 
-/* The units to ask for: what this child saw of the key in a period of D,
+/* The units to ask for: what the table saw of the key in a period of D,
  * within a grant's cap; 0 when that is less than two requests' worth. */
 static apr_int64_t sl_allot_want(const sl_allot_cell_t *c, const sl_budget_t *b)
 {
@@ -267,28 +257,35 @@ static apr_int64_t sl_allot_want(const sl_allot_cell_t *c, const sl_budget_t *b)
 static int sl_allot_usable(const sl_allot_cell_t *c, const sl_budget_t *b,
                            apr_time_t now)
 {
-    return !c->pending && c->k > 0 && now < c->deadline &&
+    return !sl_allot_pending(c, now) && c->k > 0 && now < c->deadline &&
            c->left >= sl_allot_cost(b);
 }
 
-static int sl_allot_take_locked(sl_allot_t *a, const sl_budget_t *b, int n,
-                                apr_time_t now, sl_allot_slot_t *slots)
+static apr_uint32_t sl_allot_next_ask(sl_allot_t *a)
 {
-    int i, j, usable = 1, ask = 1;
+    apr_uint32_t ask;
 
-    if (!a->cells && !(a->cells = calloc(SL_ALLOT_CELLS, sizeof(*a->cells)))) {
-        return SL_ALLOT_NONE;
-    }
+    do {
+        ask = a->shared
+                  ? __atomic_add_fetch(&a->shared->asks, 1, __ATOMIC_RELAXED)
+                  : ++a->asks;
+    } while (!ask);
+    return ask;
+}
+
+/* The request's decision on its cells (slots[i].cell, each locked). */
+static int sl_allot_take_cells(sl_allot_t *a, const sl_budget_t *b, int n,
+                               apr_time_t now, sl_allot_slot_t *slots)
+{
+    apr_uint32_t ask;
+    int i, usable = 1, asking = 1;
 
     for (i = 0; i < n; i++) {
-        for (j = 0; j < i; j++) {
-            if (sl_allot_same(slots[j].cell, &b[i])) {
-                return SL_ALLOT_NONE; /* one budget counted once */
-            }
-        }
-        if (!(slots[i].cell = sl_allot_find(a, &b[i], now))) {
+        if (!sl_allot_same_limit(slots[i].cell, &b[i])) {
             return SL_ALLOT_NONE;
         }
+    }
+    for (i = 0; i < n; i++) {
         sl_allot_seen(slots[i].cell, now);
         usable = usable && sl_allot_usable(slots[i].cell, &b[i], now);
     }
@@ -302,15 +299,16 @@ static int sl_allot_take_locked(sl_allot_t *a, const sl_budget_t *b, int n,
     for (i = 0; i < n; i++) {
         const sl_allot_cell_t *c = slots[i].cell;
         slots[i].want = sl_allot_want(c, &b[i]);
-        if (c->pending || now < c->dry_until || !slots[i].want) {
-            ask = 0;
+        if (sl_allot_pending(c, now) || now < c->dry_until || !slots[i].want) {
+            asking = 0;
         }
     }
-    if (!ask) {
+    if (!asking) {
         return SL_ALLOT_NONE;
     }
     /* What is left of a grant goes back with the next one, usable or not:
      * the cell holds one grant at a time. */
+    ask = sl_allot_next_ask(a);
     for (i = 0; i < n; i++) {
         sl_allot_cell_t *c = slots[i].cell;
         slots[i].give = c->k > 0 && c->left > 0;
@@ -321,9 +319,63 @@ static int sl_allot_take_locked(sl_allot_t *a, const sl_budget_t *b, int n,
             slots[i].give_unused = c->left;
         }
         c->k = c->left = 0;
-        c->pending = 1;
+        c->ask = ask;
+        c->ask_since = now;
+        slots[i].ask = ask;
     }
     return SL_ALLOT_ASK;
+}
+
+/* Whether b[i]'s key is one of b[0..i-1]'s: one budget counted once. */
+static int sl_allot_repeated(const sl_budget_t *b, int i)
+{
+    int j;
+
+    for (j = 0; j < i; j++) {
+        if (b[j].store_tag == b[i].store_tag && b[j].key_len == b[i].key_len &&
+            !memcmp(b[j].key, b[i].key, b[i].key_len)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int sl_allot_take_shared(sl_allot_t *a, const sl_budget_t *b, int n,
+                                apr_time_t now, sl_allot_slot_t *slots)
+{
+    int i, locked, rv = SL_ALLOT_NONE;
+
+    for (locked = 0; locked < n; locked++) {
+        if (sl_allot_repeated(b, locked) ||
+            !(slots[locked].cell =
+                  sl_allot_shared_find(a->shared, &b[locked], now))) {
+            break;
+        }
+    }
+    if (locked == n) {
+        rv = sl_allot_take_cells(a, b, n, now, slots);
+    }
+    for (i = 0; i < locked; i++) {
+        sl_allot_cell_unlock(slots[i].cell);
+    }
+    return rv;
+}
+
+static int sl_allot_take_own(sl_allot_t *a, const sl_budget_t *b, int n,
+                             apr_time_t now, sl_allot_slot_t *slots)
+{
+    int i;
+
+    if (!a->cells && !(a->cells = calloc(SL_ALLOT_CELLS, sizeof(*a->cells)))) {
+        return SL_ALLOT_NONE;
+    }
+    for (i = 0; i < n; i++) {
+        if (sl_allot_repeated(b, i) ||
+            !(slots[i].cell = sl_allot_own_find(a, &b[i], now))) {
+            return SL_ALLOT_NONE;
+        }
+    }
+    return sl_allot_take_cells(a, b, n, now, slots);
 }
 
 int sl_allot_take(sl_allot_t *a, const sl_budget_t *b, int n, apr_time_t now,
@@ -331,15 +383,46 @@ int sl_allot_take(sl_allot_t *a, const sl_budget_t *b, int n, apr_time_t now,
 {
     int rv;
 
+    memset(slots, 0, sizeof(*slots) * (apr_size_t) n);
+    if (a->shared) {
+        return sl_allot_take_shared(a, b, n, now, slots);
+    }
     if (a->mutex && apr_thread_mutex_lock(a->mutex) != APR_SUCCESS) {
         return SL_ALLOT_NONE;
     }
-    memset(slots, 0, sizeof(*slots) * (apr_size_t) n);
-    rv = sl_allot_take_locked(a, b, n, now, slots);
+    rv = sl_allot_take_own(a, b, n, now, slots);
     if (a->mutex) {
         apr_thread_mutex_unlock(a->mutex);
     }
     return rv;
+}
+
+/* The lock of cell c: the table's mutex, or in the shared table the
+ * cell's own. 0 when it could not be had: a cell left pending then asks
+ * again once its ask is abandoned. */
+static int sl_allot_lock(sl_allot_t *a, sl_allot_cell_t *c)
+{
+    if (a->shared) {
+        return sl_allot_cell_lock(c);
+    }
+    return !a->mutex || apr_thread_mutex_lock(a->mutex) == APR_SUCCESS;
+}
+
+static void sl_allot_unlock(sl_allot_t *a, sl_allot_cell_t *c)
+{
+    if (a->shared) {
+        sl_allot_cell_unlock(c);
+    }
+    else if (a->mutex) {
+        apr_thread_mutex_unlock(a->mutex);
+    }
+}
+
+/* Whether slot's ask is still the one under way in its cell: not taken
+ * for abandoned, the cell not given to another key since. */
+static int sl_allot_owns(const sl_allot_slot_t *slot)
+{
+    return slot->ask && slot->cell->ask == slot->ask;
 }
 
 void sl_allot_settle(sl_allot_t *a, const sl_budget_t *b, int n,
@@ -348,69 +431,110 @@ void sl_allot_settle(sl_allot_t *a, const sl_budget_t *b, int n,
 {
     int i;
 
-    /* Settled even when the lock fails: a cell left pending would never
-     * ask again. Only this thread writes a pending cell's grant. */
-    int locked = a->mutex && apr_thread_mutex_lock(a->mutex) == APR_SUCCESS;
-
     for (i = 0; i < n; i++) {
         sl_allot_cell_t *c = slots[i].cell;
         apr_int64_t cost = sl_allot_cost(&b[i]);
-        c->pending = 0;
-        if (k && k[i] >= cost) {
-            memcpy(c->id, id, SL_ALLOT_ID_LEN);
-            c->k = k[i];
-            c->left = k[i] - cost;
-            c->score = score[i];
-            c->deadline = asked + SL_ALLOT_DEADLINE;
+        slots[i].left = 0;
+        if (!sl_allot_lock(a, c)) {
+            continue;
         }
-        else {
-            c->k = c->left = 0;
-            c->dry_until = asked + SL_ALLOT_DEADLINE;
+        if (sl_allot_owns(&slots[i]) && sl_allot_same(c, &b[i])) {
+            c->ask = 0;
+            if (k && k[i] >= cost) {
+                memcpy(c->id, id, SL_ALLOT_ID_LEN);
+                c->k = k[i];
+                c->left = k[i] - cost;
+                c->score = score[i];
+                c->deadline = asked + SL_ALLOT_DEADLINE;
+            }
+            else {
+                c->k = c->left = 0;
+                c->dry_until = asked + SL_ALLOT_DEADLINE;
+            }
+            slots[i].left = c->left;
         }
-        slots[i].left = c->left;
-    }
-    if (locked) {
-        apr_thread_mutex_unlock(a->mutex);
+        sl_allot_unlock(a, c);
     }
 }
 
 /* Cells sl_allot_stale looks at per call: a bounded cost on the request
  * that pays for it. */
 #define SL_ALLOT_SWEEP 8
+/* The shared table's cells a call reads the hint of, at most. */
+#define SL_ALLOT_SWEEP_SHARED 64
+
+/* c, locked, when it holds a grant its key no longer uses: marked pending
+ * for its give-back (slot, b). */
+static int sl_allot_stale_cell(sl_allot_t *a, sl_allot_cell_t *c,
+                               apr_time_t now, sl_budget_t *b,
+                               sl_allot_slot_t *slot)
+{
+    if (!c->used || sl_allot_pending(c, now) || c->k <= 0 || c->left <= 0 ||
+        now < c->deadline + SL_ALLOT_DEADLINE) {
+        return 0;
+    }
+    memset(slot, 0, sizeof(*slot));
+    memset(b, 0, sizeof(*b));
+    slot->cell = c;
+    slot->give = 1;
+    memcpy(slot->give_id, c->id, SL_ALLOT_ID_LEN);
+    slot->give_k = c->k;
+    slot->give_score = c->score;
+    slot->give_unused = c->left;
+    b->key = c->key;
+    b->key_len = c->key_len;
+    b->store_tag = c->tag;
+    b->algorithm = c->algorithm;
+    b->requests = c->requests;
+    b->window = c->window;
+    b->burst = c->burst;
+    b->cost = 1;
+    c->k = c->left = 0;
+    c->ask = slot->ask = sl_allot_next_ask(a);
+    c->ask_since = now;
+    return 1;
+}
+
+static int sl_allot_stale_shared(sl_allot_t *a, apr_time_t now, sl_budget_t *b,
+                                 sl_allot_slot_t *slot)
+{
+    int i, found = 0;
+
+    int looked = 0;
+
+    /* A look without the lock first: most cells hold nothing, and only
+     * the cells that hold a key count toward the bound. */
+    for (i = 0; i < SL_ALLOT_SWEEP_SHARED && looked < SL_ALLOT_SWEEP && !found;
+         i++) {
+        apr_uint32_t at =
+            __atomic_fetch_add(&a->shared->sweep, 1, __ATOMIC_RELAXED);
+        sl_allot_cell_t *c = &a->shared->cells[at % SL_ALLOT_CELLS];
+        if (!__atomic_load_n(&c->hint, __ATOMIC_RELAXED)) {
+            continue;
+        }
+        looked++;
+        if (sl_allot_cell_lock(c)) {
+            found = sl_allot_stale_cell(a, c, now, b, slot);
+            sl_allot_cell_unlock(c);
+        }
+    }
+    return found;
+}
 
 int sl_allot_stale(sl_allot_t *a, apr_time_t now, sl_budget_t *b,
                    sl_allot_slot_t *slot)
 {
     int i, found = 0;
 
+    if (a->shared) {
+        return sl_allot_stale_shared(a, now, b, slot);
+    }
     if (a->mutex && apr_thread_mutex_lock(a->mutex) != APR_SUCCESS) {
         return 0;
     }
     for (i = 0; i < SL_ALLOT_SWEEP && a->nused > 0 && !found; i++) {
-        sl_allot_cell_t *c = &a->cells[a->sweep++ % a->nused];
-        if (!c->used || c->pending || c->k <= 0 || c->left <= 0 ||
-            now < c->deadline + SL_ALLOT_DEADLINE) {
-            continue;
-        }
-        memset(slot, 0, sizeof(*slot));
-        memset(b, 0, sizeof(*b));
-        slot->cell = c;
-        slot->give = 1;
-        memcpy(slot->give_id, c->id, SL_ALLOT_ID_LEN);
-        slot->give_k = c->k;
-        slot->give_score = c->score;
-        slot->give_unused = c->left;
-        b->key = c->key;
-        b->key_len = c->key_len;
-        b->store_tag = c->tag;
-        b->algorithm = c->algorithm;
-        b->requests = c->requests;
-        b->window = c->window;
-        b->burst = c->burst;
-        b->cost = 1;
-        c->k = c->left = 0;
-        c->pending = 1;
-        found = 1;
+        found = sl_allot_stale_cell(a, &a->cells[a->sweep++ % a->nused], now, b,
+                                    slot);
     }
     a->sweep %= a->nused > 0 ? a->nused : 1;
     if (a->mutex) {
@@ -421,10 +545,11 @@ int sl_allot_stale(sl_allot_t *a, apr_time_t now, sl_budget_t *b,
 
 void sl_allot_release(sl_allot_t *a, sl_allot_slot_t *slot)
 {
-    int locked = a->mutex && apr_thread_mutex_lock(a->mutex) == APR_SUCCESS;
-
-    slot->cell->pending = 0;
-    if (locked) {
-        apr_thread_mutex_unlock(a->mutex);
+    if (!sl_allot_lock(a, slot->cell)) {
+        return;
     }
+    if (sl_allot_owns(slot)) {
+        slot->cell->ask = 0;
+    }
+    sl_allot_unlock(a, slot->cell);
 }

@@ -123,6 +123,14 @@ static void sl_walk(apr_pool_t *p, server_rec *s, const ap_directive_t *d,
     }
 }
 
+int sl_allot_noted(apr_pool_t *pconf)
+{
+    apr_array_header_t *lines = NULL;
+
+    apr_pool_userdata_get((void **) &lines, SL_ALLOT_NOTES, pconf);
+    return lines && lines->nelts;
+}
+
 void sl_allot_check(apr_pool_t *pconf, apr_pool_t *ptemp, server_rec *s)
 {
     apr_array_header_t *lines = NULL;

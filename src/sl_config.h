@@ -158,6 +158,8 @@ const char *sl_config_tls_setup(apr_pool_t *p, sl_server_conf_t *sc);
  * (src/sl_allot_check.c). */
 void sl_allot_note(cmd_parms *cmd);
 void sl_allot_check(apr_pool_t *pconf, apr_pool_t *ptemp, server_rec *s);
+/* Whether the configuration read into pconf has such a line. */
+int sl_allot_noted(apr_pool_t *pconf);
 
 /* Effective values, defaults applied. */
 #define SL_OR(v, d) ((v) == -1 ? (d) : (v))

@@ -58,6 +58,15 @@ static apr_status_t sl_proc_segments(apr_pool_t *pconf, apr_pool_t *ptemp,
                      "mod_slidinglimit: cannot create the deny cache segment; "
                      "running without it");
     }
+    /* Only where some section turns allotments on: 1.7 MB otherwise
+     * unused. */
+    if (sl_allot_noted(pconf) &&
+        (rv = sl_allot_shared_create(pconf, &proc->allot_shared)) !=
+            APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s,
+                     "mod_slidinglimit: cannot create the allotments' "
+                     "segment; each child keeps its own");
+    }
     rv = sl_shm_retain(s, "breakers", sl_breakers_size(), &base, &fresh);
     if (rv != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_CRIT, rv, s,
@@ -90,7 +99,7 @@ apr_status_t sl_proc_create(apr_pool_t *pconf, apr_pool_t *ptemp, server_rec *s)
 
 void sl_proc_child_init(apr_pool_t *pchild, server_rec *s, sl_proc_t *proc)
 {
-    int threads = 1, threaded = AP_MPMQ_NOT_SUPPORTED;
+    int threads = 1, threaded = AP_MPMQ_NOT_SUPPORTED, daemons = 1;
 
     if (sl_shm_child_init(proc->shm, pchild, s) != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s,
@@ -109,7 +118,12 @@ void sl_proc_child_init(apr_pool_t *pchild, server_rec *s, sl_proc_t *proc)
     proc->denycache =
         sl_denycache_create(pchild, proc->denycache_shm, threads > 1);
     proc->memo = sl_memo_create(pchild, threads);
-    proc->allot = sl_allot_create(pchild, threads > 1);
+    ap_mpm_query(AP_MPMQ_MAX_DAEMONS, &daemons);
+    /* Shared where several children may see one key: a grant then fills
+     * at the server's rate, not at one child's (docs/REFERENCE.md,
+     * SlidingLimitAllotment). */
+    proc->allot = sl_allot_create(pchild, threads > 1,
+                                  daemons > 1 ? proc->allot_shared : NULL);
     sl_store_child_init(pchild, s, proc, threads);
     /* After the stores: its cleanup, which stops the renewer, runs before
      * theirs. */

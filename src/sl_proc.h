@@ -21,10 +21,11 @@ typedef struct sl_proc {
     sl_prereqs_t *prereqs;   /* which store nodes were asked INFO */
     sl_denycache_shm_t *denycache_shm; /* shared by the generation's children */
     sl_denycache_t *denycache;
-    sl_memo_t *memo;            /* the identities this child made */
-    struct sl_store *shm_store; /* the shm store (child) */
-    struct sl_leases *leases;   /* this child's leases (sl_lease.h) */
-    struct sl_allot *allot;     /* this child's allotments (sl_allot.h) */
+    sl_memo_t *memo;                      /* the identities this child made */
+    struct sl_store *shm_store;           /* the shm store (child) */
+    struct sl_leases *leases;             /* this child's leases (sl_lease.h) */
+    struct sl_allot_shared *allot_shared; /* the children's allotments */
+    struct sl_allot *allot; /* this child's view of them (sl_allot.h) */
     unsigned char seed[8];
     volatile apr_uint32_t counter;
     /* delay=: the requests this child holds now, and SlidingLimitDelayMax

@@ -8,7 +8,10 @@
 
 #include <apr_general.h>
 
+#include <apr_thread_proc.h>
+
 #include <string.h>
+#include <unistd.h>
 
 #include "sl_expect.h"
 
@@ -71,9 +74,35 @@ static apr_int64_t grant(sl_allot_t *a, sl_budget_t *b, apr_time_t t,
     return s->left;
 }
 
-static void test_flow(apr_pool_t *p)
+/* sl_allot_stale until it finds a grant or has looked at every cell. */
+static int stale(sl_allot_t *a, apr_time_t now, sl_budget_t *b,
+                 sl_allot_slot_t *s)
 {
-    sl_allot_t *a = sl_allot_create(p, 1);
+    int i;
+
+    for (i = 0; i < SL_ALLOT_CELLS; i++) {
+        if (sl_allot_stale(a, now, b, s)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The child's own table, or a new one shared by children. */
+static sl_allot_t *table(apr_pool_t *p, int shared)
+{
+    sl_allot_shared_t *sh = NULL;
+
+    if (shared && sl_allot_shared_create(p, &sh) != APR_SUCCESS) {
+        EXPECT(0, "shared table made");
+        return NULL;
+    }
+    return sl_allot_create(p, 1, sh);
+}
+
+static void test_flow(apr_pool_t *p, int shared)
+{
+    sl_allot_t *a = table(p, shared);
     sl_budget_t b = budget("key", SL_ALG_LOG, 8000);
     sl_allot_slot_t s, s2;
     apr_time_t t = 100 * APR_USEC_PER_SEC;
@@ -116,7 +145,7 @@ static void test_flow(apr_pool_t *p)
     {
         sl_budget_t sb;
         sl_allot_slot_t ss;
-        EXPECT(!sl_allot_stale(a, t + 100 + SL_ALLOT_DEADLINE, &sb, &ss),
+        EXPECT(!stale(a, t + 100 + SL_ALLOT_DEADLINE, &sb, &ss),
                "pending: not stale");
     }
     /* No room: nothing held, and no asking for D. */
@@ -140,10 +169,10 @@ static void test_flow(apr_pool_t *p)
     {
         sl_budget_t sb;
         sl_allot_slot_t ss;
-        EXPECT(!sl_allot_stale(a, t + SL_ALLOT_DEADLINE, &sb, &ss),
+        EXPECT(!stale(a, t + SL_ALLOT_DEADLINE, &sb, &ss),
                "not stale at its deadline");
-        EXPECT(sl_allot_stale(a, t + 2 * SL_ALLOT_DEADLINE, &sb, &ss) &&
-                   ss.give && ss.give_unused == 1 && ss.give_k == 2 &&
+        EXPECT(stale(a, t + 2 * SL_ALLOT_DEADLINE, &sb, &ss) && ss.give &&
+                   ss.give_unused == 1 && ss.give_k == 2 &&
                    !memcmp(ss.give_id, "GGGGGGGGGGGG", SL_ALLOT_ID_LEN) &&
                    sb.key_len == 3 && !memcmp(sb.key, "key", 3),
                "stale a D past its deadline: its give-back");
@@ -151,14 +180,14 @@ static void test_flow(apr_pool_t *p)
                    SL_ALLOT_NONE,
                "while it goes back: none");
         sl_allot_release(a, &ss);
-        EXPECT(!sl_allot_stale(a, t + 3 * SL_ALLOT_DEADLINE, &sb, &ss),
+        EXPECT(!stale(a, t + 3 * SL_ALLOT_DEADLINE, &sb, &ss),
                "given back once");
     }
 }
 
-static void test_caps(apr_pool_t *p)
+static void test_caps(apr_pool_t *p, int shared)
 {
-    sl_allot_t *a = sl_allot_create(p, 0);
+    sl_allot_t *a = table(p, shared);
     sl_budget_t b = budget("cap", SL_ALG_GCRA, 800);
     sl_allot_slot_t s;
     apr_time_t t = 5 * APR_USEC_PER_SEC;
@@ -191,9 +220,9 @@ static void test_caps(apr_pool_t *p)
 
 /* More keys than cells: old idle cells are reused, a key holding a
  * usable grant is not. */
-static void test_full(apr_pool_t *p)
+static void test_full(apr_pool_t *p, int shared)
 {
-    sl_allot_t *a = sl_allot_create(p, 0);
+    sl_allot_t *a = table(p, shared);
     sl_budget_t b, held = budget("held", SL_ALG_LOG, 8000);
     sl_allot_slot_t s;
     apr_time_t t = 7 * APR_USEC_PER_SEC;
@@ -219,6 +248,85 @@ static void test_full(apr_pool_t *p)
            "the key with a usable grant kept its cell");
 }
 
+/* An ask that never settles (its asker died) holds its key for
+ * SL_ALLOT_ABANDON, then the key asks again; the late answer is never
+ * used, and the new one is. */
+static void test_abandon(apr_pool_t *p, int shared)
+{
+    sl_allot_t *a = table(p, shared);
+    sl_budget_t b = budget("gone", SL_ALG_LOG, 8000);
+    sl_allot_slot_t dead, s;
+    apr_time_t t = 50 * APR_USEC_PER_SEC;
+
+    sl_allot_take(a, &b, 1, t, &dead);
+    EXPECT(sl_allot_take(a, &b, 1, t + 1, &dead) == SL_ALLOT_ASK, "asks");
+    EXPECT(sl_allot_take(a, &b, 1, t + SL_ALLOT_ABANDON, &s) == SL_ALLOT_NONE,
+           "pending until abandoned");
+    EXPECT(sl_allot_take(a, &b, 1, t + 1 + SL_ALLOT_ABANDON, &s) ==
+               SL_ALLOT_ASK,
+           "abandoned: asks again");
+    EXPECT(grant(a, &b, t + 1, 10, "LLLLLLLLLLLL", &dead) == 0,
+           "the late answer is not used");
+    EXPECT(sl_allot_take(a, &b, 1, t + 2 + SL_ALLOT_ABANDON, &dead) ==
+               SL_ALLOT_NONE,
+           "the new ask is still under way");
+    EXPECT(grant(a, &b, t + SL_ALLOT_ABANDON, 10, "NNNNNNNNNNNN", &s) == 9,
+           "the new answer is used");
+    EXPECT(sl_allot_take(a, &b, 1, t + 3 + SL_ALLOT_ABANDON, &s) ==
+                   SL_ALLOT_TAKEN &&
+               s.left == 8,
+           "taken from the new grant");
+}
+
+/* Children of one table take from one grant at once: together never more
+ * than it holds, and all of it. */
+#define CHILDREN 8
+static void test_children(apr_pool_t *p)
+{
+    sl_allot_t *a = table(p, 1);
+    sl_budget_t b = budget("hot", SL_ALG_LOG, 80000);
+    sl_allot_slot_t s;
+    apr_time_t t = 70 * APR_USEC_PER_SEC;
+    apr_proc_t kids[CHILDREN];
+    int pipes[2], i, total = 0, each;
+
+    sl_allot_take(a, &b, 1, t, &s);
+    EXPECT(sl_allot_take(a, &b, 1, t + 1, &s) == SL_ALLOT_ASK, "asks");
+    EXPECT(grant(a, &b, t, 5000, "KKKKKKKKKKKK", &s) == 4999, "4999 left");
+    if (pipe(pipes)) {
+        EXPECT(0, "pipe");
+        return;
+    }
+    for (i = 0; i < CHILDREN; i++) {
+        if (apr_proc_fork(&kids[i], p) == APR_INCHILD) {
+            int n = 0;
+            while (sl_allot_take(a, &b, 1, t + 2, &s) == SL_ALLOT_TAKEN) {
+                n++;
+            }
+            if (write(pipes[1], &n, sizeof(n)) != sizeof(n)) {
+                _exit(1);
+            }
+            _exit(0);
+        }
+    }
+    close(pipes[1]);
+    for (i = 0; i < CHILDREN; i++) {
+        int code;
+        apr_exit_why_e why;
+        apr_proc_wait(&kids[i], &code, &why, APR_WAIT);
+        if (read(pipes[0], &each, sizeof(each)) == sizeof(each)) {
+            total += each;
+        }
+    }
+    close(pipes[0]);
+    EXPECT(total == 4999,
+           "%d children took the grant's 4999 units, no more "
+           "(%d)",
+           CHILDREN, total);
+    EXPECT(sl_allot_take(a, &b, 1, t + 3, &s) != SL_ALLOT_TAKEN,
+           "nothing left");
+}
+
 int main(void)
 {
     apr_pool_t *p;
@@ -226,9 +334,15 @@ int main(void)
     apr_initialize();
     apr_pool_create(&p, NULL);
     test_fits();
-    test_flow(p);
-    test_caps(p);
-    test_full(p);
+    test_flow(p, 0);
+    test_caps(p, 0);
+    test_full(p, 0);
+    test_abandon(p, 0);
+    test_flow(p, 1);
+    test_caps(p, 1);
+    test_full(p, 1);
+    test_abandon(p, 1);
+    test_children(p);
     printf("%d passed, %d failed\n", passed, failed);
     apr_terminate();
     return failed ? 1 : 0;

@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The allotments the children share (see sl_allot.h): a table in
+ * anonymous shm, four cells to a set, a key's set chosen by a keyed hash;
+ * each cell its own lock, taken by one compare-and-swap and held for the
+ * few hundred instructions of a decision on it, never across a store call
+ * (an ask marks the cell pending instead). A lock not had within a bounded
+ * number of tries costs a store call, never a wait: a holder preempted
+ * while holding it, or killed, holds up nobody. */
+#include "sl_allot_private.h"
+
+#include <apr_shm.h>
+
+#include <sched.h>
+#include <string.h>
+
+/* Tries of a cell's lock before its request is decided at the store; from
+ * the SL_ALLOT_SPIN'th on, each gives the processor away first (its
+ * holder may be a process that was preempted). */
+#define SL_ALLOT_TRIES 64
+#define SL_ALLOT_SPIN  16
+
+int sl_allot_cell_lock(sl_allot_cell_t *c)
+{
+    int i;
+
+    for (i = 0; i < SL_ALLOT_TRIES; i++) {
+        apr_uint32_t free = 0;
+        if (i >= SL_ALLOT_SPIN) {
+            sched_yield();
+        }
+        if (__atomic_compare_exchange_n(&c->lock, &free, 1, 0, __ATOMIC_ACQUIRE,
+                                        __ATOMIC_RELAXED)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void sl_allot_cell_unlock(sl_allot_cell_t *c)
+{
+    __atomic_store_n(&c->lock, 0, __ATOMIC_RELEASE);
+}
+
+apr_status_t sl_allot_shared_create(apr_pool_t *pconf, sl_allot_shared_t **out)
+{
+    sl_allot_shared_t *sh = apr_pcalloc(pconf, sizeof(*sh));
+    apr_shm_t *shm;
+    apr_status_t rv;
+
+    *out = NULL;
+    if ((rv = apr_shm_create(&shm, sizeof(sl_allot_table_t), NULL, pconf)) !=
+        APR_SUCCESS) {
+        return rv;
+    }
+    sh->table = apr_shm_baseaddr_get(shm);
+    memset(sh->table, 0, sizeof(*sh->table));
+    if ((rv = sl_siphash_key(sh->table->seed)) != APR_SUCCESS) {
+        apr_shm_destroy(shm);
+        return rv;
+    }
+    *out = sh;
+    return APR_SUCCESS;
+}
+
+/* The key's hash, never 0 (0 marks a free cell): its store's tag and its
+ * bytes. */
+static apr_uint64_t sl_allot_key_hash(const sl_allot_table_t *t,
+                                      const sl_budget_t *b)
+{
+    apr_uint64_t h = sl_siphash(t->seed, b->key, b->key_len);
+
+    return (h ^ (apr_uint64_t) b->store_tag * 0x9e3779b97f4a7c15ULL) | 1;
+}
+
+/* Of cells a and b, each locked or NULL, the better to give a new key
+ * (free first, then the one idle longest), the other unlocked. */
+static sl_allot_cell_t *sl_allot_better(sl_allot_cell_t *a, sl_allot_cell_t *b)
+{
+    sl_allot_cell_t *keep = a, *drop = b;
+
+    if (!a || (b && a->used && (!b->used || b->touched < a->touched))) {
+        keep = b;
+        drop = a;
+    }
+    if (drop) {
+        sl_allot_cell_unlock(drop);
+    }
+    return keep;
+}
+
+sl_allot_cell_t *sl_allot_shared_find(sl_allot_table_t *t, const sl_budget_t *b,
+                                      apr_time_t now)
+{
+    apr_uint64_t h = sl_allot_key_hash(t, b);
+    sl_allot_cell_t *set = &t->cells[(h >> 1) % SL_ALLOT_SETS * SL_ALLOT_WAYS];
+    sl_allot_cell_t *victim = NULL;
+    int w;
+
+    for (w = 0; w < SL_ALLOT_WAYS; w++) {
+        sl_allot_cell_t *c = &set[w];
+        if (__atomic_load_n(&c->hint, __ATOMIC_RELAXED) != h ||
+            !sl_allot_cell_lock(c)) {
+            continue;
+        }
+        if (sl_allot_same(c, b)) {
+            return c;
+        }
+        sl_allot_cell_unlock(c);
+    }
+    /* A new key here. Two children may both place it, in two cells: each
+     * then holds grants of its own, each counted at the store. */
+    for (w = 0; w < SL_ALLOT_WAYS; w++) {
+        sl_allot_cell_t *c = &set[w];
+        if (!sl_allot_cell_lock(c)) {
+            continue;
+        }
+        if (c->used && !sl_allot_evictable(c, now)) {
+            sl_allot_cell_unlock(c);
+            continue;
+        }
+        victim = sl_allot_better(victim, c);
+    }
+    if (victim) {
+        sl_allot_fill(victim, b);
+        __atomic_store_n(&victim->hint, h, __ATOMIC_RELAXED);
+    }
+    return victim;
+}
