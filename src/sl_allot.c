@@ -460,8 +460,10 @@ void sl_allot_settle(sl_allot_t *a, const sl_budget_t *b, int n,
 /* Cells sl_allot_stale looks at per call: a bounded cost on the request
  * that pays for it. */
 #define SL_ALLOT_SWEEP 8
-/* The shared table's cells a call reads the hint of, at most. */
-#define SL_ALLOT_SWEEP_SHARED 64
+/* The shared table's cells a call reads the hint of, at most: all of
+ * them, a few microseconds on a call that asks the store anyway, as the
+ * cells in use may lie anywhere in it. */
+#define SL_ALLOT_SWEEP_SHARED SL_ALLOT_CELLS
 
 /* c, locked, when it holds a grant its key no longer uses: marked pending
  * for its give-back (slot, b). */
