@@ -273,6 +273,16 @@ static apr_uint32_t sl_allot_next_ask(sl_allot_t *a)
     return ask;
 }
 
+/* c's grant, with units left, into slot as its give-back. */
+static void sl_allot_give(sl_allot_slot_t *slot, const sl_allot_cell_t *c)
+{
+    slot->give = 1;
+    memcpy(slot->give_id, c->id, SL_ALLOT_ID_LEN);
+    slot->give_k = c->k;
+    slot->give_score = c->score;
+    slot->give_unused = c->left;
+}
+
 /* The request's decision on its cells (slots[i].cell, each locked). */
 static int sl_allot_take_cells(sl_allot_t *a, const sl_budget_t *b, int n,
                                apr_time_t now, sl_allot_slot_t *slots)
@@ -311,12 +321,8 @@ static int sl_allot_take_cells(sl_allot_t *a, const sl_budget_t *b, int n,
     ask = sl_allot_next_ask(a);
     for (i = 0; i < n; i++) {
         sl_allot_cell_t *c = slots[i].cell;
-        slots[i].give = c->k > 0 && c->left > 0;
-        if (slots[i].give) {
-            memcpy(slots[i].give_id, c->id, SL_ALLOT_ID_LEN);
-            slots[i].give_k = c->k;
-            slots[i].give_score = c->score;
-            slots[i].give_unused = c->left;
+        if (c->k > 0 && c->left > 0) {
+            sl_allot_give(&slots[i], c);
         }
         c->k = c->left = 0;
         c->ask = ask;
@@ -478,11 +484,7 @@ static int sl_allot_stale_cell(sl_allot_t *a, sl_allot_cell_t *c,
     memset(slot, 0, sizeof(*slot));
     memset(b, 0, sizeof(*b));
     slot->cell = c;
-    slot->give = 1;
-    memcpy(slot->give_id, c->id, SL_ALLOT_ID_LEN);
-    slot->give_k = c->k;
-    slot->give_score = c->score;
-    slot->give_unused = c->left;
+    sl_allot_give(slot, c);
     b->key = c->key;
     b->key_len = c->key_len;
     b->store_tag = c->tag;
