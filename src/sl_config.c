@@ -156,10 +156,39 @@ void *sl_create_dir_conf(apr_pool_t *p, char *dir)
 
 #define SL_MERGE_INT(f) c->f = add->f != -1 ? add->f : base->f
 
+/* Whether c sets none of the values a merge reads from it, as a section
+ * without this module's directives: merged with it, the other record is
+ * the result (section names no limit after start-up). */
+static int sl_dir_unset(const sl_dir_conf_t *c)
+{
+    return !c->limits && !c->keys && !c->added && !c->limits_off && !c->needs &&
+           !c->added_needs && !c->keys_needs && !c->htaccess_add &&
+           c->ipv6_prefix == -1 && c->algorithm == -1 && c->fail_mode == -1 &&
+           c->local_fallback == -1 && c->headers == -1 &&
+           c->status_page == -1 && c->status == -1 && c->fail_status == -1 &&
+           c->dry_run == -1 && c->delay_max == -1 && c->allotment == -1;
+}
+
 void *sl_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
 {
     sl_dir_conf_t *base = basev, *add = addv;
-    sl_dir_conf_t *c = apr_pcalloc(p, sizeof(*c));
+    sl_dir_conf_t *c;
+
+    /* httpd merges every section a request passes through, on every
+     * request: most sections set nothing of ours, and a record is never
+     * written after start-up, so the other one serves as it is. An
+     * .htaccess file's limits (htaccess_add) always take the long way:
+     * they join base's added. */
+    if (sl_dir_unset(add)) {
+        return base;
+    }
+    if (sl_dir_unset(base) && !add->htaccess_add && !add->added &&
+        !add->added_needs &&
+        (add->limits || (!add->needs && !add->limits_off)) &&
+        (add->keys || !add->keys_needs)) {
+        return add;
+    }
+    c = apr_pcalloc(p, sizeof(*c));
 
     /* An inner section's own SlidingLimit lines replace the inherited list;
      * an .htaccess file that may only add adds its own to it, and those
