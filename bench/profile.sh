@@ -26,7 +26,8 @@ ALG=${2:-counter}
 N=${3:-2000}
 MODS=/usr/lib/apache2/modules
 HTTPD=$(command -v apache2 || echo /usr/sbin/apache2)
-command -v valgrind >/dev/null || { echo "profile: valgrind is missing"; exit 1; }
+command -v valgrind >/dev/null || { echo "profile: valgrind is missing (make deps-bench)"; exit 1; }
+command -v wrk >/dev/null || { echo "profile: wrk is missing (make deps-bench)"; exit 1; }
 
 STAGE=$(mktemp -d "${TMPDIR:-/tmp}/slidinglimit-profile.XXXXXX")
 chmod 755 "$STAGE"
