@@ -306,7 +306,7 @@ static void sl_blocks_note(const sl_case_t *c, const sl_decision_t *d)
 static int sl_decide_by_store(sl_case_t *c, sl_decision_t *d)
 {
     apr_pool_t *p = c->r->pool;
-    apr_time_t *retry_at, sent = apr_time_now();
+    apr_time_t *retry_at, sent;
     apr_uint32_t *flights;
     apr_status_t rv;
 
@@ -323,6 +323,7 @@ static int sl_decide_by_store(sl_case_t *c, sl_decision_t *d)
     }
     /* A key refused until T stays refused until T whatever happens (nothing
      * frees quota earlier), so it is answered here without a store call. */
+    sent = apr_time_now();
     retry_at = apr_pcalloc(p, sizeof(*retry_at) * c->n);
     flights = apr_pcalloc(p, sizeof(*flights) * c->n);
     if (sl_denycache_find(c->proc->denycache, c->budgets, c->n, c->wait, &sent,

@@ -227,7 +227,8 @@ static apr_status_t sl_call_begin(sl_call_t *c, sl_store_t *st, request_rec *r,
 static apr_status_t sl_call_end(sl_call_t *c, apr_status_t rv)
 {
     sl_store_t *st = c->st;
-    apr_time_t now = apr_time_now();
+    /* Read by a Redis store's statistics and breaker alone. */
+    apr_time_t now = st->url || st->breaker ? apr_time_now() : c->start;
 
     if (st->url) {
         sl_stats_store(st->proc->stats, st->url->display, st->url->display_hash,
