@@ -26,6 +26,7 @@ sl_allot_t *sl_allot_create(apr_pool_t *p, int threaded,
 
     if (shared) {
         a->shared = shared->table;
+        sl_allot_shared_attach();
         return a;
     }
     apr_pool_cleanup_register(p, a, sl_allot_cleanup, apr_pool_cleanup_null);

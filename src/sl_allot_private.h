@@ -37,8 +37,8 @@ struct sl_allot_cell {
     apr_time_t touched;
     /* The shared table's: the cell's lock (a spin lock of one compare-and-
      * swap, held for a few hundred instructions, never across a store
-     * call) and the hash of the key it holds (0: none; a hint for finding
-     * it, checked under the lock). */
+     * call; 0, or the holder's process id) and the hash of the key it holds
+     * (0: none; a hint for finding it, checked under the lock). */
     apr_uint32_t lock;
     apr_uint64_t hint;
 };
@@ -86,9 +86,14 @@ void sl_allot_fill(sl_allot_cell_t *c, const sl_budget_t *b);
  * when none could be locked or replaced. */
 sl_allot_cell_t *sl_allot_shared_find(sl_allot_table_t *t, const sl_budget_t *b,
                                       apr_time_t now);
-/* The cell's lock, tried a bounded number of times: 0 when another
- * holder kept it (the caller decides at the store). */
+/* The cell's lock, tried a bounded number of times, or taken over from a
+ * holder that died: 0 when another holder kept it (the caller decides at
+ * the store). */
 int sl_allot_cell_lock(sl_allot_cell_t *c);
+/* This process's id for the locks it takes: in each child, as it starts
+ * (sl_allot_create); a process that never called it reads its id at its
+ * first lock. */
+void sl_allot_shared_attach(void);
 void sl_allot_cell_unlock(sl_allot_cell_t *c);
 
 #endif

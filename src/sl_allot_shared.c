@@ -5,13 +5,17 @@
  * few hundred instructions of a decision on it, never across a store call
  * (an ask marks the cell pending instead). A lock not had within a bounded
  * number of tries costs a store call, never a wait: a holder preempted
- * while holding it, or killed, holds up nobody. */
+ * while holding it holds up nobody, and a lock whose holder died is taken
+ * over. */
 #include "sl_allot_private.h"
 
 #include <apr_shm.h>
 
+#include <errno.h>
 #include <sched.h>
+#include <signal.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Tries of a cell's lock before its request is decided at the store; from
  * the SL_ALLOT_SPIN'th on, each gives the processor away first (its
@@ -19,21 +23,57 @@
 #define SL_ALLOT_TRIES 64
 #define SL_ALLOT_SPIN  16
 
+/* The word this process's locks hold: its id, read once per process
+ * (getpid is a system call), again in each child (sl_allot_create). */
+static apr_uint32_t sl_allot_me;
+
+void sl_allot_shared_attach(void)
+{
+    __atomic_store_n(&sl_allot_me, (apr_uint32_t) getpid(), __ATOMIC_RELAXED);
+}
+
+/* A lock held by a process that no longer exists (killed between taking
+ * and giving it back: an OOM kill, a crash elsewhere in the child) would
+ * otherwise stay held for the generation, and every request of its key
+ * would spin through the tries first. Taken over, the cell keeps its key
+ * and a pending ask (whose asker, alive, names it), and drops its grant:
+ * the holder may have died halfway through writing one, and units not
+ * used age out in the store, counted. A reused id looks alive: the lock
+ * then stays held, as before. */
+static int sl_allot_take_over(sl_allot_cell_t *c, apr_uint32_t me)
+{
+    apr_uint32_t holder = __atomic_load_n(&c->lock, __ATOMIC_RELAXED);
+
+    if (!holder || holder == me || kill((pid_t) holder, 0) == 0 ||
+        errno != ESRCH ||
+        !__atomic_compare_exchange_n(&c->lock, &holder, me, 0, __ATOMIC_ACQUIRE,
+                                     __ATOMIC_RELAXED)) {
+        return 0;
+    }
+    c->k = c->left = 0;
+    return 1;
+}
+
 int sl_allot_cell_lock(sl_allot_cell_t *c)
 {
+    apr_uint32_t me = __atomic_load_n(&sl_allot_me, __ATOMIC_RELAXED);
     int i;
 
+    if (!me) {
+        sl_allot_shared_attach();
+        me = __atomic_load_n(&sl_allot_me, __ATOMIC_RELAXED);
+    }
     for (i = 0; i < SL_ALLOT_TRIES; i++) {
         apr_uint32_t free = 0;
         if (i >= SL_ALLOT_SPIN) {
             sched_yield();
         }
-        if (__atomic_compare_exchange_n(&c->lock, &free, 1, 0, __ATOMIC_ACQUIRE,
-                                        __ATOMIC_RELAXED)) {
+        if (__atomic_compare_exchange_n(&c->lock, &free, me, 0,
+                                        __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
             return 1;
         }
     }
-    return 0;
+    return sl_allot_take_over(c, me);
 }
 
 void sl_allot_cell_unlock(sl_allot_cell_t *c)
@@ -98,17 +138,22 @@ sl_allot_cell_t *sl_allot_shared_find(sl_allot_table_t *t, const sl_budget_t *b,
 
     for (w = 0; w < SL_ALLOT_WAYS; w++) {
         sl_allot_cell_t *c = &set[w];
-        if (__atomic_load_n(&c->hint, __ATOMIC_RELAXED) != h ||
-            !sl_allot_cell_lock(c)) {
+        if (__atomic_load_n(&c->hint, __ATOMIC_RELAXED) != h) {
             continue;
+        }
+        /* Most likely the key's own cell, held: decided at the store this
+         * time rather than placed in a second cell. */
+        if (!sl_allot_cell_lock(c)) {
+            return NULL;
         }
         if (sl_allot_same(c, b)) {
             return c;
         }
         sl_allot_cell_unlock(c);
     }
-    /* A new key here. Two children may both place it, in two cells: each
-     * then holds grants of its own, each counted at the store. */
+    /* A new key here. Two children may both place it at once, in two
+     * cells: each then holds grants of its own, each counted at the
+     * store. */
     for (w = 0; w < SL_ALLOT_WAYS; w++) {
         sl_allot_cell_t *c = &set[w];
         if (!sl_allot_cell_lock(c)) {

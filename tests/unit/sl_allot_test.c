@@ -4,6 +4,7 @@
  * deadline nor more than the grant holds, and that the rest goes back once,
  * named by its grant. No server needed. */
 #include "sl_allot.h"
+#include "sl_allot_private.h"
 #include "sl_script_layout.h"
 
 #include <apr_general.h>
@@ -327,6 +328,79 @@ static void test_children(apr_pool_t *p)
            "nothing left");
 }
 
+/* The cells of the shared table that hold b's key. */
+static int cells_of(const sl_allot_shared_t *sh, const sl_budget_t *b)
+{
+    int i, n = 0;
+
+    for (i = 0; i < SL_ALLOT_CELLS; i++) {
+        n += sl_allot_same(&sh->table->cells[i], b);
+    }
+    return n;
+}
+
+/* A child that dies holding a cell's lock: while it lives, its lock is
+ * its own (the key is decided at the store); once it is gone, the next
+ * locker takes the lock over and the cell's grant, which the dead child
+ * may have been writing, is dropped. */
+static void test_dead_holder(apr_pool_t *p)
+{
+    sl_allot_shared_t *sh = NULL;
+    sl_allot_t *a;
+    sl_budget_t b = budget("held", SL_ALG_LOG, 8000);
+    sl_allot_slot_t s;
+    sl_allot_cell_t *c;
+    apr_time_t t = 90 * APR_USEC_PER_SEC;
+    apr_proc_t kid;
+    apr_exit_why_e why;
+    int go[2], held[2], code;
+    char byte = 0;
+
+    if (sl_allot_shared_create(p, &sh) != APR_SUCCESS || pipe(go) ||
+        pipe(held)) {
+        EXPECT(0, "made");
+        return;
+    }
+    a = sl_allot_create(p, 1, sh);
+    sl_allot_take(a, &b, 1, t, &s);
+    EXPECT(sl_allot_take(a, &b, 1, t + 1, &s) == SL_ALLOT_ASK, "asks");
+    EXPECT(grant(a, &b, t, 100, "HHHHHHHHHHHH", &s) == 99, "99 left");
+    c = s.cell;
+    if (apr_proc_fork(&kid, p) == APR_INCHILD) {
+        /* As a child of httpd starts: its own id for its locks. */
+        sl_allot_create(p, 1, sh);
+        if (!sl_allot_cell_lock(c) || write(held[1], &byte, 1) != 1 ||
+            read(go[0], &byte, 1) != 1) {
+            _exit(1);
+        }
+        _exit(0); /* without giving the lock back */
+    }
+    EXPECT(read(held[0], &byte, 1) == 1, "the child holds the lock");
+    EXPECT(c->lock == (apr_uint32_t) kid.pid, "its id in the lock");
+    EXPECT(!sl_allot_cell_lock(c), "a live holder keeps its lock");
+    EXPECT(sl_allot_take(a, &b, 1, t + 2, &s) == SL_ALLOT_NONE,
+           "its key is decided at the store meanwhile");
+    EXPECT(cells_of(sh, &b) == 1, "and not placed in a second cell (%d)",
+           cells_of(sh, &b));
+    EXPECT(write(go[1], &byte, 1) == 1, "the child may go");
+    apr_proc_wait(&kid, &code, &why, APR_WAIT);
+    EXPECT(code == 0 && c->lock == (apr_uint32_t) kid.pid,
+           "it died holding the lock");
+    EXPECT(sl_allot_take(a, &b, 1, t + 3, &s) == SL_ALLOT_ASK,
+           "taken over: the grant it held is not used, the key asks again");
+    EXPECT(c->lock == 0 && c->k == 0 && c->left == 0 && c->used &&
+               c->ask == s.ask,
+           "the cell's lock is free again, its key kept, its grant dropped");
+    EXPECT(grant(a, &b, t + 3, 100, "IIIIIIIIIIII", &s) == 99,
+           "the new grant settles");
+    EXPECT(sl_allot_take(a, &b, 1, t + 4, &s) == SL_ALLOT_TAKEN, "and is used");
+    EXPECT(cells_of(sh, &b) == 1, "one cell holds the key throughout");
+    close(go[0]);
+    close(go[1]);
+    close(held[0]);
+    close(held[1]);
+}
+
 int main(void)
 {
     apr_pool_t *p;
@@ -343,6 +417,7 @@ int main(void)
     test_full(p, 1);
     test_abandon(p, 1);
     test_children(p);
+    test_dead_holder(p);
     printf("%d passed, %d failed\n", passed, failed);
     apr_terminate();
     return failed ? 1 : 0;
