@@ -9,6 +9,9 @@
 #     REQUESTS   requests sent after a warm-up (default 2000)
 #   SL_PROFILE_LIMIT the limit's requests per minute (default 1000000;
 #                    100 with SL_PROFILE_POOL=flood measures refusals)
+#   SL_PROFILE_HEADERS the section's SlidingLimitHeaders (default the
+#                    module's, ietf x-ratelimit; off: the decision without
+#                    the quota headers)
 #   SL_PROFILE_POOL  client identities the requests come from (default
 #                    4096: most requests are an identity's first); with
 #                    SL_PROFILE_SEEN=1 each has sent one request before
@@ -78,6 +81,7 @@ SlidingLimitStore $SLSTORE
 SlidingLimitStoreTimeout 1s 1s
 <Location /r>
     SlidingLimit ${SL_PROFILE_LIMIT:-1000000} 1m name=bench algorithm=$ALG
+    SlidingLimitHeaders ${SL_PROFILE_HEADERS:-ietf x-ratelimit}
 </Location>"
 fi
 # The benchmarks' base configuration; httpd -X already runs as nobody.
