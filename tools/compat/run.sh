@@ -156,7 +156,7 @@ run_row() {
     # not yet committed is skipped with tar's warning.
     if git -C "$ROOT" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
         (cd "$ROOT" && git ls-files -z -co --exclude-standard |
-            tar --null -T - --no-recursion --ignore-failed-read -cf -) | tar -C "$M/src" -xf -
+            tar --null --no-recursion --ignore-failed-read -cf - -T -) | tar -C "$M/src" -xf -
     else
         tar -C "$ROOT" --exclude=.git --exclude=./t/logs --exclude=./.libs --exclude=./build \
             --exclude=./t/sf/node_modules --exclude='*.lo' --exclude='*.slo' --exclude='*.la' \
