@@ -152,6 +152,21 @@ void sl_allot_fill(sl_allot_cell_t *c, const sl_budget_t *b)
     c->burst = b->burst;
 }
 
+/* The budget of c's key, as a give-back of its grant asks the store
+ * (one unit, the key's limit). */
+static void sl_allot_budget_of(const sl_allot_cell_t *c, sl_budget_t *b)
+{
+    memset(b, 0, sizeof(*b));
+    b->key = c->key;
+    b->key_len = c->key_len;
+    b->store_tag = c->tag;
+    b->algorithm = c->algorithm;
+    b->requests = c->requests;
+    b->window = c->window;
+    b->burst = c->burst;
+    b->cost = 1;
+}
+
 static void sl_allot_unlink(sl_allot_t *a, sl_allot_cell_t *c, unsigned h)
 {
     sl_allot_cell_t **pp;
@@ -206,10 +221,8 @@ static sl_allot_cell_t *sl_allot_own_find(sl_allot_t *a, const sl_budget_t *b,
         return NULL;
     }
     if (c->used) {
-        sl_budget_t old = {0};
-        old.key = c->key;
-        old.key_len = c->key_len;
-        old.store_tag = c->tag;
+        sl_budget_t old;
+        sl_allot_budget_of(c, &old);
         sl_allot_unlink(a, c, sl_allot_hash(&old));
     }
     sl_allot_fill(c, b);
@@ -483,17 +496,9 @@ static int sl_allot_stale_cell(sl_allot_t *a, sl_allot_cell_t *c,
         return 0;
     }
     memset(slot, 0, sizeof(*slot));
-    memset(b, 0, sizeof(*b));
     slot->cell = c;
     sl_allot_give(slot, c);
-    b->key = c->key;
-    b->key_len = c->key_len;
-    b->store_tag = c->tag;
-    b->algorithm = c->algorithm;
-    b->requests = c->requests;
-    b->window = c->window;
-    b->burst = c->burst;
-    b->cost = 1;
+    sl_allot_budget_of(c, b);
     c->k = c->left = 0;
     c->ask = slot->ask = sl_allot_next_ask(a);
     c->ask_since = now;
@@ -503,9 +508,7 @@ static int sl_allot_stale_cell(sl_allot_t *a, sl_allot_cell_t *c,
 static int sl_allot_stale_shared(sl_allot_t *a, apr_time_t now, sl_budget_t *b,
                                  sl_allot_slot_t *slot)
 {
-    int i, found = 0;
-
-    int looked = 0;
+    int i, found = 0, looked = 0;
 
     /* A look without the lock first: most cells hold nothing, and only
      * the cells that hold a key count toward the bound. */
