@@ -208,6 +208,8 @@ run_row() {
                 root_run "$RUNDIR" "cd /src && SL_REDIS_SERVER=$srv SL_TEST_MPMS=$mpm \
                     ${files:+SL_TEST_FILES='$files'} bash t/run" >"$log" 2>&1
                 grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -1
+                # What failed, on the console: a CI run keeps only that.
+                sed -n '/^=== what failed/,$p' "$log" | head -n 60
                 if [ "$mpm" = prefork ]; then
                     FILES[prefork]=$files
                     cell_from_log "$name" prefork "$log"
