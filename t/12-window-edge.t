@@ -4,6 +4,7 @@
 # 2N within a fraction of a second. The log never admits more than N in any
 # rolling window; the counter admits at most N + N*f in the rolling window
 # that ends at fraction f of the new window (proof in docs/ALGORITHMS.md).
+# Asserts wall-clock bounds: each burst lands on its side of a boundary.
 use strict;
 use warnings;
 

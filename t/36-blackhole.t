@@ -3,6 +3,7 @@
 # whose backlog is full: the kernel drops further SYNs, as a firewall that
 # drops packets would): the connect timeout bounds the wait.
 # Runs under each MPM: concurrent connects within a child.
+# Asserts wall-clock bounds: every request within two connect timeouts.
 use strict;
 use warnings;
 

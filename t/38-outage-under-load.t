@@ -6,6 +6,7 @@
 # see the failure, the error log gets one line when the store goes away and
 # one when it returns.
 # Runs under each MPM: one log line however many children and threads.
+# Asserts wall-clock bounds: no store call takes a second or more.
 use strict;
 use warnings;
 

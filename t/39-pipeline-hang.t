@@ -5,6 +5,7 @@
 # their deadline without being sent, nobody hangs or crashes, and after
 # SIGCONT the store decides again.
 # Runs under each MPM: a stuck batch and its queue under threads.
+# Asserts wall-clock bounds: nobody waits past the command timeout.
 use strict;
 use warnings;
 
