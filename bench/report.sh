@@ -20,7 +20,8 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # httpd-cpu-us ref-httpd-cpu-us redis-cpu-us eval row-new-connections
 # row-sentinel-connections row-requests low-p99 low-ref-p99 low-rps
 # low-ref-rps module-instructions httpd-syscalls ref-httpd-syscalls
-# redis-syscalls redis-cpu-us-per-call ("-" where not measured); FAILED in
+# redis-syscalls redis-cpu-us-per-call module-instructions-first
+# low-p99-added ("-" where not measured); FAILED in
 # column 5 when a configuration could not be measured. Beside it,
 # scripts.tsv (bench/scripts.c): name description decisions wall-seconds
 # redis-cpu-seconds refusals errors.
@@ -32,7 +33,8 @@ table() {
             printf "| %s | %s | %s | %s | failed | | | | | | | | |\n", $1, $4, $2, $3
             next
         }
-        low = ($28 != "" && $28 != "-" && $29 != "-") ? f($28 - $29, 3) : "-"
+        if ($38 != "" && $38 != "-") low = f($38, 3)
+        else low = ($28 != "" && $28 != "-" && $29 != "-") ? f($28 - $29, 3) : "-"
         printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s%% |\n",
             $1, $4, $2, $3, f($5, 0), f($17, 0), f($5 / $17, 2), f($6, 3),
             f($7, 3), f($19, 3), f($7 - $19, 3), low, f(100 * $9 / $8, 1)
@@ -362,9 +364,6 @@ per() { # case: EVALSHA per refusal
     awk -F'\t' -v n="$1" '$1 == n && $5 != "FAILED" { if ($9 > 0) printf "%.5f", $10 / $9; else printf "n/a"; found = 1 }
         END { if (!found) printf "n/a" }' "$RESULTS"
 }
-added() { # case: p99 over its reference's p99
-    awk -v a="$(get "$1" 7)" -v b="$(get "$1" 19)" 'BEGIN { if (a == "" || b == "") print "n/a"; else printf "%.3f", a - b }'
-}
 cpu() { # case: added httpd CPU and redis CPU per request
     awk -v a="$(get "$1" 21)" -v b="$(get "$1" 22)" -v r="$(get "$1" 23)" 'BEGIN { if (a == "") print "n/a"; else printf "%+.1f µs httpd, %.1f µs redis-server", a - b, r }'
 }
@@ -425,16 +424,24 @@ fqs=$(versus flood-counter-shm flood-qos)
 fevr=$(versus flood-counter-redis flood-evasive)
 fqsr=$(versus flood-counter-redis flood-qos)
 # The -c4 rows where they ran, else the rows' own low-load slices.
+# The p99 a case adds at -c4: the median of the paired slices' differences
+# (older results: the difference of the medians).
 lowadded() { # case
-    awk -F'\t' -v n="$1" '$1 == n && $5 != "FAILED" && $28 != "" && $28 != "-" { printf "%.3f", $28 - $29; f = 1 }
+    awk -F'\t' -v n="$1" '$1 == n && $5 != "FAILED" {
+            if ($38 != "" && $38 != "-") { printf "%.3f", $38; f = 1 }
+            else if ($28 != "" && $28 != "-") { printf "%.3f", $28 - $29; f = 1 } }
         END { if (!f) printf "n/a" }' "$RESULTS"
 }
-a4=$(added counter-redis-c4)
-al4=$(added log-redis-c4)
-as4=$(added counter-shm-c4)
+a4=$(lowadded counter-redis-c4)
+al4=$(lowadded log-redis-c4)
+as4=$(lowadded counter-shm-c4)
+aa4=$(lowadded counter-redis-allot-r64-c4)
+ala4=$(lowadded log-redis-allot-r64-c4)
 [ "$a4" = n/a ] && a4=$(lowadded counter-redis)
 [ "$al4" = n/a ] && al4=$(lowadded log-redis)
 [ "$as4" = n/a ] && as4=$(lowadded counter-shm)
+[ "$aa4" = n/a ] && aa4=$(lowadded counter-redis-allot-r64)
+[ "$ala4" = n/a ] && ala4=$(lowadded log-redis-allot-r64)
 # Paired with plain TCP directly where that row ran, else one ratio over
 # the other.
 tls=$(ratio counter-tls-vs-tcp)
@@ -486,7 +493,9 @@ $(references "$RESULTS")
   reference, ...), so that the machine's drift (other work, CPU frequency)
   falls on both alike. "ratio" is the case's requests/s over its
   reference's; p50 and p99 are medians over the slices; "p99 added" is the
-  case's p99 over the reference's. The rows named baseline are a
+  case's p99 over the reference's; "p99 added at -c${SL_BENCH_LOWCONNS:-4}" is the median, over
+  the pairs of slices (a case's and its reference's next to it), of the
+  case's p99 less the reference's. The rows named baseline are a
   module-free httpd measured the same way: how far apart two identical
   servers measure in this run (the noise floor).
 - **CPU per request** comes from the kernel's accounting
@@ -548,6 +557,7 @@ $(fastness)
 | the same, gcra 100/1s (event) | $fgp | $(verdict "$fgp" "<=" 0.01) |
 | the same under prefork (counter; gcra) | $fpp; $fgpp | $(verdict "$fpp" "<=" 0.01); $(verdict "$fgpp" "<=" 0.01) |
 | p99 added <= 0.25 ms at -c${SL_BENCH_LOWCONNS:-4}, counter with Redis / log with Redis / shm | $a4 / $al4 / $as4 ms | $(verdict "$a4" "<=" 0.25) / $(verdict "$al4" "<=" 0.25) / $(verdict "$as4" "<=" 0.25) |
+| the same with allotments (64 returning addresses), counter / log | $aa4 / $ala4 ms | $(verdict "$aa4" "<=" 0.25) / $(verdict "$ala4" "<=" 0.25) |
 | module instructions per request <= 3,000 with shm (counter; identity seen before, its first request) | $(insn counter-shm) | $(verdict "$(get counter-shm 32)" "<=" 3000) |
 | module instructions per request <= 8,000 with Redis (counter; log) | $(insn counter-redis); $(insn log-redis) | $(verdict "$(get counter-redis 32)" "<=" 8000); $(verdict "$(get log-redis 32)" "<=" 8000) |
 | lua/sl_check.lua >= 0.67 of the textbook counter script's decisions per Redis CPU second (counter; log) | $(script_vs sl_check-counter); $(script_vs sl_check-log) | $(verdict "$(script_vs sl_check-counter)" ">=" 0.67) |

@@ -429,6 +429,15 @@ slice() { # url pool conns rundir out
     rm -f "$w"
 }
 
+# The p99 a case adds: the median, over the slices taken in pairs (a case's
+# slice and its reference's next to it, ABBA), of the case's p99 less the
+# reference's. A tail moves with the machine's other work from one slice to
+# the next; within a pair both sides meet the same.
+p99_added() { # case-slices ref-slices
+    paste -d' ' <(awk '{ print $3 }' "$1") <(awk '{ print $3 }' "$2") |
+        awk 'NF == 2 { printf "%.3f\n", $1 - $2 }' | median
+}
+
 # Mean requests/s, median p50 and p99, sums of requests, refusals and CPU.
 summary() { # slices-file -> rps p50 p99 total non2xx ticks
     printf '%s %s %s %s\n' \
@@ -545,7 +554,7 @@ run_case() {
     local refrun=$STAGE/run/${REF:-ref-$mpm} refurl
     local mem0 mem1 keys evalsha usec other newconn status calls hits errors
     local rc0 rc1 i case ref eval conn0 conn1 sconn0 sconn1 rowconn rowsconn
-    local rowreq counted=0 lcase= lref= lp99= lrp99= lrps= lrrps= sys= rsys=
+    local rowreq counted=0 lcase= lref= lp99= lrp99= lrps= lrrps= ladded= sys= rsys=
     local insn= hsys= rpid=
     # Whole names only: "counter-redis" must not select counter-redis-c4.
     selected "$name" || return 0
@@ -636,9 +645,11 @@ run_case() {
     read -r rrps rp50 rp99 rtotal _ rticks <<<"$(summary "$ref")"
     if [ "$conns" = "$LOWCONNS" ]; then
         lp99=$cp99 lrp99=$rp99 lrps=$crps lrrps=$rrps
+        ladded=$(p99_added "$case" "$ref")
     elif [ -n "$lcase" ] && [ -s "$lcase" ]; then
         read -r lrps _ lp99 _ <<<"$(summary "$lcase")"
         read -r lrrps _ lrp99 _ <<<"$(summary "$lref")"
+        ladded=$(p99_added "$lcase" "$lref")
     fi
     evalsha=$(cmdstat "$STAGE/out/$name.cmdstats" evalsha calls)
     evalsha=${evalsha:-0}
@@ -693,14 +704,15 @@ run_case() {
     # row-sentinel-connections row-requests low-p99 low-ref-p99 low-rps
     # low-ref-rps module-instructions httpd-syscalls ref-httpd-syscalls
     # redis-syscalls redis-cpu-us-per-call module-instructions-first
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
+    # low-p99-added
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
         "$name" "$mpm" "$conns" "$desc" "$crps" "$cp50" "$cp99" \
         "$ctotal" "$cnon2xx" "$evalsha" "$other" "$newconn" \
         "$((mem1 - mem0))" "$keys" "${errors:--}" "${hits:--}" \
         "$rrps" "$rp50" "$rp99" "${usec:--}" "$hcpu" "$rcpu" "$scpu" \
         "$eval" "$rowconn" "$rowsconn" "$rowreq" "${lp99:--}" "${lrp99:--}" \
         "${lrps:--}" "${lrrps:--}" "${insn:--}" "${hsys:--}" "${rsys:--}" \
-        "${sys:--}" "$dcpu" "${insn1:--}" >>"$RESULTS"
+        "${sys:--}" "$dcpu" "${insn1:--}" "${ladded:--}" >>"$RESULTS"
     printf '%8.0f req/s (ref %6.0f) %5.2f  p99 %6.3f ms (ref %6.3f)  refused %6.2f%%  EVALSHA/req %.4f  EVAL/req %.4f  httpd %s us/req (ref %s), redis %s' \
         "$crps" "$rrps" "$(awk -v a="$crps" -v b="$rrps" 'BEGIN {print a / b}')" \
         "$cp99" "$rp99" \
@@ -708,8 +720,8 @@ run_case() {
         "$(awk -v a="$evalsha" -v b="$ctotal" 'BEGIN {print a / b}')" \
         "$(awk -v a="$eval" -v b="$ctotal" 'BEGIN {print a / b}')" \
         "$hcpu" "$rcpu" "$scpu"
-    printf '\n%28s p99 at -c%s %s ms (ref %s)  module %s instructions/req (first of an identity %s)  syscalls/req httpd %s (ref %s), redis %s  redis %s us/decision' \
-        "" "$LOWCONNS" "${lp99:--}" "${lrp99:--}" "${insn:--}" "${insn1:--}" "${hsys:--}" \
+    printf '\n%28s p99 at -c%s %s ms (ref %s; added %s, paired)  module %s instructions/req (first of an identity %s)  syscalls/req httpd %s (ref %s), redis %s  redis %s us/decision' \
+        "" "$LOWCONNS" "${lp99:--}" "${lrp99:--}" "${ladded:--}" "${insn:--}" "${insn1:--}" "${hsys:--}" \
         "${rsys:--}" "${sys:--}" "$dcpu"
     if [ "$counted" = 1 ]; then
         printf '  new connections: %s%s for %s requests' "$rowconn" \
@@ -964,6 +976,13 @@ run_case log-redis-c4 event $LOWCONNS $POOL \
 run_case counter-shm-c4 event $LOWCONNS $POOL \
     "SlidingLimit $HIGH 1m algorithm=counter, shm" \
     "$(sl_conf shm counter $HIGH 1m)"
+# With allotments, where they are used: returning addresses.
+run_case counter-redis-allot-r$RETURNING-c4 event $LOWCONNS $RETURNING \
+    "$RETURNING addresses, SlidingLimit $HIGH 1m algorithm=counter, Redis, SlidingLimitAllotment auto" \
+    "$(allot_conf "$REDIS" counter $HIGH 1m)"
+run_case log-redis-allot-r$RETURNING-c4 event $LOWCONNS $RETURNING \
+    "$RETURNING addresses, SlidingLimit $HIGH 1m algorithm=log, Redis, SlidingLimitAllotment auto" \
+    "$(allot_conf "$REDIS" log $HIGH 1m)"
 
 # Redis's side alone (bench/scripts.c): lua/sl_check.lua beside the
 # counter and the log a user would write, by EVALSHA from 4 connections of
