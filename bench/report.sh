@@ -33,8 +33,7 @@ table() {
             printf "| %s | %s | %s | %s | failed | | | | | | | | |\n", $1, $4, $2, $3
             next
         }
-        if ($38 != "" && $38 != "-") low = f($38, 3)
-        else low = ($28 != "" && $28 != "-" && $29 != "-") ? f($28 - $29, 3) : "-"
+        low = ($38 != "" && $38 != "-") ? f($38, 3) : "-"
         printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s%% |\n",
             $1, $4, $2, $3, f($5, 0), f($17, 0), f($5 / $17, 2), f($6, 3),
             f($7, 3), f($19, 3), f($7 - $19, 3), low, f(100 * $9 / $8, 1)
@@ -423,15 +422,12 @@ fev=$(versus flood-counter-shm flood-evasive)
 fqs=$(versus flood-counter-shm flood-qos)
 fevr=$(versus flood-counter-redis flood-evasive)
 fqsr=$(versus flood-counter-redis flood-qos)
-# The -c4 rows where they ran, else the rows' own low-load slices.
-# The p99 a case adds at -c4: the median of the paired slices' differences
-# (older results: the difference of the medians).
+# The p99 a case adds at -c4: the median of the paired slices' differences.
 lowadded() { # case
-    awk -F'\t' -v n="$1" '$1 == n && $5 != "FAILED" {
-            if ($38 != "" && $38 != "-") { printf "%.3f", $38; f = 1 }
-            else if ($28 != "" && $28 != "-") { printf "%.3f", $28 - $29; f = 1 } }
+    awk -F'\t' -v n="$1" '$1 == n && $5 != "FAILED" && $38 != "" && $38 != "-" { printf "%.3f", $38; f = 1 }
         END { if (!f) printf "n/a" }' "$RESULTS"
 }
+# The -c4 rows where they ran, else the rows' own low-load slices.
 a4=$(lowadded counter-redis-c4)
 al4=$(lowadded log-redis-c4)
 as4=$(lowadded counter-shm-c4)
