@@ -134,7 +134,7 @@ int sl_allot_evictable(const sl_allot_cell_t *c, apr_time_t now)
 
 void sl_allot_fill(sl_allot_cell_t *c, const sl_budget_t *b)
 {
-    apr_uint32_t lock = c->lock;
+    apr_uint64_t lock = c->lock;
     apr_uint64_t hint = c->hint;
 
     /* A replaced key's unused units, if any, go back never: they age out

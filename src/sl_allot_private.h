@@ -37,9 +37,10 @@ struct sl_allot_cell {
     apr_time_t touched;
     /* The shared table's: the cell's lock (a spin lock of one compare-and-
      * swap, held for a few hundred instructions, never across a store
-     * call; 0, or the holder's process id) and the hash of the key it holds
-     * (0: none; a hint for finding it, checked under the lock). */
-    apr_uint32_t lock;
+     * call: the holder's process id in the low 32 bits, 0 when free, and
+     * in the high 32 how many times it was taken) and the hash of the key
+     * it holds (0: none; a hint for finding it, checked under the lock). */
+    apr_uint64_t lock;
     apr_uint64_t hint;
 };
 
@@ -90,6 +91,12 @@ sl_allot_cell_t *sl_allot_shared_find(sl_allot_table_t *t, const sl_budget_t *b,
  * holder that died: 0 when another holder kept it (the caller decides at
  * the store). */
 int sl_allot_cell_lock(sl_allot_cell_t *c);
+/* Takes the lock over from the holder seen in it (the lock's whole word,
+ * as read) if that holder has died and the lock has not changed hands
+ * since: 1 when taken. */
+int sl_allot_cell_take_over(sl_allot_cell_t *c, apr_uint64_t seen);
+/* The process id a lock's word names, its low 32 bits (0: free). */
+#define SL_ALLOT_HOLDER(word) ((apr_uint32_t) (word))
 /* This process's id for the locks it takes: in each child, as it starts
  * (sl_allot_create); a process that never called it reads its id at its
  * first lock. */

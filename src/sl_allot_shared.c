@@ -32,6 +32,25 @@ void sl_allot_shared_attach(void)
     __atomic_store_n(&sl_allot_me, (apr_uint32_t) getpid(), __ATOMIC_RELAXED);
 }
 
+/* This process's id, read at its first lock if it never attached. */
+static apr_uint32_t sl_allot_self(void)
+{
+    apr_uint32_t me = __atomic_load_n(&sl_allot_me, __ATOMIC_RELAXED);
+
+    if (!me) {
+        sl_allot_shared_attach();
+        me = __atomic_load_n(&sl_allot_me, __ATOMIC_RELAXED);
+    }
+    return me;
+}
+
+/* The word of a lock taken by me, after the word seen in it: the count of
+ * takings moves on, so that a word read earlier never matches it again. */
+static apr_uint64_t sl_allot_taken(apr_uint64_t seen, apr_uint32_t me)
+{
+    return ((seen >> 32) + 1) << 32 | me;
+}
+
 /* A lock held by a process that no longer exists (killed between taking
  * and giving it back: an OOM kill, a crash elsewhere in the child) would
  * otherwise stay held for the generation, and every request of its key
@@ -39,15 +58,20 @@ void sl_allot_shared_attach(void)
  * and a pending ask (whose asker, alive, names it), and drops its grant:
  * the holder may have died halfway through writing one, and units not
  * used age out in the store, counted. A reused id looks alive: the lock
- * then stays held, as before. */
-static int sl_allot_take_over(sl_allot_cell_t *c, apr_uint32_t me)
+ * then stays held, as before. The whole word is compared, not the id
+ * alone: between the check that its holder is gone and the swap, another
+ * process may take the lock over, give it back, and a new process that
+ * got the dead one's id may take it; the count of takings tells that word
+ * from the one seen, so two never hold the cell at once. */
+int sl_allot_cell_take_over(sl_allot_cell_t *c, apr_uint64_t seen)
 {
-    apr_uint32_t holder = __atomic_load_n(&c->lock, __ATOMIC_RELAXED);
+    apr_uint32_t me = sl_allot_self();
+    apr_uint32_t holder = SL_ALLOT_HOLDER(seen);
 
     if (!holder || holder == me || kill((pid_t) holder, 0) == 0 ||
         errno != ESRCH ||
-        !__atomic_compare_exchange_n(&c->lock, &holder, me, 0, __ATOMIC_ACQUIRE,
-                                     __ATOMIC_RELAXED)) {
+        !__atomic_compare_exchange_n(&c->lock, &seen, sl_allot_taken(seen, me),
+                                     0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
         return 0;
     }
     c->k = c->left = 0;
@@ -56,29 +80,33 @@ static int sl_allot_take_over(sl_allot_cell_t *c, apr_uint32_t me)
 
 int sl_allot_cell_lock(sl_allot_cell_t *c)
 {
-    apr_uint32_t me = __atomic_load_n(&sl_allot_me, __ATOMIC_RELAXED);
+    apr_uint32_t me = sl_allot_self();
+    apr_uint64_t seen = 0;
     int i;
 
-    if (!me) {
-        sl_allot_shared_attach();
-        me = __atomic_load_n(&sl_allot_me, __ATOMIC_RELAXED);
-    }
     for (i = 0; i < SL_ALLOT_TRIES; i++) {
-        apr_uint32_t free = 0;
         if (i >= SL_ALLOT_SPIN) {
             sched_yield();
         }
-        if (__atomic_compare_exchange_n(&c->lock, &free, me, 0,
+        seen = __atomic_load_n(&c->lock, __ATOMIC_RELAXED);
+        if (!SL_ALLOT_HOLDER(seen) &&
+            __atomic_compare_exchange_n(&c->lock, &seen,
+                                        sl_allot_taken(seen, me), 0,
                                         __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
             return 1;
         }
     }
-    return sl_allot_take_over(c, me);
+    return sl_allot_cell_take_over(c, seen);
 }
 
 void sl_allot_cell_unlock(sl_allot_cell_t *c)
 {
-    __atomic_store_n(&c->lock, 0, __ATOMIC_RELEASE);
+    /* Free, the count of takings kept. Only a holder's word is its own to
+     * change while it lives: a plain read of it is the word it wrote. */
+    apr_uint64_t mine = __atomic_load_n(&c->lock, __ATOMIC_RELAXED);
+
+    __atomic_store_n(&c->lock, mine & ~(apr_uint64_t) 0xffffffffU,
+                     __ATOMIC_RELEASE);
 }
 
 apr_status_t sl_allot_shared_create(apr_pool_t *pconf, sl_allot_shared_t **out)

@@ -376,7 +376,8 @@ static void test_dead_holder(apr_pool_t *p)
         _exit(0); /* without giving the lock back */
     }
     EXPECT(read(held[0], &byte, 1) == 1, "the child holds the lock");
-    EXPECT(c->lock == (apr_uint32_t) kid.pid, "its id in the lock");
+    EXPECT(SL_ALLOT_HOLDER(c->lock) == (apr_uint32_t) kid.pid,
+           "its id in the lock");
     EXPECT(!sl_allot_cell_lock(c), "a live holder keeps its lock");
     EXPECT(sl_allot_take(a, &b, 1, t + 2, &s) == SL_ALLOT_NONE,
            "its key is decided at the store meanwhile");
@@ -384,12 +385,12 @@ static void test_dead_holder(apr_pool_t *p)
            cells_of(sh, &b));
     EXPECT(write(go[1], &byte, 1) == 1, "the child may go");
     apr_proc_wait(&kid, &code, &why, APR_WAIT);
-    EXPECT(code == 0 && c->lock == (apr_uint32_t) kid.pid,
+    EXPECT(code == 0 && SL_ALLOT_HOLDER(c->lock) == (apr_uint32_t) kid.pid,
            "it died holding the lock");
     EXPECT(sl_allot_take(a, &b, 1, t + 3, &s) == SL_ALLOT_ASK,
            "taken over: the grant it held is not used, the key asks again");
-    EXPECT(c->lock == 0 && c->k == 0 && c->left == 0 && c->used &&
-               c->ask == s.ask,
+    EXPECT(SL_ALLOT_HOLDER(c->lock) == 0 && c->k == 0 && c->left == 0 &&
+               c->used && c->ask == s.ask,
            "the cell's lock is free again, its key kept, its grant dropped");
     EXPECT(grant(a, &b, t + 3, 100, "IIIIIIIIIIII", &s) == 99,
            "the new grant settles");
@@ -399,6 +400,61 @@ static void test_dead_holder(apr_pool_t *p)
     close(go[1]);
     close(held[0]);
     close(held[1]);
+}
+
+/* The dead holder's id seen, then the lock changes hands before the swap:
+ * taken over by another, given back, and taken by a new process that got
+ * the dead one's id. The word seen then is not the lock's any more, and
+ * the late swap must fail: two would hold the cell at once. */
+static void test_stale_take_over(apr_pool_t *p)
+{
+    sl_allot_shared_t *sh = NULL;
+    sl_allot_t *a;
+    sl_budget_t b = budget("stale", SL_ALG_LOG, 8000);
+    sl_allot_slot_t s;
+    sl_allot_cell_t *c;
+    apr_time_t t = 95 * APR_USEC_PER_SEC;
+    apr_proc_t kid;
+    apr_exit_why_e why;
+    apr_uint64_t seen, again;
+    int code;
+
+    if (sl_allot_shared_create(p, &sh) != APR_SUCCESS) {
+        EXPECT(0, "made");
+        return;
+    }
+    a = sl_allot_create(p, 1, sh);
+    sl_allot_take(a, &b, 1, t, &s);
+    EXPECT(sl_allot_take(a, &b, 1, t + 1, &s) == SL_ALLOT_ASK, "asks");
+    EXPECT(grant(a, &b, t, 100, "JJJJJJJJJJJJ", &s) == 99, "99 left");
+    c = s.cell;
+    if (apr_proc_fork(&kid, p) == APR_INCHILD) {
+        sl_allot_create(p, 1, sh);
+        _exit(sl_allot_cell_lock(c) ? 0 : 1); /* dies holding it */
+    }
+    apr_proc_wait(&kid, &code, &why, APR_WAIT);
+    seen = c->lock;
+    EXPECT(code == 0 && SL_ALLOT_HOLDER(seen) == (apr_uint32_t) kid.pid,
+           "it died holding the lock");
+    /* Two takings later, by the dead holder's id again. */
+    again = ((seen >> 32) + 2) << 32 | SL_ALLOT_HOLDER(seen);
+    c->lock = again;
+    EXPECT(!sl_allot_cell_take_over(c, seen),
+           "the word seen before the lock changed hands is not taken over");
+    EXPECT(c->lock == again && c->left == 99,
+           "the lock and the grant stay the new holder's");
+    c->lock = seen;
+    EXPECT(sl_allot_cell_take_over(c, seen),
+           "the word that is the lock's is taken over from its dead holder");
+    EXPECT(SL_ALLOT_HOLDER(c->lock) == (apr_uint32_t) getpid() &&
+               (c->lock >> 32) == (seen >> 32) + 1 && c->left == 0,
+           "held by this process, counted once more, its grant dropped");
+    sl_allot_cell_unlock(c);
+    EXPECT(SL_ALLOT_HOLDER(c->lock) == 0 && (c->lock >> 32) == (seen >> 32) + 1,
+           "given back: free, its count kept");
+    EXPECT(sl_allot_cell_lock(c) && (c->lock >> 32) == (seen >> 32) + 2,
+           "the next taking counts on");
+    sl_allot_cell_unlock(c);
 }
 
 int main(void)
@@ -418,6 +474,7 @@ int main(void)
     test_abandon(p, 1);
     test_children(p);
     test_dead_holder(p);
+    test_stale_take_over(p);
     printf("%d passed, %d failed\n", passed, failed);
     apr_terminate();
     return failed ? 1 : 0;
