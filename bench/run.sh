@@ -249,10 +249,17 @@ SlidingLimitKeyPrefix slbench
 CONF
 }
 
+# sl_conf with one more directive after the limit's line.
+sl_conf_with() { # directive store algorithm requests window
+    local line=$1
+    shift
+    sl_conf "$@" | sed "s|^    SlidingLimit .*|&\n    $line|"
+}
+
 # SlidingLimitAllotment auto on the same limit: admissions from units the
 # store allots each child ahead (src/sl_allot.c).
 allot_conf() { # store algorithm requests window
-    sl_conf "$@" | sed 's|^    SlidingLimit .*|&\n    SlidingLimitAllotment auto|'
+    sl_conf_with "SlidingLimitAllotment auto" "$@"
 }
 
 # SlidingLimitConcurrent: each request takes a lease at its decision and
@@ -831,7 +838,7 @@ run_case counter-shm event $CONNS $POOL \
 # httpd's CPU per request, beside counter-shm in the same run.
 run_case counter-shm-noheaders event $CONNS $POOL \
     "SlidingLimit $HIGH 1m algorithm=counter, shm, SlidingLimitHeaders off" \
-    "$(sl_conf shm counter $HIGH 1m | sed 's|^    SlidingLimit .*|&\n    SlidingLimitHeaders off|')"
+    "$(sl_conf_with "SlidingLimitHeaders off" shm counter $HIGH 1m)"
 # cost= and count= (the options ride on the algorithm argument): a cost of
 # 3, and count=404 on a page that answers 200, so every request is
 # reserved in the access checker and given back after its response.

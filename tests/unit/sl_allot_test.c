@@ -339,6 +339,19 @@ static int cells_of(const sl_allot_shared_t *sh, const sl_budget_t *b)
     return n;
 }
 
+/* A cell of a's table holding a grant of 100 units of b, one of them
+ * taken by the settle (as a store's answer does). */
+static sl_allot_cell_t *granted_cell(sl_allot_t *a, sl_budget_t *b,
+                                     apr_time_t t, const char *id)
+{
+    sl_allot_slot_t s;
+
+    sl_allot_take(a, b, 1, t, &s);
+    EXPECT(sl_allot_take(a, b, 1, t + 1, &s) == SL_ALLOT_ASK, "asks");
+    EXPECT(grant(a, b, t, 100, id, &s) == 99, "99 left");
+    return s.cell;
+}
+
 /* A child that dies holding a cell's lock: while it lives, its lock is
  * its own (the key is decided at the store); once it is gone, the next
  * locker takes the lock over and the cell's grant, which the dead child
@@ -362,10 +375,7 @@ static void test_dead_holder(apr_pool_t *p)
         return;
     }
     a = sl_allot_create(p, 1, sh);
-    sl_allot_take(a, &b, 1, t, &s);
-    EXPECT(sl_allot_take(a, &b, 1, t + 1, &s) == SL_ALLOT_ASK, "asks");
-    EXPECT(grant(a, &b, t, 100, "HHHHHHHHHHHH", &s) == 99, "99 left");
-    c = s.cell;
+    c = granted_cell(a, &b, t, "HHHHHHHHHHHH");
     if (apr_proc_fork(&kid, p) == APR_INCHILD) {
         /* As a child of httpd starts: its own id for its locks. */
         sl_allot_create(p, 1, sh);
@@ -411,7 +421,6 @@ static void test_stale_take_over(apr_pool_t *p)
     sl_allot_shared_t *sh = NULL;
     sl_allot_t *a;
     sl_budget_t b = budget("stale", SL_ALG_LOG, 8000);
-    sl_allot_slot_t s;
     sl_allot_cell_t *c;
     apr_time_t t = 95 * APR_USEC_PER_SEC;
     apr_proc_t kid;
@@ -424,10 +433,7 @@ static void test_stale_take_over(apr_pool_t *p)
         return;
     }
     a = sl_allot_create(p, 1, sh);
-    sl_allot_take(a, &b, 1, t, &s);
-    EXPECT(sl_allot_take(a, &b, 1, t + 1, &s) == SL_ALLOT_ASK, "asks");
-    EXPECT(grant(a, &b, t, 100, "JJJJJJJJJJJJ", &s) == 99, "99 left");
-    c = s.cell;
+    c = granted_cell(a, &b, t, "JJJJJJJJJJJJ");
     if (apr_proc_fork(&kid, p) == APR_INCHILD) {
         sl_allot_create(p, 1, sh);
         _exit(sl_allot_cell_lock(c) ? 0 : 1); /* dies holding it */
