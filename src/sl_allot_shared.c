@@ -58,11 +58,12 @@ static apr_uint64_t sl_allot_taken(apr_uint64_t seen, apr_uint32_t me)
  * and a pending ask (whose asker, alive, names it), and drops its grant:
  * the holder may have died halfway through writing one, and units not
  * used age out in the store, counted. A reused id looks alive: the lock
- * then stays held, as before. The whole word is compared, not the id
- * alone: between the check that its holder is gone and the swap, another
- * process may take the lock over, give it back, and a new process that
- * got the dead one's id may take it; the count of takings tells that word
- * from the one seen, so two never hold the cell at once. */
+ * then stays held, and its keys are decided at the store. The whole word
+ * is compared, not the id alone: between the check that its holder is
+ * gone and the swap, another process may take the lock over, give it
+ * back, and a new process that got the dead one's id may take it; the
+ * count of takings tells that word from the one seen, so two never hold
+ * the cell at once. */
 int sl_allot_cell_take_over(sl_allot_cell_t *c, apr_uint64_t seen)
 {
     apr_uint32_t me = sl_allot_self();
